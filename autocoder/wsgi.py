@@ -1,0 +1,10 @@
+"""WSGI entry point (the portal normally runs under ASGI; this serves plain HTTP only)."""
+
+from __future__ import annotations
+
+import os
+
+from django.core.wsgi import get_wsgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "autocoder.settings")
+application = get_wsgi_application()

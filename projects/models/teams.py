@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=120)
+    slug = models.SlugField(max_length=60, unique=True)
+    # Small teams (a household, a solo founder) let the requester approve their own gates.
+    requester_may_approve = models.BooleanField(
+        default=False, help_text="Requesters may decide approval requests on their own projects."
+    )
+    required_approvals = models.PositiveSmallIntegerField(
+        default=1, help_text="How many approvals a gate needs before the run continues."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    class Role(models.TextChoices):
+        REQUESTER = "requester", "Requester"
+        REVIEWER = "reviewer", "Reviewer"
+        ADMIN = "admin", "Admin"
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=16, choices=Role.choices, default=Role.REQUESTER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="unique_membership"),
+        ]
+        ordering = ["team", "user"]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team} as {self.role}"
+
+    @property
+    def can_review(self) -> bool:
+        return self.role in {self.Role.REVIEWER, self.Role.ADMIN}
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == self.Role.ADMIN

@@ -1,0 +1,64 @@
+"""Writes for the projects app: keyword-only, typed, named <entity>_<action>."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractUser
+from django.db import transaction
+
+from projects.models import Membership, Team
+
+DEMO_TEAM_SLUG = "demo"
+DEMO_USERS: tuple[tuple[str, str], ...] = (
+    ("requester", Membership.Role.REQUESTER),
+    ("reviewer", Membership.Role.REVIEWER),
+    ("admin", Membership.Role.ADMIN),
+)
+
+
+@dataclass(frozen=True)
+class DemoData:
+    team: Team
+    created: bool
+    usernames: tuple[str, ...]
+
+
+def team_create(*, name: str, slug: str, creator: AbstractUser) -> Team:
+    with transaction.atomic():
+        team = Team.objects.create(name=name, slug=slug)
+        Membership.objects.create(team=team, user=creator, role=Membership.Role.ADMIN)
+    return team
+
+
+def membership_add(*, team: Team, user: AbstractUser, role: str) -> Membership:
+    membership, _ = Membership.objects.update_or_create(team=team, user=user,
+                                                       defaults={"role": role})
+    return membership
+
+
+def team_settings_update(*, team: Team, requester_may_approve: bool,
+                         required_approvals: int) -> Team:
+    team.requester_may_approve = requester_may_approve
+    team.required_approvals = required_approvals
+    team.save(update_fields=["requester_may_approve", "required_approvals"])
+    return team
+
+
+@transaction.atomic
+def demo_data_ensure(*, password: str) -> DemoData:
+    """Create the demo team and its three users once; later calls change nothing."""
+    team, created = Team.objects.get_or_create(slug=DEMO_TEAM_SLUG,
+                                               defaults={"name": "Demo team"})
+    user_model = get_user_model()
+    for username, role in DEMO_USERS:
+        user, user_created = user_model.objects.get_or_create(
+            username=username, defaults={"email": f"{username}@example.com"})
+        if user_created:
+            user.set_password(password)
+            # The demo admin also administers the whole site (per-team settings in the admin).
+            user.is_staff = user.is_superuser = role == Membership.Role.ADMIN
+            user.save()
+        Membership.objects.get_or_create(team=team, user=user, defaults={"role": role})
+    return DemoData(team=team, created=created, usernames=tuple(u for u, _ in DEMO_USERS))

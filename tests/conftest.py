@@ -1,0 +1,35 @@
+"""Shared fixtures. The database and Redis come from autocoder.testing.pytest_plugin."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+from django.conf import settings
+
+from tests.factories import MembershipFactory, TeamFactory, UserFactory
+
+
+@pytest.fixture
+def redis_client() -> redis.Redis:
+    return redis.Redis.from_url(settings.REDIS_URL)
+
+
+@pytest.fixture
+def clean_redis(redis_client: redis.Redis) -> Iterator[redis.Redis]:
+    """Redis emptied before and after the test (the test session owns this server)."""
+    redis_client.flushdb()
+    yield redis_client
+    redis_client.flushdb()
+
+
+@pytest.fixture
+def team_with_roles(db: None) -> dict[str, object]:
+    """A team with an admin ('owner'), a requester ('member'), and an outsider in another team."""
+    team = TeamFactory(slug="acme", name="Acme")
+    owner, member, outsider = UserFactory(), UserFactory(), UserFactory()
+    MembershipFactory(team=team, user=owner, role="admin")
+    MembershipFactory(team=team, user=member, role="requester")
+    MembershipFactory(team=TeamFactory(slug="other"), user=outsider, role="admin")
+    return {"team": team, "owner": owner, "member": member, "outsider": outsider}
