@@ -35,6 +35,8 @@ INSTALLED_APPS = [
     "template_partials",
     "axes",
     "autocoder.apps.AutocoderConfig",
+    "autocoder.llm.apps.LLMConfig",
+    "autocoder.lessons.apps.LessonsConfig",
     "projects.apps.ProjectsConfig",
     "marketplace.apps.MarketplaceConfig",
 ]
