@@ -1,0 +1,255 @@
+"""Projects, generation runs and their durable state (checkpoints, loop events, LLM calls,
+approval requests).
+
+A run is a state machine advanced one step at a time by workers; every field a resumed worker
+needs lives on these rows, never in process memory.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Project(models.Model):
+    class Status(models.TextChoices):
+        INTERVIEWING = "interviewing", "Interviewing"
+        QUEUED = "queued", "Queued"
+        GENERATING = "generating", "Generating"
+        AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+        SUCCEEDED = "succeeded", "Succeeded"
+        PUBLISHED = "published", "Published"
+        ESCALATED = "escalated", "Escalated"
+        FAILED = "failed", "Failed"
+
+    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="projects")
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="requested_projects"
+    )
+    name = models.CharField(max_length=120)
+    spec = models.JSONField(default=dict, blank=True, help_text="The interview's result (spec).")
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.INTERVIEWING)
+    # Position on the board's queue column; 0 once the project has left the queue.
+    queue_position = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    status_changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["team", "status"], name="project_team_status")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused"
+        AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+        # Paused on an escalation: a human's answer (guidance) lets it go on.
+        ESCALATED = "escalated", "Escalated"
+        SUCCEEDED = "succeeded", "Succeeded"
+        FAILED = "failed", "Failed"
+        ABORTED = "aborted", "Aborted"
+        CANCELLED = "cancelled", "Cancelled"
+
+    TERMINAL = frozenset({"succeeded", "failed", "aborted", "cancelled"})
+    # States in which no step is queued or executing: a human (or resume) must act.
+    WAITING = frozenset({"paused", "awaiting_approval", "escalated"})
+
+    class Phase(models.TextChoices):
+        PLAN = "plan", "Plan"
+        IMPLEMENT = "implement", "Implement"
+        TEST_WRITE = "test_write", "Write tests"
+        GATE = "gate", "Safety gate"
+        SANDBOX = "sandbox", "Run tests"
+        VERIFY = "verify", "Verify"
+        REFLECT = "reflect", "Reflect"
+        LEARN = "learn", "Learn"
+        DONE = "done", "Done"
+
+    class Autonomy(models.TextChoices):
+        GUIDED = "guided", "Guided"
+        SEMI = "semi", "Semi-autonomous"
+        FULL = "full", "Fully autonomous"
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.QUEUED)
+    provider = models.CharField(max_length=40, default="scripted")
+    # Scripted replies travel with the run so any worker can resume it at the same position.
+    script = models.JSONField(null=True, blank=True)
+    script_position = models.JSONField(default=dict, blank=True)
+    autonomy = models.CharField(max_length=8, choices=Autonomy.choices, default=Autonomy.SEMI)
+    use_lessons = models.BooleanField(default=True)
+
+    max_iterations = models.PositiveIntegerField(default=10)
+    max_tokens = models.PositiveIntegerField(default=200_000)
+    max_wall_s = models.PositiveIntegerField(default=3600)
+
+    iteration = models.PositiveIntegerField(default=0, help_text="Last completed iteration.")
+    tokens_prompt = models.PositiveIntegerField(default=0)
+    tokens_completion = models.PositiveIntegerField(default=0)
+
+    phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.PLAN)
+    # The message allowed to perform the next step; a message with another token is stale.
+    step_token = models.CharField(max_length=40, blank=True)
+    step_attempts = models.PositiveSmallIntegerField(default=0)
+    # Outputs of the current iteration's finished phases (files, reports) until its checkpoint.
+    pending = models.JSONField(default=dict, blank=True)
+
+    plan = models.TextField(blank=True)
+    approaches = models.JSONField(default=list, blank=True, help_text="Earlier plans, in order.")
+    guidance = models.TextField(blank=True, help_text="What humans told the loop.")
+    best_iteration = models.ForeignKey(
+        "projects.Iteration", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    cancel_requested = models.BooleanField(default=False)
+    pause_requested = models.BooleanField(default=False)
+    escapes_tried = models.JSONField(default=list, blank=True)
+    escape_in_force = models.CharField(max_length=24, blank=True)
+    escalations_answered = models.PositiveSmallIntegerField(default=0)
+    since_iteration = models.PositiveIntegerField(default=0, help_text="Detector window start.")
+    lessons_written = models.PositiveIntegerField(default=0)
+
+    error = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} of {self.project}"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in self.TERMINAL
+
+    @property
+    def tokens_total(self) -> int:
+        return self.tokens_prompt + self.tokens_completion
+
+
+class Iteration(models.Model):
+    """A checkpoint: everything one iteration produced, written before the next one starts."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="iterations")
+    number = models.PositiveIntegerField()
+    files = models.JSONField(default=dict)
+    diff = models.TextField(blank=True)
+    diff_stats = models.JSONField(default=dict, blank=True)
+    rejected_paths = models.JSONField(default=list, blank=True)
+    test_report = models.JSONField(default=dict, blank=True)
+    pass_rate = models.FloatField(default=0.0)
+    acceptance_passed = models.BooleanField(default=False)
+    tests_ran = models.BooleanField(default=False)
+    succeeded = models.BooleanField(default=False)
+    safety_report = models.JSONField(default=dict, blank=True)
+    safety_verdict = models.CharField(max_length=8, blank=True)
+    failures = models.JSONField(default=list, blank=True, help_text="What went wrong, for prompts.")
+    plan = models.TextField(blank=True)
+    reflection = models.TextField(blank=True)
+    reply_prose = models.TextField(blank=True)
+    lessons_used = models.JSONField(default=list, blank=True)
+    tokens = models.PositiveIntegerField(default=0)
+    timings = models.JSONField(default=dict, blank=True)
+    error_signature = models.CharField(max_length=300, blank=True)
+    code_hash = models.CharField(max_length=64, blank=True)
+    reply_hash = models.CharField(max_length=64, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "number"], name="unique_iteration_number"),
+        ]
+
+    def __str__(self) -> str:
+        return f"iteration {self.number} of run {self.run_id}"
+
+
+class LoopEvent(models.Model):
+    """A loop-detector finding and the escape the engine chose for it."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="loop_events")
+    iteration = models.PositiveIntegerField()
+    type = models.CharField(max_length=40)
+    signature = models.TextField(blank=True)
+    confidence = models.FloatField(default=0.0)
+    occurrences = models.PositiveIntegerField(default=0)
+    action = models.CharField(max_length=24)
+    reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["run", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.type} -> {self.action} (run {self.run_id}, iteration {self.iteration})"
+
+
+class LLMCall(models.Model):
+    """One provider call (cost accounting, and the prompt as sent, for review and tests)."""
+
+    run = models.ForeignKey(
+        Run, null=True, blank=True, on_delete=models.CASCADE, related_name="llm_calls"
+    )
+    iteration = models.PositiveIntegerField(null=True, blank=True)
+    role = models.CharField(max_length=16)
+    provider = models.CharField(max_length=40)
+    model = models.CharField(max_length=120, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+    latency_ms = models.PositiveIntegerField(default=0)
+    attempts = models.PositiveSmallIntegerField(default=1)
+    error = models.TextField(blank=True)
+    messages = models.JSONField(default=list, blank=True)
+    reply = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"{self.role} call via {self.provider}"
+
+
+class ApprovalRequest(models.Model):
+    class Kind(models.TextChoices):
+        PLAN = "plan", "Plan"
+        CHANGE = "change", "Change"
+        ESCALATION = "escalation", "Escalation"
+        PUBLISH = "publish", "Publish"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Pending"
+        APPROVED = "approved", "Approved"
+        REJECTED = "rejected", "Rejected"
+        CHANGES_REQUESTED = "changes_requested", "Changes requested"
+        ANSWERED = "answered", "Answered"
+        STALE = "stale", "Stale"
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="approvals")
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="approvals")
+    kind = models.CharField(max_length=12, choices=Kind.choices)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    iteration = models.PositiveIntegerField(default=0)
+    payload = models.JSONField(default=dict, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+        related_name="approval_decisions",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["project", "status"], name="approval_project_status")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} approval for run {self.run_id} ({self.status})"
