@@ -1,0 +1,250 @@
+"""The starting files of a plugin (DESIGN 4.2), built from a spec alone.
+
+Deterministic on purpose: the same spec gives byte-identical files, so a resumed run, a retried
+worker message and a checkpoint diff all see the same skeleton. The acceptance tests are built
+from the requester's examples and are read-only for the model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from autocoder.engine.spec import CommandSpec, Spec, package_name
+
+ACCEPTANCE_TEST_PATH = "tests/test_acceptance.py"
+PLUGIN_VERSION = "0.1.0"
+
+# Files whose edits would let a model change what "passing" means (pytest configuration,
+# conftest hooks at the root and in tests/), besides the acceptance tests and the manifest.
+_TEST_HARNESS_PATHS = frozenset({
+    "tests/conftest.py", "conftest.py", "pytest.ini", "pyproject.toml", "setup.cfg", "tox.ini",
+})
+
+
+def scaffold_files(spec: Spec) -> dict[str, str]:
+    pkg = spec.package
+    return {
+        "plugin.toml": plugin_toml(spec),
+        f"{pkg}/__init__.py": _package_init(spec),
+        f"{pkg}/plugin.py": _plugin_module(spec),
+        "tests/__init__.py": "",
+        ACCEPTANCE_TEST_PATH: _acceptance_tests(spec),
+        "tests/conftest.py": _CONFTEST,
+        "README.md": _readme(spec),
+    }
+
+
+def protected_paths(spec: Spec) -> frozenset[str]:
+    """Paths the model may never write: the acceptance tests, the manifest, the test harness.
+
+    plugin.toml changes only through a permissions request, which the loop treats as a major
+    change that a person approves.
+    """
+    return frozenset({ACCEPTANCE_TEST_PATH, "plugin.toml"}) | _TEST_HARNESS_PATHS
+
+
+def acceptance_nodeids(spec: Spec) -> list[str]:
+    """The pytest node ids of the acceptance tests, one per example, in spec order."""
+    return [f"{ACCEPTANCE_TEST_PATH}::{name}" for name, _, _ in _acceptance_cases(spec)]
+
+
+def method_name(command: str) -> str:
+    """The Plugin method that handles `command` (`generate-schedule` -> `generate_schedule`)."""
+    return package_name(command)
+
+
+# -- plugin.toml ---------------------------------------------------------------------------------
+
+
+def plugin_toml(spec: Spec, *, network: bool = False, filesystem: str = "none") -> str:
+    lines = [
+        "[plugin]",
+        f"name = {_toml_str(spec.name)}",
+        f'version = "{PLUGIN_VERSION}"',
+        f"summary = {_toml_str(spec.summary)}",
+        f'entry = "{spec.package}.plugin:Plugin"',
+        "",
+        "[permissions]",
+        f"network = {'true' if network else 'false'}",
+        f"filesystem = {_toml_str(filesystem)}",
+    ]
+    for command in spec.commands:
+        lines += ["", "[[commands]]", f"name = {_toml_str(command.name)}",
+                  f"description = {_toml_str(command.description)}"]
+    return "\n".join(lines) + "\n"
+
+
+def _toml_str(value: str) -> str:
+    """A TOML basic string: JSON's escapes are valid TOML, except that TOML has no \\u007f-free
+    shortcut for DEL, which JSON leaves raw and TOML forbids, so it is escaped too."""
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+# -- the package ---------------------------------------------------------------------------------
+
+
+def _package_init(spec: Spec) -> str:
+    return f'{_docstring(f"{spec.name}: {_first_line(spec.summary)}")}\n'
+
+
+def _plugin_module(spec: Spec) -> str:
+    returns = "dict" if _all_outputs_are_objects(spec) else "Any"
+    dispatch = "\n".join(
+        f"            {json.dumps(c.name)}: self.{method_name(c.name)}," for c in spec.commands
+    )
+    methods = "".join(_command_method(command, returns) for command in spec.commands)
+    return (
+        f"{_docstring(f'The {spec.name} plugin: {_first_line(spec.summary)}')}\n"
+        "\n"
+        "from __future__ import annotations\n"
+        "\n"
+        "from typing import Any\n"
+        "\n"
+        "\n"
+        "class Plugin:\n"
+        f"    {_docstring(_first_line(spec.summary) or spec.name, indent='    ')}\n"
+        "\n"
+        "    def on_initialize(self, api: Any) -> None:\n"
+        '        """Called once when the host loads the plugin; nothing to set up yet."""\n'
+        "\n"
+        "    def on_event(self, event: str, data: dict) -> None:\n"
+        '        """Host events are not used by this plugin yet."""\n'
+        "\n"
+        f"    def on_command(self, name: str, payload: dict) -> {returns}:\n"
+        "        handlers = {\n"
+        f"{dispatch}\n"
+        "        }\n"
+        "        handler = handlers.get(name)\n"
+        "        if handler is None:\n"
+        '            raise ValueError(f"unknown command: {name!r}")\n'
+        "        return handler(payload)\n"
+        f"{methods}"
+    )
+
+
+def _command_method(command: CommandSpec, returns: str) -> str:
+    doc = command.description.strip() or f"The {command.name} command."
+    message = json.dumps(f"{command.name} is not written yet")
+    return (
+        "\n"
+        f"    def {method_name(command.name)}(self, payload: dict) -> {returns}:\n"
+        f"        {_docstring(doc, indent='        ')}\n"
+        f"        raise NotImplementedError({message})\n"
+    )
+
+
+def _all_outputs_are_objects(spec: Spec) -> bool:
+    return all(isinstance(ex.output, dict) for c in spec.commands for ex in c.examples)
+
+
+# -- tests ---------------------------------------------------------------------------------------
+
+_CONFTEST = '''"""Puts the plugin root on sys.path so the tests import the plugin package."""
+
+import sys
+from pathlib import Path
+
+_ROOT = str(Path(__file__).resolve().parent.parent)
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+'''
+
+
+def _acceptance_cases(spec: Spec) -> list[tuple[str, CommandSpec, int]]:
+    return [
+        (f"test_{method_name(command.name)}_example_{i}", command, i - 1)
+        for command in spec.commands
+        for i in range(1, len(command.examples) + 1)
+    ]
+
+
+def _acceptance_tests(spec: Spec) -> str:
+    header = (
+        "# Acceptance tests generated from the requester's examples. READ-ONLY: the generation\n"
+        "# loop may add tests in other files (tests/test_generated_*.py) but never edits or\n"
+        "# removes these; each asserts Plugin().on_command(command, input) == output.\n"
+        "# The examples are embedded as JSON text so that any JSON value round-trips exactly.\n"
+        "\n"
+        "import json\n"
+        "\n"
+        f"from {spec.package}.plugin import Plugin\n"
+    )
+    tests = [_acceptance_test(name, command, index)
+             for name, command, index in _acceptance_cases(spec)]
+    return header + "".join(tests)
+
+
+def _acceptance_test(name: str, command: CommandSpec, index: int) -> str:
+    example = command.examples[index]
+    return (
+        "\n\n"
+        f"def {name}():\n"
+        f"    payload = json.loads({_json_literal(example.input)})\n"
+        f"    expected = json.loads({_json_literal(example.output)})\n"
+        f"    assert Plugin().on_command({json.dumps(command.name)}, payload) == expected\n"
+    )
+
+
+def _json_literal(value: Any) -> str:
+    # repr of an ASCII-only JSON text is always a valid, single-line Python string literal.
+    return repr(json.dumps(value, ensure_ascii=True))
+
+
+# -- README --------------------------------------------------------------------------------------
+
+
+def _readme(spec: Spec) -> str:
+    parts = [f"# {spec.name}\n", f"{spec.summary.strip()}\n", "## Commands\n"]
+    for command in spec.commands:
+        parts.append(f"### `{command.name}`\n")
+        if command.description.strip():
+            parts.append(f"{command.description.strip()}\n")
+        for i, example in enumerate(command.examples, start=1):
+            shown = json.dumps({"input": example.input, "output": example.output}, indent=2,
+                               ensure_ascii=False)
+            parts.append(f"Example {i}:\n\n```json\n{shown}\n```\n")
+    if spec.constraints:
+        parts.append("## Constraints\n")
+        parts.append("".join(f"- {c.strip()}\n" for c in spec.constraints))
+    parts.append(_INSTALL.format(name=spec.name, package=spec.package))
+    return "\n".join(parts)
+
+
+_INSTALL = """## Installing
+
+From the Autocoder marketplace, open the plugin's page and choose **Install**, or use pip against
+the marketplace's package index (its address is shown on the plugin page):
+
+```sh
+pip install {name} --index-url https://YOUR-AUTOCODER/simple/
+```
+
+Then load it in Python:
+
+```python
+from {package}.plugin import Plugin
+
+plugin = Plugin()
+result = plugin.on_command("COMMAND", {{"...": "..."}})
+```
+
+An unknown command raises `ValueError`. The plugin needs no network access and no files.
+"""
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")
+
+
+def _docstring(text: str, indent: str = "") -> str:
+    """A triple-quoted literal holding `text` exactly, whatever quotes or backslashes it has."""
+    body = text.replace("\\", "\\\\").replace('"', '\\"')
+    body = "".join(ch if ch in "\n\t" or (ord(ch) >= 32 and ch != "\x7f")
+                   else ch.encode("unicode_escape").decode("ascii") for ch in body)
+    lines = body.split("\n")
+    body = "\n".join([lines[0]] + [indent + line if line.strip() else "" for line in lines[1:]])
+    return f'"""{body}"""'

@@ -1,0 +1,319 @@
+"""The spec: what an interview produces and what a generation run builds (DESIGN 4.1).
+
+Validation reports every problem at once, each naming the field in plain words, because the
+person fixing a spec file (or the wizard showing it) should not have to fix one error at a time.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import math
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+AUTONOMY_LEVELS: tuple[str, ...] = ("guided", "semi", "full")
+
+# Letters, digits, - and _, with at least one letter or digit (so the package name means something).
+NAME_PATTERN = re.compile(r"(?=.*[A-Za-z0-9])[A-Za-z0-9_-]{1,64}")
+MAX_SUMMARY_CHARS = 4000
+MAX_DESCRIPTION_CHARS = 2000
+MAX_COMMANDS = 20
+MAX_EXAMPLES_PER_COMMAND = 30
+MAX_EXAMPLE_JSON_CHARS = 20000
+MAX_CONSTRAINTS = 30
+MAX_CONSTRAINT_CHARS = 1000
+
+# Method names the scaffolded Plugin class already uses; a command may not take them over.
+RESERVED_METHODS = frozenset({"on_command", "on_initialize", "on_event"})
+# A plugin package sits first on sys.path when its tests run, so it must not hide a module the
+# tests themselves import (the standard library, pytest) or the plugin's own tests/ package.
+_SHADOWED = frozenset(sys.stdlib_module_names) | {
+    "tests", "conftest", "pytest", "_pytest", "pluggy",
+}
+
+_NAME_RULE = "must be 1-64 characters: letters, digits, - and _ (at least one letter or digit)"
+_TOP_FIELDS = ("name", "summary", "commands", "constraints", "autonomy", "quality_threshold",
+               "max_iterations")
+_COMMAND_FIELDS = ("name", "description", "examples")
+_EXAMPLE_FIELDS = ("input", "output")
+
+
+@dataclass(frozen=True)
+class Example:
+    input: dict[str, Any]
+    output: Any
+
+
+@dataclass(frozen=True)
+class CommandSpec:
+    name: str
+    description: str
+    examples: tuple[Example, ...]
+
+
+@dataclass(frozen=True)
+class Spec:
+    name: str
+    summary: str
+    commands: tuple[CommandSpec, ...]
+    constraints: tuple[str, ...] = ()
+    autonomy: str = "semi"
+    quality_threshold: float = 0.85
+    max_iterations: int = 10
+
+    @property
+    def package(self) -> str:
+        return package_name(self.name)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready copy that `spec_from_dict` turns back into an equal Spec."""
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "commands": [
+                {
+                    "name": command.name,
+                    "description": command.description,
+                    "examples": [
+                        {"input": _json_copy(ex.input), "output": _json_copy(ex.output)}
+                        for ex in command.examples
+                    ],
+                }
+                for command in self.commands
+            ],
+            "constraints": list(self.constraints),
+            "autonomy": self.autonomy,
+            "quality_threshold": self.quality_threshold,
+            "max_iterations": self.max_iterations,
+        }
+
+
+class SpecError(ValueError):
+    """Every problem found in a spec; `errors` lists them, each starting with the field."""
+
+    def __init__(self, errors: list[str]) -> None:
+        self.errors = list(errors)
+        super().__init__("; ".join(self.errors))
+
+
+def package_name(name: str) -> str:
+    """The Python package for a plugin or command name: `weekly-scheduler` -> `weekly_scheduler`."""
+    result = re.sub(r"[^a-z0-9]+", "_", (name or "").lower())
+    if not result.isidentifier() or keyword.iskeyword(result):
+        result = f"p_{result}"
+    return result
+
+
+def spec_from_json(text: str) -> Spec:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        where = f"line {exc.lineno}, column {exc.colno}"
+        raise SpecError([f"{where}: not valid JSON ({exc.msg})"]) from None
+    except (TypeError, ValueError, RecursionError) as exc:  # not text, too deeply nested, ...
+        raise SpecError([f"spec: not valid JSON ({exc})"]) from None
+    return spec_from_dict(data)
+
+
+def spec_from_dict(data: object) -> Spec:
+    errors: list[str] = []
+    if not isinstance(data, dict):
+        raise SpecError(["spec: must be a JSON object"])
+    _check_unknown(data, _TOP_FIELDS, "", errors)
+    name = _check_name(data, errors)
+    summary = _check_text(data, "summary", "summary", MAX_SUMMARY_CHARS, errors, required=True)
+    commands = _check_commands(data.get("commands"), errors)
+    constraints = _check_constraints(data.get("constraints", []), errors)
+    autonomy = data.get("autonomy", "semi")
+    if autonomy not in AUTONOMY_LEVELS:
+        errors.append(f"autonomy: must be one of {', '.join(AUTONOMY_LEVELS)} (got {autonomy!r})")
+    threshold = _check_threshold(data.get("quality_threshold", 0.85), errors)
+    iterations = _check_iterations(data.get("max_iterations", 10), errors)
+    if errors:
+        raise SpecError(errors)
+    return Spec(name=name, summary=summary, commands=commands, constraints=constraints,
+                autonomy=autonomy, quality_threshold=threshold, max_iterations=iterations)
+
+
+def _check_unknown(data: dict[Any, Any], allowed: tuple[str, ...], where: str,
+                   errors: list[str]) -> None:
+    for key in data:
+        if key not in allowed:
+            field = f"{where}.{key}" if where else str(key)
+            errors.append(f"{field}: unknown field (expected {', '.join(allowed)})")
+
+
+def _check_name(data: dict[str, Any], errors: list[str]) -> str:
+    name = data.get("name")
+    if name is None:
+        errors.append("name: is required")
+    elif not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        errors.append(f"name: {_NAME_RULE}")
+    elif package_name(name) in _SHADOWED:
+        errors.append(f"name: {name!r} would hide Python's own module {package_name(name)!r};"
+                      " choose another name")
+    else:
+        return name
+    return ""
+
+
+def _check_text(data: dict[str, Any], key: str, field: str, limit: int, errors: list[str], *,
+                required: bool) -> str:
+    value = data.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        errors.append(f"{field}: {'is required and ' if required else ''}must be text")
+        return ""
+    if required and not value.strip():
+        errors.append(f"{field}: must not be empty")
+        return ""
+    if len(value) > limit:
+        errors.append(f"{field}: must be at most {limit} characters (got {len(value)})")
+    if _has_surrogates(value):
+        errors.append(f"{field}: contains characters that are not valid Unicode")
+    return value
+
+
+def _check_commands(commands: object, errors: list[str]) -> tuple[CommandSpec, ...]:
+    if not isinstance(commands, list) or not commands:
+        errors.append("commands: must be a list with at least one command")
+        return ()
+    if len(commands) > MAX_COMMANDS:
+        errors.append(f"commands: at most {MAX_COMMANDS} commands (got {len(commands)})")
+    result = [_check_command(raw, f"commands[{i}]", errors) for i, raw in enumerate(commands)]
+    _check_command_names(result, errors)
+    if not any(command.examples for command in result):
+        errors.append("commands: at least one command needs an example (the examples are the"
+                      " acceptance tests)")
+    return tuple(result)
+
+
+def _check_command(raw: object, where: str, errors: list[str]) -> CommandSpec:
+    if not isinstance(raw, dict):
+        errors.append(f"{where}: must be a JSON object")
+        return CommandSpec(name="", description="", examples=())
+    _check_unknown(raw, _COMMAND_FIELDS, where, errors)
+    name = raw.get("name")
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        errors.append(f"{where}.name: {_NAME_RULE}")
+        name = ""
+    description = _check_text(raw, "description", f"{where}.description",
+                              MAX_DESCRIPTION_CHARS, errors, required=False)
+    examples = _check_examples(raw.get("examples", []), f"{where}.examples", errors)
+    return CommandSpec(name=name, description=description, examples=examples)
+
+
+def _check_command_names(commands: list[CommandSpec], errors: list[str]) -> None:
+    seen: dict[str, str] = {}
+    for i, command in enumerate(commands):
+        if not command.name:
+            continue
+        method = package_name(command.name)
+        if method in RESERVED_METHODS:
+            errors.append(f"commands[{i}].name: {command.name!r} is reserved by the plugin"
+                          " contract; choose another name")
+        elif method in seen:
+            same = "is a duplicate of" if seen[method] == command.name else "clashes with"
+            errors.append(f"commands[{i}].name: {command.name!r} {same} {seen[method]!r}")
+        else:
+            seen[method] = command.name
+
+
+def _check_examples(raw: object, where: str, errors: list[str]) -> tuple[Example, ...]:
+    if not isinstance(raw, list):
+        errors.append(f"{where}: must be a list")
+        return ()
+    if len(raw) > MAX_EXAMPLES_PER_COMMAND:
+        errors.append(f"{where}: at most {MAX_EXAMPLES_PER_COMMAND} examples (got {len(raw)})")
+    examples = []
+    for i, item in enumerate(raw):
+        example = _check_example(item, f"{where}[{i}]", errors)
+        if example is not None:
+            examples.append(example)
+    return tuple(examples)
+
+
+def _check_example(item: object, where: str, errors: list[str]) -> Example | None:
+    if not isinstance(item, dict):
+        errors.append(f"{where}: must be a JSON object with input and output")
+        return None
+    _check_unknown(item, _EXAMPLE_FIELDS, where, errors)
+    ok = True
+    if not isinstance(item.get("input"), dict):
+        errors.append(f"{where}.input: must be a JSON object")
+        ok = False
+    if "output" not in item:
+        errors.append(f"{where}.output: is required (any JSON value)")
+        ok = False
+    for key in ("input", "output"):
+        problem = _json_problem(item.get(key))
+        if key in item and problem:
+            errors.append(f"{where}.{key}: {problem}")
+            ok = False
+    if ok and len(json.dumps([item["input"], item["output"]])) > MAX_EXAMPLE_JSON_CHARS:
+        errors.append(f"{where}: must be at most {MAX_EXAMPLE_JSON_CHARS} characters of JSON")
+        ok = False
+    if not ok:
+        return None
+    return Example(input=_json_copy(item["input"]), output=_json_copy(item["output"]))
+
+
+def _json_problem(value: object, depth: int = 0) -> str:
+    """Why `value` would not survive a JSON round trip unchanged ("" when it would)."""
+    if depth > 50:
+        return "is nested too deeply"
+    if isinstance(value, str):
+        return "contains characters that are not valid Unicode" if _has_surrogates(value) else ""
+    if value is None or isinstance(value, (bool, int)):
+        return ""
+    if isinstance(value, float):
+        return "" if math.isfinite(value) else "must not be NaN or infinite"
+    if isinstance(value, list):
+        return next((p for p in (_json_problem(v, depth + 1) for v in value) if p), "")
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) and not _has_surrogates(key) for key in value):
+            return "object keys must be valid text"
+        return next((p for p in (_json_problem(v, depth + 1) for v in value.values()) if p), "")
+    return f"must be JSON (got {type(value).__name__})"
+
+
+def _has_surrogates(text: str) -> bool:
+    # JSON allows "\\ud800" escapes that no file can be written with; reject them up front.
+    return any("\ud800" <= ch <= "\udfff" for ch in text)
+
+
+def _check_constraints(raw: object, errors: list[str]) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(item, str) for item in raw):
+        errors.append("constraints: must be a list of texts")
+        return ()
+    if len(raw) > MAX_CONSTRAINTS:
+        errors.append(f"constraints: at most {MAX_CONSTRAINTS} (got {len(raw)})")
+    for i, item in enumerate(raw):
+        if len(item) > MAX_CONSTRAINT_CHARS:
+            errors.append(f"constraints[{i}]: must be at most {MAX_CONSTRAINT_CHARS} characters")
+        if _has_surrogates(item):
+            errors.append(f"constraints[{i}]: contains characters that are not valid Unicode")
+    return tuple(item for item in raw if item.strip())
+
+
+def _check_threshold(value: object, errors: list[str]) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1:
+        errors.append(f"quality_threshold: must be a number above 0 and at most 1 (got {value!r})")
+        return 0.85
+    return float(value)
+
+
+def _check_iterations(value: object, errors: list[str]) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 50:
+        errors.append(f"max_iterations: must be a whole number from 1 to 50 (got {value!r})")
+        return 10
+    return value
+
+
+def _json_copy(value: Any) -> Any:
+    # A deep copy through JSON, so a Spec never shares mutable data with its caller.
+    return json.loads(json.dumps(value))
