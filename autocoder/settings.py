@@ -137,6 +137,8 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "staticfiles"
+# Serve straight from static/ too, so a checkout works before `collectstatic` has run.
+WHITENOISE_USE_FINDERS = True
 
 MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 

@@ -24,6 +24,7 @@ def _start_services() -> None:
     # atexit runs last-in first-out: the servers registered below stop before this removal.
     atexit.register(shutil.rmtree, scratch, ignore_errors=True)
     os.environ["AUTOCODER_VAR_DIR"] = str(scratch)
+    (scratch / "staticfiles").mkdir()  # whitenoise expects STATIC_ROOT to exist
     session_tag = f"autocoder-test-{os.getpid()}"
     os.environ.setdefault("DRAMATIQ_NAMESPACE", session_tag)
     os.environ.setdefault("CHANNELS_PREFIX", f"{session_tag}:asgi")

@@ -1,0 +1,106 @@
+"""`manage.py up` (what `make run` calls) on its own embedded PostgreSQL and Redis."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+from django.conf import settings
+
+from tests.live import free_port
+
+pytestmark = pytest.mark.slow
+
+
+def start_up(var_dir: Path, port: int) -> tuple[subprocess.Popen[str], list[str]]:
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DATABASE_URL", "REDIS_URL", "DRAMATIQ_NAMESPACE", "CHANNELS_PREFIX"}}
+    env["AUTOCODER_VAR_DIR"] = str(var_dir)
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "up", "--port", str(port), "--workers", "1"],
+        cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True, start_new_session=True,
+    )
+    lines: list[str] = []
+    deadline = time.monotonic() + 150
+    assert process.stdout is not None
+    while time.monotonic() < deadline:
+        line = process.stdout.readline()
+        if not line and process.poll() is not None:
+            break
+        lines.append(line)
+        if "Press Ctrl-C to stop everything." in line:
+            return process, lines
+    process.kill()
+    raise AssertionError("up did not become ready:\n" + "".join(lines[-40:]))
+
+
+def stop_up(process: subprocess.Popen[str]) -> list[int]:
+    descendants = [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
+    process.send_signal(signal.SIGINT)
+    process.wait(60)
+    return descendants
+
+
+def log_in(client: httpx.Client, base: str, username: str, password: str) -> httpx.Response:
+    client.get(f"{base}login/")
+    return client.post(f"{base}login/", data={
+        "username": username, "password": password,
+        "csrfmiddlewaretoken": client.cookies["csrftoken"]}, headers={"Referer": base})
+
+
+@pytest.fixture
+def var_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    yield tmp_path_factory.mktemp("up-var")
+
+
+def test_up_serves_the_portal_stops_everything_and_keeps_data(var_dir: Path) -> None:
+    port = free_port()
+    base = f"http://127.0.0.1:{port}/"
+    process, lines = start_up(var_dir, port)
+    output = "".join(lines)
+    assert f"Autocoder is running at {base}" in output
+    password = re.search(r"admin\s+password: (\S+)", output).group(1)
+    for username in ("requester", "reviewer", "admin"):
+        assert re.search(rf"{username}\s+password:", output)
+    assert httpx.get(f"{base}healthz", timeout=10).status_code == 200
+    with httpx.Client(timeout=10, follow_redirects=False) as client:
+        assert log_in(client, base, "admin", password).status_code == 302
+        page = client.get(f"{base}t/demo/settings/")
+        saved = client.post(f"{base}t/demo/settings/", data={
+            "requester_may_approve": "on", "required_approvals": "2",
+            "csrfmiddlewaretoken": client.cookies["csrftoken"]}, headers={"Referer": base})
+        assert page.status_code == 200 and saved.status_code == 302
+
+    children = stop_up(process)
+    assert process.returncode == 0
+    time.sleep(1)
+    survivors = [pid for pid in children if psutil.pid_exists(pid)
+                 and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    assert survivors == [], "processes left running after Ctrl-C"
+    assert not (var_dir / "pg" / "postmaster.pid").exists(), "PostgreSQL still running"
+    assert not (var_dir / "redis" / "redis.sock").exists() or not _redis_alive(var_dir)
+
+    process, _ = start_up(var_dir, port)  # a second start keeps the data
+    try:
+        with httpx.Client(timeout=10) as client:
+            log_in(client, base, "admin", password)
+            page = client.get(f"{base}t/demo/settings/").text
+        assert re.search(r'name="required_approvals"[^>]*value="2"', page)
+    finally:
+        stop_up(process)
+
+
+def _redis_alive(var_dir: Path) -> bool:
+    from autocoder.embedded import redis_responds
+
+    return redis_responds(var_dir / "redis" / "redis.sock")

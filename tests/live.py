@@ -1,0 +1,76 @@
+"""A live ASGI server (daphne in a subprocess) on the test database, for websocket/browser tests."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import urlsplit, urlunsplit
+
+from django.conf import settings
+from django.db import connection
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def database_url_for(name: str) -> str:
+    """The session's DATABASE_URL pointing at database `name` (the test database)."""
+    parts = urlsplit(os.environ["DATABASE_URL"])
+    return urlunsplit(parts._replace(path=f"/{name}"))
+
+
+def child_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["DATABASE_URL"] = database_url_for(connection.settings_dict["NAME"])
+    env.update(extra)
+    return env
+
+
+@dataclass(frozen=True)
+class LiveServer:
+    url: str
+    ws_url: str
+    process: subprocess.Popen[bytes]
+
+
+def _wait_for_http(url: str, process: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"live server exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}login/", timeout=1):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"live server at {url} did not answer in {timeout_s}s")
+
+
+@contextmanager
+def live_asgi_server() -> Iterator[LiveServer]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+         "autocoder.asgi:application"],
+        cwd=settings.BASE_DIR, env=child_env(), start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        _wait_for_http(url, process)
+        yield LiveServer(url=url, ws_url=f"ws://127.0.0.1:{port}/", process=process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
