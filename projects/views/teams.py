@@ -6,7 +6,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from projects import services
+from projects.services import teams as services
 from projects.forms import TeamSettingsForm
 from projects.middleware import SESSION_KEY
 from projects.permissions import get_team_for_admin, get_team_for_member
