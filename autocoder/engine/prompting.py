@@ -1,0 +1,342 @@
+"""Prompts for each role, built from the templates in prompts/ and kept within a size budget.
+
+A prompt is a system message (the role's instructions, the plugin contract and, for roles that
+write files, the reply protocol) and a user message made of sections. When the whole does not
+fit in `budget_chars`, the least important material goes first: older earlier approaches (the
+newest two stay longest), then the bodies of files other than the package's plugin.py (listed
+by name instead), then the middle of the failures (down to FAILURES_FLOOR, keeping the first and
+last lines), then lessons (the least relevant, last, first), then the rest of the failures and
+approaches, and as a last resort the middle of plugin.py. The request with its examples, the
+person's guidance, the plan and the task are never dropped, so only they can push a prompt over
+budget.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from string import Template
+
+from autocoder.engine.replies import parse_reply
+from autocoder.engine.scaffold import ACCEPTANCE_TEST_PATH, method_name
+from autocoder.engine.spec import Spec
+from autocoder.llm.types import ROLES, Message
+
+PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
+TASK_MARKER = "--- task ---"
+PROMPT_ESCAPES = ("reset_context", "try_alternative", "escalate")
+PLAN_MAX_CHARS = 6000
+MAX_APPROACH_CHARS = 1500
+KEEP_APPROACHES = 2  # the newest approaches stay until everything else has been trimmed
+FAILURES_FLOOR = 2500
+MIN_TRIMMED_SECTION = 160  # below this a trimmed section says too little to be worth sending
+
+# Which optional sections each role sees; the request and the task are always there.
+_ROLE_SECTIONS: dict[str, frozenset[str]] = {
+    "analyst": frozenset({"guidance", "lessons"}),
+    "architect": frozenset({"guidance", "plan", "escape", "approaches", "lessons", "files",
+                            "failures"}),
+    "implementer": frozenset({"guidance", "plan", "escape", "approaches", "lessons", "files",
+                              "failures"}),
+    "tester": frozenset({"guidance", "plan", "files", "failures"}),
+    "reviewer": frozenset({"guidance", "plan", "files", "failures"}),
+    "reflector": frozenset({"guidance", "plan", "escape", "files", "failures"}),
+}
+
+
+@dataclass
+class PromptContext:
+    spec: Spec
+    iteration: int
+    plan: str = ""
+    files: dict[str, str] = field(default_factory=dict)
+    failures: str = ""  # test output, safety findings, the last reflection: what went wrong
+    earlier_approaches: list[str] = field(default_factory=list)  # oldest first
+    lessons: str = ""  # lessons learned retrieved for this run, most relevant first
+    guidance: str = ""  # a person's answer to an escalation or a plan review
+    escape: str = ""  # "" or the escape in force (reset_context, try_alternative, escalate)
+
+
+def build_messages(role: str, ctx: PromptContext, *, budget_chars: int = 24000) -> list[Message]:
+    if role not in ROLES:
+        raise ValueError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
+    if ctx.escape and ctx.escape not in PROMPT_ESCAPES:
+        raise ValueError(f"unknown escape {ctx.escape!r} (expected one of {PROMPT_ESCAPES})")
+    system_text, task_text = _role_template(role, ctx.spec, ctx.iteration)
+    wanted = _ROLE_SECTIONS[role]
+    user = _UserMessage(ctx, wanted, task_text)
+    user.fit(budget_chars - len(system_text))
+    return [Message("system", system_text), Message("user", user.render())]
+
+
+def plan_from_reply(text: str) -> str:
+    """The architect's plan: the reply without file blocks, capped at PLAN_MAX_CHARS."""
+    plan = parse_reply(text).prose.strip()
+    if len(plan) <= PLAN_MAX_CHARS:
+        return plan
+    marker = "\n[... plan shortened ...]"
+    return plan[: PLAN_MAX_CHARS - len(marker)].rstrip() + marker
+
+
+_VERDICT = re.compile(r"^\W*verdict\W*(approve|request[_ ]changes)\b", re.I | re.M)
+
+
+def review_verdict(text: str) -> str:
+    """"approve", "request_changes", or "" when the reviewer gave no verdict line."""
+    found = _VERDICT.search(text or "")
+    return found.group(1).lower().replace(" ", "_") if found else ""
+
+
+# -- templates -----------------------------------------------------------------------------------
+
+
+@cache
+def _template(name: str) -> str:
+    return (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
+
+
+def _role_template(role: str, spec: Spec, iteration: int) -> tuple[str, str]:
+    values = {"plugin_name": spec.name, "package": spec.package, "iteration": str(iteration),
+              "acceptance_path": ACCEPTANCE_TEST_PATH}
+    values["contract"] = Template(_template("_contract")).substitute(values).strip()
+    values["protocol"] = Template(_template("_protocol")).substitute(values).strip()
+    system, _, task = _template(role).partition(TASK_MARKER)
+    return (Template(system).substitute(values).strip(),
+            Template(task).substitute(values).strip())
+
+
+# -- the user message ----------------------------------------------------------------------------
+
+
+class _UserMessage:
+    """Sections of the user message, with the trimming that keeps them within a budget."""
+
+    def __init__(self, ctx: PromptContext, wanted: frozenset[str], task: str) -> None:
+        self.ctx = ctx
+        self.main_path = f"{ctx.spec.package}/plugin.py"
+        self.fixed_head = [request_section(ctx.spec)]
+        if "guidance" in wanted and ctx.guidance.strip():
+            self.fixed_head.append("# Guidance from a person (follow it)\n\n"
+                                   + ctx.guidance.strip())
+        if "plan" in wanted and ctx.plan.strip():
+            self.fixed_head.append("# Plan\n\n" + ctx.plan.strip())
+        if "escape" in wanted and ctx.escape:
+            self.fixed_head.append("# Change of course\n\n"
+                                   + _template(f"_escape_{ctx.escape}").strip())
+        self.task = f"# Your task\n\n{task}"
+        self.approaches = ([_cap(a.strip(), MAX_APPROACH_CHARS) for a in ctx.earlier_approaches
+                            if a.strip()] if "approaches" in wanted else [])
+        self.lessons = ctx.lessons.strip() if "lessons" in wanted else ""
+        self.failures = ctx.failures.strip() if "failures" in wanted else ""
+        self.files = _FileSection(ctx.files, self.main_path) if "files" in wanted else None
+
+    def sections(self, files_text: str | None = None) -> list[str]:
+        parts = list(self.fixed_head)
+        if self.approaches:
+            parts.append(_approaches_section(self.approaches, len(self.ctx.earlier_approaches)))
+        if self.lessons:
+            parts.append(_LESSONS_HEADING + self.lessons)
+        if self.files is not None and self.files.paths:
+            parts.append(self.files.render() if files_text is None else files_text)
+        if self.failures:
+            parts.append(_FAILURES_HEADING + self.failures)
+        parts.append(self.task)
+        return parts
+
+    def render(self) -> str:
+        return "\n\n".join(self.sections()) + "\n"
+
+    def size(self) -> int:
+        # The files section is counted, not rendered, so trimming hundreds of files stays cheap.
+        parts = self.sections(files_text="")
+        files = self.files.size() if self.files is not None and self.files.paths else 0
+        return sum(len(p) for p in parts) + files + 2 * (len(parts) - 1) + 1
+
+    def fit(self, budget: int) -> None:
+        def excess() -> int:
+            return self.size() - budget
+
+        while len(self.approaches) > KEEP_APPROACHES and excess() > 0:
+            self.approaches.pop(0)
+        if self.files is not None:
+            for path in self.files.drop_order():
+                if excess() <= 0:
+                    break
+                self.files.hide(path)
+        # Failures shrink to their first and last lines before lessons go, but the lessons go
+        # before the failures disappear altogether.
+        if excess() > 0 and self.failures:
+            limit = max(FAILURES_FLOOR, len(self.failures) - excess())
+            self.failures = _squeeze(self.failures, limit)
+        if excess() > 0 and self.lessons:
+            self.lessons = _cut_tail(self.lessons, len(self.lessons) - excess())
+        if excess() > 0 and self.failures:
+            self.failures = _squeeze(self.failures, len(self.failures) - excess())
+        while self.approaches and excess() > 0:
+            self.approaches.pop(0)
+        if excess() > 0 and self.files is not None:
+            self.files.squeeze_main(excess())
+
+
+_LESSONS_HEADING = "# Lessons from earlier runs\n\n"
+_FAILURES_HEADING = "# What went wrong in the last iteration\n\n"
+_HIDDEN_NOTE = "Not shown, to save space (they exist and stay as they are unless you send them): "
+MAX_HIDDEN_NAMES = 30
+
+
+class _FileSection:
+    def __init__(self, files: dict[str, str], main_path: str) -> None:
+        self.files = files
+        self.main_path = main_path
+        self.paths = sorted(files, key=lambda p: (_file_rank(p, main_path), p))
+        self.blocks = {path: _file_block(path, files[path]) for path in self.paths}
+        self.hidden: list[str] = []
+
+    def render(self) -> str:
+        shown = [self.blocks[p] for p in self.paths if p in self.blocks]
+        parts = ["# Current files", *shown]
+        if self.hidden:
+            parts.append(self._hidden_line())
+        return "\n\n".join(parts)
+
+    def size(self) -> int:
+        parts = [len("# Current files"), *(len(b) for b in self.blocks.values())]
+        if self.hidden:
+            parts.append(len(self._hidden_line()))
+        return sum(parts) + 2 * (len(parts) - 1)
+
+    def _hidden_line(self) -> str:
+        names = sorted(self.hidden)
+        more = len(names) - MAX_HIDDEN_NAMES
+        shown = ", ".join(names[:MAX_HIDDEN_NAMES]) + (f" and {more} more" if more > 0 else "")
+        return _HIDDEN_NOTE + shown
+
+    def drop_order(self) -> list[str]:
+        """Files whose bodies may be replaced by their names: least important, largest first.
+        The package's plugin.py is never among them."""
+        candidates = [p for p in self.paths if p != self.main_path]
+        return sorted(candidates, key=lambda p: (-_file_rank(p, self.main_path),
+                                                 -len(self.blocks[p])))
+
+    def hide(self, path: str) -> None:
+        if self.blocks.pop(path, None) is not None:
+            self.hidden.append(path)
+
+    def squeeze_main(self, excess: int) -> None:
+        if self.main_path not in self.blocks:
+            return
+        content = self.files[self.main_path]
+        shorter = _squeeze(content, max(0, len(content) - excess), minimum=0)
+        self.blocks[self.main_path] = _file_block(self.main_path, shorter)
+
+
+def _file_rank(path: str, main_path: str) -> int:
+    # Lower ranks matter more to the model and are shown first, dropped last.
+    package = main_path.split("/", 1)[0] + "/"
+    if path == main_path:
+        return 0
+    if path.startswith(package) and path.endswith(".py"):
+        return 1
+    if path.startswith("tests/test_generated_"):
+        return 2
+    if path == ACCEPTANCE_TEST_PATH:
+        return 3  # its examples are already in the request section
+    if path.endswith(".py"):
+        return 4
+    return 5
+
+
+_LANGS = {".py": "python", ".md": "markdown", ".toml": "toml", ".json": "json", ".txt": "text"}
+
+
+def _file_block(path: str, content: str) -> str:
+    lang = next((lang for ext, lang in _LANGS.items() if path.endswith(ext)), "text")
+    runs = [len(m.group(0)) for m in re.finditer(r"^ {0,3}`{3,}", content, re.M)]
+    fence = "`" * max([3, *(r + 1 for r in runs)])
+    body = content if content.endswith("\n") or not content else content + "\n"
+    return f"{fence}{lang} path={path}\n{body}{fence}"
+
+
+def request_section(spec: Spec) -> str:
+    """The request with every example: never trimmed, the model's ground truth."""
+    lines = [
+        "# The request",
+        "",
+        f"Plugin `{spec.name}`, Python package `{spec.package}`.",
+        "",
+        spec.summary.strip(),
+        "",
+        f"Commands, with the requester's examples (they are the acceptance tests in "
+        f"{ACCEPTANCE_TEST_PATH} and must pass exactly):",
+    ]
+    for command in spec.commands:
+        lines += ["", f"## `{command.name}` (method `{method_name(command.name)}`)"]
+        if command.description.strip():
+            lines.append(command.description.strip())
+        for i, example in enumerate(command.examples, start=1):
+            lines.append(f"- example {i}: on_command({json.dumps(command.name)}, "
+                         f"{json.dumps(example.input, ensure_ascii=False)}) == "
+                         f"{json.dumps(example.output, ensure_ascii=False)}")
+    if spec.constraints:
+        lines += ["", "Constraints:", *(f"- {c.strip()}" for c in spec.constraints)]
+    return "\n".join(lines)
+
+
+def _approaches_section(approaches: list[str], total: int) -> str:
+    first = total - len(approaches) + 1
+    items = [f"{n}. {text}" for n, text in enumerate(approaches, start=first)]
+    note = f" ({first - 1} older ones left out)" if first > 1 else ""
+    return ("# Earlier approaches in this run (do not repeat them)" + note + "\n\n"
+            + "\n".join(items))
+
+
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def _squeeze(text: str, limit: int, *, minimum: int = MIN_TRIMMED_SECTION) -> str:
+    """`text` in at most `limit` characters, keeping its first and last lines and cutting the
+    middle (a traceback's start says where, its end says what). "" when too little fits."""
+    if len(text) <= limit:
+        return text
+    if limit < max(minimum, 60):
+        return ""
+    lines = text.split("\n")
+    marker = "[... {} lines cut to fit ...]"
+    room = limit - len(marker) - 12
+    head: list[str] = []
+    tail: list[str] = []
+    used = 0
+    i, j = 0, len(lines) - 1
+    while i <= j:
+        take_head = len(head) <= len(tail)
+        line = lines[i] if take_head else lines[j]
+        if used + len(line) + 1 > room:
+            break
+        used += len(line) + 1
+        if take_head:
+            head.append(line)
+            i += 1
+        else:
+            tail.insert(0, line)
+            j -= 1
+    if not head and not tail:
+        half = max(0, room // 2)
+        return text[:half] + "\n" + marker.format("some") + "\n" + text[-half:] if half else ""
+    return "\n".join([*head, marker.format(j - i + 1), *tail])
+
+
+def _cut_tail(text: str, limit: int) -> str:
+    """The start of `text` (the most relevant lessons come first), cut at a line boundary."""
+    if len(text) <= limit:
+        return text
+    if limit < MIN_TRIMMED_SECTION:
+        return ""
+    marker = "\n[... more left out ...]"
+    cut = text[: limit - len(marker)]
+    if "\n" in cut:
+        cut = cut[: cut.rfind("\n")]
+    return cut.rstrip() + marker
