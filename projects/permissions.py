@@ -9,7 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from projects.models import Membership, Team
+from projects.models import ApprovalRequest, Membership, Project, Run, Team
 
 
 def membership_for(user: AbstractBaseUser | AnonymousUser, team: Team) -> Membership | None:
@@ -32,3 +32,38 @@ def get_team_for_admin(user: AbstractBaseUser | AnonymousUser, slug: str) -> tup
     if not membership.is_admin:
         raise PermissionDenied("Only team admins can change team settings.")
     return team, membership
+
+
+def _membership_or_404(user: AbstractBaseUser | AnonymousUser, team: Team) -> Membership:
+    membership = membership_for(user, team)
+    if membership is None:
+        raise Http404("Not found")
+    return membership
+
+
+def get_project_for_member(user: AbstractBaseUser | AnonymousUser,
+                           pk: int) -> tuple[Project, Membership]:
+    """The project `pk` and the user's membership of its team, or 404 for outsiders."""
+    project = Project.objects.select_related("team", "requester").filter(pk=pk).first()
+    if project is None:
+        raise Http404("No such project")
+    return project, _membership_or_404(user, project.team)
+
+
+def get_run_for_member(user: AbstractBaseUser | AnonymousUser, pk: int) -> tuple[Run, Membership]:
+    """The run `pk` (with its project and team) and the user's membership, or 404 for outsiders."""
+    run = Run.objects.select_related("project__team", "project__requester").filter(pk=pk).first()
+    if run is None:
+        raise Http404("No such run")
+    return run, _membership_or_404(user, run.project.team)
+
+
+def get_approval_for_member(user: AbstractBaseUser | AnonymousUser,
+                            pk: int) -> tuple[ApprovalRequest, Membership]:
+    """The approval request `pk` and the user's membership of its team, or 404 for outsiders."""
+    approval = (ApprovalRequest.objects
+                .select_related("run", "project__team", "project__requester", "decided_by")
+                .filter(pk=pk).first())
+    if approval is None:
+        raise Http404("No such approval request")
+    return approval, _membership_or_404(user, approval.project.team)
