@@ -120,7 +120,9 @@ def _parse(text: str) -> ParsedReply:
         block.lines.append(line)
     if block is not None:
         rejected.append(_unterminated(block))
-    return ParsedReply(files=files, rejected=tuple(rejected), prose="\n".join(prose).strip())
+    # Removing a block leaves the blank lines around it; one blank line is enough.
+    text_outside = re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", "\n".join(prose))
+    return ParsedReply(files=files, rejected=tuple(rejected), prose=text_outside.strip())
 
 
 def _path_attr(fence: re.Match[str] | None) -> str | None:
