@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
-from projects.models import Membership, Team
+from projects.models import AuditEntry, Membership, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -17,3 +18,22 @@ class TeamAdmin(admin.ModelAdmin):
     search_fields = ["name", "slug"]
     prepopulated_fields = {"slug": ["name"]}
     inlines = [MembershipInline]
+
+
+@admin.register(AuditEntry)
+class AuditEntryAdmin(admin.ModelAdmin):
+    """Read-only: the audit log is append-only, even for superusers."""
+
+    list_display = ["created_at", "actor_name", "action", "target_type", "target_repr", "team"]
+    list_filter = ["action", "target_type"]
+    search_fields = ["actor_name", "action", "target_repr", "target_id"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False
+
+    def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return False

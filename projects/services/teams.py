@@ -9,6 +9,7 @@ from django.contrib.auth.models import AbstractUser
 from django.db import transaction
 
 from projects.models import Membership, Team
+from projects.services.audit import audit_record
 
 DEMO_TEAM_SLUG = "demo"
 DEMO_USERS: tuple[tuple[str, str], ...] = (
@@ -38,11 +39,19 @@ def membership_add(*, team: Team, user: AbstractUser, role: str) -> Membership:
     return membership
 
 
-def team_settings_update(*, team: Team, requester_may_approve: bool,
-                         required_approvals: int) -> Team:
+@transaction.atomic
+def team_settings_update(*, team: Team, requester_may_approve: bool, required_approvals: int,
+                         actor: AbstractUser | None = None) -> Team:
+    fields = ["requester_may_approve", "required_approvals"]
+    # From the database: a bound ModelForm has already copied the new values onto `team`.
+    before = Team.objects.select_for_update().values(*fields).get(pk=team.pk)
     team.requester_may_approve = requester_may_approve
     team.required_approvals = required_approvals
-    team.save(update_fields=["requester_may_approve", "required_approvals"])
+    team.save(update_fields=fields)
+    after = {field: getattr(team, field) for field in fields}
+    if after != before:
+        audit_record(actor=actor, action="team.settings_update", team=team, target=team,
+                     before=before, after=after)
     return team
 
 

@@ -31,7 +31,7 @@ def team_settings(request: HttpRequest, slug: str) -> HttpResponse:
     team, _ = get_team_for_admin(request.user, slug)
     form = TeamSettingsForm(request.POST or None, instance=team)
     if request.method == "POST" and form.is_valid():
-        services.team_settings_update(team=team, **form.cleaned_data)
+        services.team_settings_update(team=team, actor=request.user, **form.cleaned_data)
         messages.success(request, "Team settings saved.")
         return redirect("team_detail", slug=team.slug)
     return render(request, "projects/team_settings.html", {"team": team, "form": form})

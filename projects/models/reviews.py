@@ -1,0 +1,129 @@
+"""What reviewers do around approval requests: their votes, the audit log, their notifications.
+
+The audit log is append-only: rows are written once and never changed or removed, neither through
+the ORM (save/delete/queryset refuse) nor with SQL (a database trigger refuses, see migration).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class ApprovalVote(models.Model):
+    """One reviewer's decision on one approval request; the gate opens at N approvals."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve", "Approve"
+        REJECT = "reject", "Reject"
+        REQUEST_CHANGES = "request_changes", "Request changes"
+        ANSWER = "answer", "Answer with guidance"
+
+    request = models.ForeignKey("projects.ApprovalRequest", on_delete=models.CASCADE,
+                                related_name="votes")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="approval_votes")
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    comment = models.TextField(blank=True)
+    # Fingerprint of the candidate the reviewer looked at: a vote for an older candidate no
+    # longer counts once the loop replaced it (approvals reset on a new iteration).
+    candidate = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["request", "user"], name="unique_vote_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.decision} on {self.request_id}"
+
+
+class AppendOnlyError(Exception):
+    """Raised on any attempt to change or remove an audit entry."""
+
+
+class AuditEntryQuerySet(models.QuerySet["AuditEntry"]):
+    def update(self, **kwargs: Any) -> NoReturn:
+        raise AppendOnlyError("The audit log is append-only: entries cannot be updated.")
+
+    def delete(self) -> NoReturn:
+        raise AppendOnlyError("The audit log is append-only: entries cannot be deleted.")
+
+
+class AuditEntry(models.Model):
+    """Who did what to which object, with the state before and after."""
+
+    # No database constraints: the log outlives the teams, users and objects it names.
+    team = models.ForeignKey("projects.Team", null=True, blank=True, on_delete=models.DO_NOTHING,
+                             db_constraint=False, related_name="+")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                              on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
+    actor_name = models.CharField(max_length=150, help_text="The actor's username at the time.")
+    action = models.CharField(max_length=60)
+    target_type = models.CharField(max_length=60)
+    target_id = models.CharField(max_length=64, blank=True)
+    target_repr = models.CharField(max_length=200, blank=True)
+    before = models.JSONField(null=True, blank=True)
+    after = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
+
+    objects = AuditEntryQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "audit entries"
+        indexes = [
+            models.Index(fields=["team", "-created_at"], name="audit_team_time"),
+            models.Index(fields=["action"], name="audit_action"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.actor_name} {self.action} {self.target_type} {self.target_id}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if not self._state.adding:
+            raise AppendOnlyError("The audit log is append-only: entries cannot be changed.")
+        kwargs["force_insert"] = True
+        super().save(*args, **kwargs)
+
+    def delete(self, *args: Any, **kwargs: Any) -> NoReturn:
+        raise AppendOnlyError("The audit log is append-only: entries cannot be deleted.")
+
+
+class Notification(models.Model):
+    class Kind(models.TextChoices):
+        REVIEW_REQUESTED = "review_requested", "Review requested"
+        DECIDED = "decided", "Decision made"
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="notifications")
+    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    message = models.CharField(max_length=300)
+    url = models.CharField(max_length=300, blank=True)
+    approval = models.ForeignKey("projects.ApprovalRequest", null=True, blank=True,
+                                 on_delete=models.CASCADE, related_name="notifications")
+    read_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "read_at"], name="notification_user_unread")]
+        constraints = [
+            # Creating the notifications for a request twice (a redelivered event) adds nothing.
+            models.UniqueConstraint(fields=["user", "approval", "kind"],
+                                    name="unique_notification_per_approval"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} for {self.user}: {self.message}"
+
+    @property
+    def is_read(self) -> bool:
+        return self.read_at is not None
