@@ -18,3 +18,23 @@ def test_different_errors_keep_different_signatures() -> None:
 def test_empty_and_huge_inputs() -> None:
     assert normalize_error_signature("") == ""
     assert len(normalize_error_signature("E" * 100_000)) <= 300
+
+
+def test_test_runner_banners_are_skipped_for_the_failure_line() -> None:
+    pytest_tail = (
+        "E       AssertionError: assert {'a': 2} == {'a': 1}\n"
+        "tests/test_acceptance.py:12: AssertionError\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED tests/test_acceptance.py::test_acceptance - AssertionError: assert {'a': 2}\n"
+        "============================== 1 failed in 0.05s ===============================\n")
+    signature = normalize_error_signature(pytest_tail)
+    assert signature.startswith("FAILED <path>::test_acceptance - AssertionError")
+    assert "failed in" not in signature
+
+
+def test_numbers_with_units_are_stripped_but_the_unit_kept() -> None:
+    assert normalize_error_signature("TimeoutError: timed out after 30s") == (
+        normalize_error_signature("TimeoutError: timed out after 4.5s"))
+    assert normalize_error_signature("TimeoutError: timed out after 30s").endswith("<n>s")
+    # Digits inside identifiers are part of the name, not a value.
+    assert "utf8" in normalize_error_signature("LookupError: unknown encoding utf8")
