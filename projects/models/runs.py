@@ -113,6 +113,9 @@ class Run(models.Model):
     escalations_answered = models.PositiveSmallIntegerField(default=0)
     since_iteration = models.PositiveIntegerField(default=0, help_text="Detector window start.")
     lessons_written = models.PositiveIntegerField(default=0)
+    # Time spent waiting for people does not count against the wall-time budget.
+    waiting_since = models.DateTimeField(null=True, blank=True)
+    waited_s = models.FloatField(default=0.0)
 
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
