@@ -1,5 +1,6 @@
 """Models of the projects app, one module per area; import them from here."""
 
+from projects.models.interviews import Interview
 from projects.models.reviews import ApprovalVote, AuditEntry, Notification
 from projects.models.runs import ApprovalRequest, Iteration, LLMCall, LoopEvent, Project, Run
 from projects.models.teams import Membership, Team
@@ -8,6 +9,7 @@ __all__ = [
     "ApprovalRequest",
     "ApprovalVote",
     "AuditEntry",
+    "Interview",
     "Iteration",
     "LLMCall",
     "LoopEvent",
