@@ -96,10 +96,10 @@ def _parse(text: str) -> ParsedReply:
         fence = _FENCE.match(line)
         if block is None:
             path = _path_attr(fence)
-            if path is None:
+            if fence is None or path is None:
                 prose.append(line)
             else:
-                block = _open_block(fence, path)  # type: ignore[arg-type]
+                block = _open_block(fence, path)
             continue
         if fence and _closes(block, fence):
             if block.depth:
