@@ -67,7 +67,7 @@ def build_messages(role: str, ctx: PromptContext, *, budget_chars: int = 24000) 
         raise ValueError(f"unknown escape {ctx.escape!r} (expected one of {PROMPT_ESCAPES})")
     system_text, task_text = _role_template(role, ctx.spec, ctx.iteration)
     wanted = _ROLE_SECTIONS[role]
-    user = _UserMessage(ctx, wanted, task_text)
+    user = _UserMessage(ctx, wanted, task_text, writes_plan=role == "architect")
     user.fit(budget_chars - len(system_text))
     return [Message("system", system_text), Message("user", user.render())]
 
@@ -114,7 +114,8 @@ def _role_template(role: str, spec: Spec, iteration: int) -> tuple[str, str]:
 class _UserMessage:
     """Sections of the user message, with the trimming that keeps them within a budget."""
 
-    def __init__(self, ctx: PromptContext, wanted: frozenset[str], task: str) -> None:
+    def __init__(self, ctx: PromptContext, wanted: frozenset[str], task: str, *,
+                 writes_plan: bool = False) -> None:
         self.ctx = ctx
         self.main_path = f"{ctx.spec.package}/plugin.py"
         self.fixed_head = [request_section(ctx.spec)]
@@ -122,7 +123,8 @@ class _UserMessage:
             self.fixed_head.append("# Guidance from a person (follow it)\n\n"
                                    + ctx.guidance.strip())
         if "plan" in wanted and ctx.plan.strip():
-            self.fixed_head.append("# Plan\n\n" + ctx.plan.strip())
+            heading = "# The plan so far (you write its successor)" if writes_plan else "# Plan"
+            self.fixed_head.append(f"{heading}\n\n{ctx.plan.strip()}")
         if "escape" in wanted and ctx.escape:
             self.fixed_head.append("# Change of course\n\n"
                                    + _template(f"_escape_{ctx.escape}").strip())

@@ -100,6 +100,13 @@ def test_try_alternative_lists_every_earlier_approach_for_the_architect() -> Non
     assert "1. Greedy assignment by order." in user and "2. Round robin over days." in user
 
 
+def test_the_architect_sees_the_old_plan_as_the_one_to_replace() -> None:
+    architect = build_messages("architect", context(plan="Greedy."))[1].content
+    assert "# The plan so far (you write its successor)\n\nGreedy." in architect
+    implementer = build_messages("implementer", context(plan="Greedy."))[1].content
+    assert "# Plan\n\nGreedy." in implementer
+
+
 def test_guidance_and_escapes_appear_when_given() -> None:
     user = build_messages("implementer", context(guidance="Use ISO week days.",
                                                  escape="escalate"))[1].content
