@@ -67,7 +67,7 @@ AUTONOMY_LABELS = {value: label for value, label, _ in AUTONOMY_CHOICES}
 # Field names in the wizard's forms; the same keys carry errors to the field they belong to.
 FIELD_NAME, FIELD_SUMMARY, FIELD_AUTONOMY, FIELD_CONSTRAINTS = (
     "name", "summary", "autonomy", "constraints")
-FIELD_COMMANDS, FIELD_REQUEST, FIELD_GENERAL = "commands", "request", "__all__"
+FIELD_COMMANDS, FIELD_REQUEST, FIELD_GENERAL = "commands", "request", "general"
 
 _FIELD_LINE = re.compile(r"^\s*([A-Za-z_][\w \-.]*?)\s*:\s*(.*?)\s*$")
 _SPEC_PATH = re.compile(

@@ -9,7 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from projects.models import ApprovalRequest, Membership, Project, Run, Team
+from projects.models import ApprovalRequest, Interview, Membership, Project, Run, Team
 
 
 def membership_for(user: AbstractBaseUser | AnonymousUser, team: Team) -> Membership | None:
@@ -67,3 +67,23 @@ def get_approval_for_member(user: AbstractBaseUser | AnonymousUser,
     if approval is None:
         raise Http404("No such approval request")
     return approval, _membership_or_404(user, approval.project.team)
+
+
+def get_interview_for_member(user: AbstractBaseUser | AnonymousUser,
+                             pk: int) -> tuple[Interview, Membership]:
+    """The interview `pk` and the user's membership of its team, or 404 for outsiders."""
+    interview = Interview.objects.select_related("team", "project", "requester").filter(
+        pk=pk).first()
+    if interview is None:
+        raise Http404("No such request")
+    return interview, _membership_or_404(user, interview.team)
+
+
+def get_interview_for_editor(user: AbstractBaseUser | AnonymousUser,
+                             pk: int) -> tuple[Interview, Membership]:
+    """Only the requester and the team's reviewers and admins may change an interview."""
+    interview, membership = get_interview_for_member(user, pk)
+    if interview.requester_id != user.pk and not membership.can_review:
+        raise PermissionDenied("Only the person who made this request, or a reviewer, can "
+                               "change it.")
+    return interview, membership

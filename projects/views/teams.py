@@ -6,16 +6,19 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from projects.services import teams as services
 from projects.forms import TeamSettingsForm
 from projects.middleware import SESSION_KEY
 from projects.permissions import get_team_for_admin, get_team_for_member
 from projects.selectors import team_members, teams_for_user
+from projects.selectors.interviews import interviews_unfinished_for_user
+from projects.services import teams as services
 
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "projects/home.html", {"teams": teams_for_user(request.user)})
+    return render(request, "projects/home.html", {
+        "teams": teams_for_user(request.user),
+        "unfinished": interviews_unfinished_for_user(request.user)})
 
 
 @login_required

@@ -1,0 +1,148 @@
+"""Reads of the interview wizard: what each page shows, computed from the stored raw answers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+
+from projects import interview_logic as logic
+from projects.models import Interview
+
+
+def interviews_unfinished_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Interview]:
+    """The requests a user began and has not started yet (to resume them)."""
+    if not user.is_authenticated:
+        return Interview.objects.none()
+    return (Interview.objects.filter(requester=user).exclude(step=Interview.Step.STARTED)
+            .select_related("team", "project").order_by("-updated_at"))
+
+
+@dataclass
+class QuestionView:
+    """One question as a page shows it."""
+
+    question: dict[str, Any]
+    field: str
+    answer: str
+    errors: list[str]
+    is_open: bool
+    can_skip: bool
+    assumption: str
+    priority_label: str
+    command: dict[str, Any] | None = None
+    examples: list[dict[str, Any]] = field(default_factory=list)
+    placeholder: str = ""
+
+
+@dataclass
+class QuestionsPage:
+    group: int
+    group_count: int
+    questions: list[QuestionView]
+    progress: logic.Progress
+    errors: dict[str, list[str]]
+    can_review: bool  # every essential is covered: the summary may be opened early
+
+
+def questions_page(interview: Interview, group: int,
+                   errors: dict[str, list[str]] | None = None) -> QuestionsPage:
+    errors = errors or {}
+    groups = logic.question_groups(interview.questions)
+    group = min(max(group, 0), max(len(groups) - 1, 0))
+    views = [_question_view(q, interview.state, errors) for q in (groups[group] if groups else [])]
+    progress = logic.progress(interview.questions, interview.state)
+    return QuestionsPage(group=group, group_count=len(groups), questions=views,
+                         progress=progress, errors=errors,
+                         can_review=progress.essentials_open == 0)
+
+
+def _question_view(question: dict[str, Any], state: dict[str, Any],
+                   errors: dict[str, list[str]]) -> QuestionView:
+    field_name = logic.question_field(question)
+    command = logic.command_by_key(state, question.get("command", ""))
+    view = QuestionView(
+        question=question, field=field_name, answer=logic.answer_text(question, state),
+        errors=errors.get(field_name, []), is_open=logic.is_open(question, state),
+        can_skip=logic.can_skip(question),
+        assumption=(question.get("assumption") or logic.default_assumption(question, state))
+        if question.get("skipped") else "",
+        priority_label=logic.PRIORITY_LABELS[question["priority"]], command=command)
+    if question["kind"] == "examples" and command is not None:
+        view.examples = example_views(command, errors)
+        view.placeholder = logic.input_placeholder(command)
+    return view
+
+
+def example_views(command: dict[str, Any], errors: dict[str, list[str]]) -> list[dict[str, Any]]:
+    """The example rows of one command's form, each with its field names and errors."""
+    rows = []
+    for row in logic.example_rows(command):
+        index, key = row["index"], command["key"]
+        fields = {part: logic.example_field(key, index, part) for part in ("in", "out", "json")}
+        rows.append({**row, "number": index + 1, "fields": fields,
+                     "input_errors": errors.get(fields["in"], []),
+                     "output_errors": errors.get(fields["out"], [])})
+    return rows
+
+
+@dataclass
+class SummaryView:
+    """The readable summary (step 3) and the values of its edit form."""
+
+    spec: dict[str, Any]
+    assumptions: list[str]
+    errors: dict[str, list[str]]
+    commands: list[dict[str, Any]]
+    answered: list[dict[str, Any]]
+    autonomy_label: str
+    ready: bool
+    problems: dict[str, list[str]]  # what stops it from starting, whether shown as errors or not
+    rules: list[str]  # the requester's rules and the analyst's answered questions
+
+
+def summary_view(interview: Interview,
+                 errors: dict[str, list[str]] | None = None) -> SummaryView:
+    assembly = logic.assemble(interview.request, interview.state, interview.questions)
+    shown = errors if errors is not None else {}
+    commands = []
+    for command, spec_command in zip(interview.state.get("commands", []),
+                                     assembly.spec["commands"], strict=False):
+        commands.append({
+            "state": command, "spec": spec_command,
+            "fields": {part: logic.command_field(command["key"], part)
+                       for part in (*logic.SUMMARY_COMMAND_PARTS, "examples")},
+            "inputs": logic.parse_lines(str(command.get("inputs", ""))),
+            "outputs": logic.parse_lines(str(command.get("outputs", ""))),
+            "examples": [_readable_example(ex) for ex in spec_command["examples"]],
+            "example_rows": example_views(command, shown),
+            "placeholder": logic.input_placeholder(command),
+            "errors": {part: shown.get(logic.command_field(command["key"], part), [])
+                       for part in (*logic.SUMMARY_COMMAND_PARTS, "examples")},
+        })
+    answered = [q for q in interview.questions
+                if q.get("source") == "analyst" and str(q.get("answer", "")).strip()]
+    autonomy = interview.state.get("autonomy") or "semi"
+    return SummaryView(spec=assembly.spec, assumptions=assembly.assumptions, errors=shown,
+                       commands=commands, answered=answered,
+                       autonomy_label=logic.AUTONOMY_LABELS.get(autonomy, autonomy),
+                       ready=not assembly.errors, problems=assembly.errors,
+                       rules=[line for line in assembly.spec["constraints"]
+                              if not line.startswith("Assumption: ")])
+
+
+def _readable_example(example: dict[str, Any]) -> dict[str, str]:
+    return {"input": _readable(example["input"]), "output": _readable(example["output"])}
+
+
+def _readable(value: Any) -> str:
+    if isinstance(value, dict):
+        return "\n".join(f"{key}: {_inline(item)}" for key, item in value.items()) or "(nothing)"
+    return _inline(value)
+
+
+def _inline(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)

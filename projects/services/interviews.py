@@ -1,0 +1,258 @@
+"""Writes of the interview wizard: every answer is saved as it is given, under a row lock.
+
+The rules (checklist, parsing, spec assembly) live in projects/interview_logic.py; these functions
+load the interview, apply the rules and save, so two tabs of the same interview cannot lose
+each other's answers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+
+from autocoder import realtime
+from autocoder.engine.spec import SpecError, spec_from_dict
+from autocoder.llm.types import CallRecord, LLMError, Message, Provider
+from projects import interview_logic as logic
+from projects.models import Interview, LLMCall, Project, Run, Team
+from projects.services.audit import audit_record
+
+logger = logging.getLogger(__name__)
+
+ANALYST_TIMEOUT_S = 45.0
+ANALYST_MAX_TOKENS = 800
+
+ProviderFor = Callable[[Interview], Provider]
+
+
+class InterviewClosed(Exception):
+    """The interview has started its run; its answers can no longer change."""
+
+
+class InterviewInvalid(Exception):
+    """The interview cannot start; `errors` maps each form field to plain-words problems."""
+
+    def __init__(self, errors: dict[str, list[str]]) -> None:
+        super().__init__("; ".join(m for messages in errors.values() for m in messages))
+        self.errors = errors
+
+
+@dataclass(frozen=True)
+class Saved:
+    """What saving a page of answers did: the problems found, and where the wizard goes next."""
+
+    errors: dict[str, list[str]]
+    group: int | None  # the questions page to show next; None means the summary
+
+
+def _analyst_provider(interview: Interview) -> Provider:
+    from autocoder.llm import provider_for_role
+
+    return provider_for_role("analyst", team_id=interview.team_id)
+
+
+def interview_create(*, team: Team, requester: AbstractBaseUser, request_text: str,
+                     provider_for: ProviderFor = _analyst_provider) -> Interview:
+    """Step 1: the request becomes a project on the board ("interviewing") and an interview."""
+    state = logic.new_state(request_text)
+    with transaction.atomic():
+        project = Project.objects.create(team=team, requester=requester, name=state["name"],
+                                         status=Project.Status.INTERVIEWING)
+        interview = Interview.objects.create(
+            team=team, requester=requester, project=project, request=request_text.strip(),
+            state=state, questions=logic.sync_questions([], state),
+            step=Interview.Step.QUESTIONS)
+        _announce(project)
+    interview_analyst_consult(interview=interview, provider_for=provider_for)
+    return interview
+
+
+def interview_request_update(*, interview: Interview, request_text: str) -> Interview:
+    """Going back to step 1: a changed request may raise new questions (one more analyst round)."""
+    with transaction.atomic():
+        locked = _locked(interview)
+        if locked.state.get("summary", "").strip() == locked.request.strip():
+            locked.state["summary"] = request_text.strip()
+        locked.request = request_text.strip()
+        locked.analyst_done = False
+        if locked.step == Interview.Step.DESCRIBE:
+            locked.step = Interview.Step.QUESTIONS
+        locked.save()
+    return locked
+
+
+def interview_answers_save(*, interview: Interview, question_ids: list[str],
+                           data: Mapping[str, Any], action: str = "next", skip: str = "",
+                           group: int = 0,
+                           provider_for: ProviderFor = _analyst_provider) -> Saved:
+    """Save a page of answers (whatever their state), skip one, and say which page comes next.
+
+    `action` is "next" (problems keep the requester on this page), "back" (save and go back,
+    problems or not) or "stay" (save only, e.g. after a skip).
+    """
+    with transaction.atomic():
+        locked = _locked(interview)
+        errors = logic.apply_answers(locked.request, locked.state, locked.questions,
+                                     question_ids, data, skip=skip,
+                                     require=action == "next" and not skip)
+        locked.step = Interview.Step.QUESTIONS
+        locked.save()
+        _sync_project_name(locked)
+    interview.refresh_from_db()
+    if action == "back":
+        return Saved(errors=errors, group=max(group - 1, -1))
+    if action != "next" or skip or errors:
+        return Saved(errors=errors, group=group)
+    return Saved(errors={}, group=interview_advance(interview=interview,
+                                                     provider_for=provider_for))
+
+
+def interview_advance(*, interview: Interview,
+                      provider_for: ProviderFor = _analyst_provider) -> int | None:
+    """The next page with open questions; when none is left the analyst may add some, and when
+    it adds none (nothing essential unclear) the interview moves on to its summary."""
+    group = logic.first_open_group(interview.questions, interview.state)
+    if group is None and not interview.analyst_done:
+        interview_analyst_consult(interview=interview, provider_for=provider_for)
+        group = logic.first_open_group(interview.questions, interview.state)
+    if group is None:
+        Interview.objects.filter(pk=interview.pk, step=Interview.Step.QUESTIONS).update(
+            step=Interview.Step.SUMMARY)
+        interview.refresh_from_db()
+    return group
+
+
+def interview_analyst_consult(*, interview: Interview,
+                              provider_for: ProviderFor = _analyst_provider) -> int:
+    """Ask the analyst what is still unclear; returns how many new questions it added.
+
+    The model is optional: no model, a failing one or a useless reply adds nothing, and the
+    checklist still covers the essentials. The call runs outside any transaction (it can take
+    a while); its questions are merged under the row lock afterwards.
+    """
+    if interview.analyst_done or interview.analyst_rounds >= logic.MAX_ANALYST_ROUNDS:
+        return 0
+    messages = logic.analyst_messages(interview.request, interview.state, interview.questions)
+    reply = _analyst_reply(interview, messages, provider_for)
+    with transaction.atomic():
+        locked = _locked(interview)
+        locked.analyst_rounds += 1
+        new = logic.parse_analyst_questions(reply, locked.questions,
+                                            round_number=locked.analyst_rounds)
+        locked.questions = logic.sync_questions(locked.questions + new, locked.state)
+        # No essential question left means the analyst is satisfied; stop asking it.
+        if not any(q["priority"] == logic.ESSENTIAL for q in new) or \
+                locked.analyst_rounds >= logic.MAX_ANALYST_ROUNDS:
+            locked.analyst_done = True
+        locked.save()
+    interview.refresh_from_db()
+    return len(new)
+
+
+def _analyst_reply(interview: Interview, messages: list[Message],
+                   provider_for: ProviderFor) -> str:
+    records: list[CallRecord] = []
+    try:
+        provider = provider_for(interview)
+        completion = provider.complete(messages, role="analyst", max_tokens=ANALYST_MAX_TOKENS,
+                                       timeout_s=ANALYST_TIMEOUT_S, record=records.append)
+    except LLMError as error:
+        logger.info("analyst unavailable for interview %s: %s", interview.pk, error)
+        _record_calls(messages, records, reply="", error=str(error))
+        return ""
+    _record_calls(messages, records, reply=completion.text, error="")
+    return completion.text
+
+
+def _record_calls(messages: list[Message], records: list[CallRecord], *, reply: str,
+                  error: str) -> None:
+    """Interview calls cost tokens too; they are stored without a run."""
+    stored = [{"role": m.role, "content": m.content} for m in messages]
+    for record in records:
+        LLMCall.objects.create(
+            role=record.role, provider=record.provider, model=record.model,
+            prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
+            latency_ms=record.latency_ms, attempts=record.attempts,
+            error=record.error or error, messages=stored, reply=reply)
+
+
+def interview_summary_save(*, interview: Interview,
+                           data: Mapping[str, Any]) -> dict[str, list[str]]:
+    """Step 3 edits, saved as typed; returns what would stop the interview from starting."""
+    with transaction.atomic():
+        locked = _locked(interview)
+        logic.apply_summary(locked.state, locked.questions, data)
+        locked.step = Interview.Step.SUMMARY
+        locked.save()
+        _sync_project_name(locked)
+    interview.refresh_from_db()
+    return logic.assemble(interview.request, interview.state, interview.questions).errors
+
+
+def interview_start(*, interview: Interview, user: AbstractBaseUser,
+                    run_options: Mapping[str, Any] | None = None) -> Run:
+    """Validate the spec, store it on the project and queue its first run.
+
+    Raises InterviewInvalid (plain-words errors per field) and changes nothing when the spec
+    is not complete; InterviewClosed when it was already started (a double click, two tabs).
+    """
+    from autocoder.engine.services import RunStateError, run_start
+
+    with transaction.atomic():
+        locked = _locked(interview)
+        assembly = logic.assemble(locked.request, locked.state, locked.questions)
+        if assembly.errors:
+            raise InterviewInvalid(assembly.errors)
+        try:
+            spec = spec_from_dict(assembly.spec)
+        except SpecError as error:  # assemble() maps these; this is the last line of defence
+            raise InterviewInvalid({logic.FIELD_GENERAL: error.errors}) from None
+        project = Project.objects.select_for_update().get(pk=locked.project_id)
+        project.spec, project.name = spec.as_dict(), spec.name[:120]
+        project.save(update_fields=["spec", "name", "updated_at"])
+        locked.step = Interview.Step.STARTED
+        locked.save(update_fields=["step", "updated_at"])
+        try:
+            run = run_start(project=project, **dict(run_options or {}))
+        except (LLMError, RunStateError) as error:
+            raise InterviewInvalid({logic.FIELD_GENERAL: [
+                f"The request could not be started: {error}. Your answers are saved; "
+                "please ask an administrator to check the generation settings."]}) from None
+        audit_record(actor=user, action="project.start", team=project.team, target=project,
+                     after={"run": run.pk, "spec": spec.name, "autonomy": run.autonomy})
+    interview.refresh_from_db()
+    return run
+
+
+def _locked(interview: Interview) -> Interview:
+    locked = Interview.objects.select_for_update().get(pk=interview.pk)
+    if locked.step == Interview.Step.STARTED:
+        raise InterviewClosed("This request has already started.")
+    return locked
+
+
+def _sync_project_name(interview: Interview) -> None:
+    name = str(interview.state.get("name", "")).strip()[:120]
+    if name and Project.objects.filter(pk=interview.project_id).exclude(name=name).update(
+            name=name):
+        _announce(Project.objects.get(pk=interview.project_id))
+
+
+def _announce(project: Project) -> None:
+    """Tell the team's open boards, once the change is committed."""
+    data = {"project_id": project.pk, "name": project.name, "status": project.status}
+    team_id = project.team_id
+
+    def send() -> None:
+        try:
+            realtime.publish(realtime.team_group(team_id), {"kind": "project.updated",
+                                                            "data": data})
+        except Exception:  # live pages are a convenience; the database is the truth
+            logger.warning("could not announce project %s", data["project_id"], exc_info=True)
+
+    transaction.on_commit(send)

@@ -1,0 +1,252 @@
+"""The interview wizard: describe (step 1), questions (step 2), summary and Start (step 3).
+
+Each page is one template with a `wizard` partial: htmx requests get the partial (and the new
+URL pushed), plain form posts get a redirect, so the basic path needs no JavaScript.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect, push_url
+
+from projects import interview_logic as logic
+from projects.models import Interview, Membership, Run
+from projects.permissions import (
+    get_interview_for_editor,
+    get_interview_for_member,
+    get_team_for_member,
+)
+from projects.selectors.interviews import questions_page, summary_view
+from projects.services import interviews as services
+
+DESCRIBE = "projects/interviews/describe.html"
+QUESTIONS = "projects/interviews/questions.html"
+SUMMARY = "projects/interviews/summary.html"
+CLOSED = "This request has already started, so its answers can no longer change."
+
+
+def _render(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
+    name = f"{template}#wizard" if request.htmx else template
+    return render(request, name, context)
+
+
+def _go(request: HttpRequest, url: str, page: HttpResponse | None = None) -> HttpResponse:
+    """After a successful post: htmx swaps in the next page and pushes its URL; without
+    JavaScript the browser follows a redirect (post/redirect/get)."""
+    if request.htmx and page is not None:
+        return push_url(page, url)
+    return redirect(url)
+
+
+def _questions_url(interview: Interview, group: int | None) -> str:
+    url = reverse("interview_questions", args=[interview.pk])
+    return url if group is None else f"{url}?group={group}"
+
+
+def _closed(request: HttpRequest, interview: Interview) -> HttpResponse:
+    messages.info(request, CLOSED)
+    url = reverse("interview_summary", args=[interview.pk])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+# -- step 1 ---------------------------------------------------------------------------------
+
+
+@login_required
+def interview_new_current(request: HttpRequest) -> HttpResponse:
+    """The nav's "New request": the wizard for the team the user is working in."""
+    team = request.team  # type: ignore[attr-defined]
+    if not team:
+        messages.info(request, "Join a team first: requests belong to a team.")
+        return redirect("home")
+    return redirect("interview_new", slug=team.slug)
+
+
+@login_required
+def interview_new(request: HttpRequest, slug: str) -> HttpResponse:
+    team, _ = get_team_for_member(request.user, slug)
+    text = request.POST.get("request", "")
+    errors = {logic.FIELD_REQUEST: logic.request_errors(text)} if request.method == "POST" else {}
+    if request.method == "POST" and not errors[logic.FIELD_REQUEST]:
+        interview = services.interview_create(team=team, requester=request.user,
+                                              request_text=text)
+        return _go(request, _questions_url(interview, None),
+                   _questions_response(request, interview, None, {}))
+    context = {"team": team, "text": text, "errors": _present(errors),
+               "action": reverse("interview_new", args=[team.slug])}
+    return _render(request, DESCRIBE, context)
+
+
+@login_required
+def interview_describe(request: HttpRequest, pk: int) -> HttpResponse:
+    interview, _ = get_interview_for_editor(request.user, pk)
+    if interview.is_started:
+        return _closed(request, interview)
+    text = request.POST.get("request", interview.request)
+    errors = {logic.FIELD_REQUEST: logic.request_errors(text)} if request.method == "POST" else {}
+    if request.method == "POST" and not errors[logic.FIELD_REQUEST]:
+        try:
+            interview = services.interview_request_update(interview=interview, request_text=text)
+        except services.InterviewClosed:
+            return _closed(request, interview)
+        group = logic.first_open_group(interview.questions, interview.state)
+        return _go(request, _questions_url(interview, group),
+                   _questions_response(request, interview, group, {}))
+    context = {"team": interview.team, "interview": interview, "text": text,
+               "errors": _present(errors),
+               "action": reverse("interview_describe", args=[interview.pk])}
+    return _render(request, DESCRIBE, context)
+
+
+def _present(errors: dict[str, list[str]]) -> dict[str, list[str]]:
+    return {key: value for key, value in errors.items() if value}
+
+
+# -- resume ---------------------------------------------------------------------------------
+
+
+@login_required
+def interview_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    """Where a half-finished interview goes on: the step it was left at."""
+    interview, membership = get_interview_for_member(request.user, pk)
+    if interview.step == Interview.Step.QUESTIONS and _may_edit(request, interview, membership):
+        return redirect(_questions_url(interview, None))
+    if interview.step == Interview.Step.DESCRIBE and _may_edit(request, interview, membership):
+        return redirect("interview_describe", pk=interview.pk)
+    return redirect("interview_summary", pk=interview.pk)
+
+
+def _may_edit(request: HttpRequest, interview: Interview, membership: Membership) -> bool:
+    return not interview.is_started and (
+        interview.requester_id == request.user.pk or membership.can_review)
+
+
+# -- step 2 ---------------------------------------------------------------------------------
+
+
+@login_required
+def interview_questions(request: HttpRequest, pk: int) -> HttpResponse:
+    interview, _ = get_interview_for_editor(request.user, pk)
+    if interview.is_started:
+        return _closed(request, interview)
+    if request.method == "POST":
+        return _questions_post(request, interview)
+    return _questions_response(request, interview, _group_param(request.GET.get("group")), {})
+
+
+def _group_param(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _questions_post(request: HttpRequest, interview: Interview) -> HttpResponse:
+    group = _group_param(request.POST.get("group")) or 0
+    try:
+        saved = services.interview_answers_save(
+            interview=interview, question_ids=request.POST.getlist("question"),
+            data=request.POST.dict(), action=request.POST.get("action", "next"),
+            skip=request.POST.get("skip", ""), group=group)
+    except services.InterviewClosed:
+        return _closed(request, interview)
+    interview.refresh_from_db()
+    if saved.group is not None and saved.group < 0:
+        url = reverse("interview_describe", args=[interview.pk])
+        page = _render(request, DESCRIBE, {"team": interview.team, "interview": interview,
+                                           "text": interview.request, "errors": {},
+                                           "action": url})
+        return _go(request, url, page)
+    if saved.group is None:
+        url = reverse("interview_summary", args=[interview.pk])
+        return _go(request, url, _summary_response(request, interview))
+    if saved.errors or saved.group == group:
+        return _questions_response(request, interview, saved.group, saved.errors)
+    return _go(request, _questions_url(interview, saved.group),
+               _questions_response(request, interview, saved.group, {}))
+
+
+def _questions_response(request: HttpRequest, interview: Interview, group: int | None,
+                        errors: dict[str, list[str]]) -> HttpResponse:
+    if group is None:
+        group = logic.first_open_group(interview.questions, interview.state)
+        if group is None:
+            group = max(len(logic.question_groups(interview.questions)) - 1, 0)
+    page = questions_page(interview, group, errors)
+    return _render(request, QUESTIONS, {"interview": interview, "team": interview.team,
+                                        "page": page, "errors": errors,
+                                        "autonomy_choices": logic.AUTONOMY_CHOICES})
+
+
+# -- step 3 ---------------------------------------------------------------------------------
+
+
+@login_required
+def interview_summary(request: HttpRequest, pk: int) -> HttpResponse:
+    interview, membership = get_interview_for_member(request.user, pk)
+    editable = _may_edit(request, interview, membership)
+    if request.method == "POST":
+        interview, _ = get_interview_for_editor(request.user, pk)
+        if interview.is_started:
+            return _closed(request, interview)
+        try:
+            errors = services.interview_summary_save(interview=interview,
+                                                     data=request.POST.dict())
+        except services.InterviewClosed:
+            return _closed(request, interview)
+        if errors:
+            return _summary_response(request, interview, errors=errors, edit=True,
+                                     saved=True)
+        url = reverse("interview_summary", args=[interview.pk])
+        messages.success(request, "Your changes are saved.")
+        return _go(request, url, _summary_response(request, interview))
+    edit = editable and request.GET.get("edit") == "1"
+    return _summary_response(request, interview, edit=edit, editable=editable)
+
+
+def _summary_response(request: HttpRequest, interview: Interview, *,
+                      errors: dict[str, list[str]] | None = None, edit: bool = False,
+                      editable: bool = True, saved: bool = False) -> HttpResponse:
+    context = {"interview": interview, "team": interview.team,
+               "view": summary_view(interview, errors), "errors": errors or {},
+               "edit": edit, "editable": editable and not interview.is_started,
+               "saved": saved, "autonomy_choices": logic.AUTONOMY_CHOICES,
+               "run": interview.project.runs.order_by("-created_at").first(),
+               "run_url": _run_url(interview)}
+    return _render(request, SUMMARY, context)
+
+
+@login_required
+@require_POST
+def interview_start(request: HttpRequest, pk: int) -> HttpResponse:
+    interview, _ = get_interview_for_editor(request.user, pk)
+    if interview.is_started:
+        return _closed(request, interview)
+    try:
+        run = services.interview_start(interview=interview, user=request.user)
+    except services.InterviewClosed:
+        return _closed(request, interview)
+    except services.InterviewInvalid as invalid:
+        return _summary_response(request, interview, errors=invalid.errors, edit=True)
+    messages.success(request, "Started. You can follow its progress here; reviewers are told "
+                              "when something needs their approval.")
+    url = _run_url(interview, run) or reverse("interview_summary", args=[interview.pk])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _run_url(interview: Interview, run: Run | None = None) -> str:
+    """The run's live page once it exists (the portal's run view), else ""."""
+    run = run or interview.project.runs.order_by("-created_at").first()
+    if run is None:
+        return ""
+    try:
+        return reverse("run_detail", args=[run.pk])
+    except NoReverseMatch:
+        return ""

@@ -1,0 +1,404 @@
+"""The interview wizard through its pages (Django test client) on the real database.
+
+The analyst is the real scripted provider reading a script file (LLM_SCRIPT), as in a recorded
+demo; no model is mocked. Runs are started through the engine's real services; in these
+non-transactional tests their first Dramatiq message is never sent (on_commit does not fire).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.test import Client
+from django.urls import reverse
+
+from projects.models import AuditEntry, Interview, LLMCall, Project, Run
+from tests.factories import MembershipFactory, UserFactory
+
+pytestmark = pytest.mark.django_db
+
+REQUEST = "I need something that greets a person by name, politely."
+ANALYST_REPLY = json.dumps([
+    {"question": "Should the greeting be formal or casual?", "priority": "essential",
+     "assumption": "Casual."},
+    {"question": "Should it use emoji?", "priority": "nice", "assumption": "No emoji."},
+])
+ANSWERS: list[dict[str, str]] = [
+    {"commands": "greet: say hello to someone"},
+    {"cmd-c1-inputs": "name", "cmd-c1-outputs": "message"},
+    {"ex-c1-0-in": "name: Ada", "ex-c1-0-out": "message: Hello, Ada!",
+     "ex-c1-1-in": "name: Linus", "ex-c1-1-out": "message: Hello, Linus!",
+     "ex-c1-2-in": "", "ex-c1-2-out": "", "cmd-c1-edge_cases": "Refuse an empty name."},
+    {"autonomy": "full", "constraints": "Standard library only"},
+]
+
+
+@pytest.fixture
+def script_file(tmp_path: Path, settings: Any) -> Path:
+    """The scripted provider's file (DESIGN 4.4): the analyst's reply plus a generation script."""
+    engine = Path(__file__).resolve().parents[1] / "engine" / "scripts" / "success.json"
+    script = {"analyst": [ANALYST_REPLY], **json.loads(engine.read_text())}
+    path = tmp_path / "script.json"
+    path.write_text(json.dumps(script))
+    settings.LLM_PROVIDER = "scripted"
+    settings.LLM_SCRIPT = str(path)
+    return path
+
+
+@pytest.fixture
+def no_model(settings: Any) -> None:
+    settings.LLM_PROVIDER = "scripted"
+    settings.LLM_SCRIPT = ""
+
+
+def client_for(user: object) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def page(response: Any) -> str:
+    return response.content.decode()
+
+
+def start_interview(client: Client, slug: str = "acme") -> Interview:
+    response = client.post(reverse("interview_new", args=[slug]), {"request": REQUEST})
+    interview = Interview.objects.latest("pk")
+    assert response.status_code == 302
+    assert response["Location"] == reverse("interview_questions", args=[interview.pk])
+    return interview
+
+
+def post_page(client: Client, interview: Interview, data: dict[str, str], *,
+              group: int | None = None, **extra: str) -> Any:
+    """Post the questions page that `data` answers (the page the wizard shows)."""
+    interview.refresh_from_db()
+    from projects import interview_logic as logic
+
+    groups = logic.question_groups(interview.questions)
+    if group is None:
+        group = logic.first_open_group(interview.questions, interview.state) or 0
+    ids = [q["id"] for q in groups[group]]
+    body = {"group": str(group), "question": ids, **data, **extra}
+    return client.post(reverse("interview_questions", args=[interview.pk]), body)
+
+
+def answer_checklist(client: Client, interview: Interview) -> Any:
+    response = None
+    for data in ANSWERS:
+        response = post_page(client, interview, data)
+        assert response.status_code == 302, page(response)
+    return response
+
+
+# -- step 1 ---------------------------------------------------------------------------------
+
+
+def test_describing_a_need_puts_it_on_the_board_and_opens_the_questions(
+        team_with_roles: dict, no_model: None) -> None:
+    member = team_with_roles["member"]
+    interview = start_interview(client_for(member))
+    project = interview.project
+    assert (project.team, project.requester, project.status) == (
+        team_with_roles["team"], member, Project.Status.INTERVIEWING)
+    assert project.name == interview.state["name"] == "greets-person-name"
+    assert interview.request == REQUEST and interview.step == Interview.Step.QUESTIONS
+    response = client_for(member).get(reverse("interview_questions", args=[interview.pk]))
+    assert "What separate actions should it offer?" in page(response)
+
+
+def test_a_too_short_request_is_refused_in_plain_words_next_to_the_field(
+        team_with_roles: dict, no_model: None) -> None:
+    response = client_for(team_with_roles["member"]).post(
+        reverse("interview_new", args=["acme"]), {"request": "greeter"})
+    html = page(response)
+    assert response.status_code == 200
+    assert "Please say a little more: a sentence or two about what it should do." in html
+    assert re.search(r'id="request-error"', html) and 'aria-invalid="true"' in html
+    assert ">greeter</textarea>" in html  # what was typed is still there
+    assert not Project.objects.exists()
+
+
+def test_new_request_link_goes_to_the_current_team(team_with_roles: dict) -> None:
+    client = client_for(team_with_roles["member"])
+    home = page(client.get(reverse("home")))
+    assert f'href="{reverse("interview_new_current")}"' in home and "New request" in home
+    response = client.get(reverse("interview_new_current"))
+    assert response["Location"] == reverse("interview_new", args=["acme"])
+    lonely = client_for(UserFactory()).get(reverse("interview_new_current"))
+    assert lonely["Location"] == reverse("home")
+
+
+# -- access ---------------------------------------------------------------------------------
+
+
+def test_outsiders_get_404_everywhere_members_see_only_requester_and_reviewers_edit(
+        team_with_roles: dict, no_model: None) -> None:
+    interview = start_interview(client_for(team_with_roles["member"]))
+    outsider = client_for(team_with_roles["outsider"])
+    assert outsider.get(reverse("interview_new", args=["acme"])).status_code == 404
+    for name in ("interview_detail", "interview_describe", "interview_questions",
+                 "interview_summary"):
+        assert outsider.get(reverse(name, args=[interview.pk])).status_code == 404, name
+    assert outsider.post(reverse("interview_start", args=[interview.pk])).status_code == 404
+
+    other_requester = UserFactory()
+    MembershipFactory(team=team_with_roles["team"], user=other_requester, role="requester")
+    other = client_for(other_requester)
+    assert other.get(reverse("interview_summary", args=[interview.pk])).status_code == 200
+    assert other.get(reverse("interview_questions", args=[interview.pk])).status_code == 403
+    assert post_page(other, interview, ANSWERS[0]).status_code == 403
+    interview.refresh_from_db()
+    assert interview.state["commands"] == []
+
+    reviewer = UserFactory()
+    MembershipFactory(team=team_with_roles["team"], user=reviewer, role="reviewer")
+    assert post_page(client_for(reviewer), interview, ANSWERS[0]).status_code == 302
+    interview.refresh_from_db()
+    assert [c["name"] for c in interview.state["commands"]] == ["greet"]
+
+
+def test_anonymous_users_are_sent_to_log_in(team_with_roles: dict) -> None:
+    response = Client().get(reverse("interview_new", args=["acme"]))
+    assert response.status_code == 302 and response["Location"].startswith(reverse("login"))
+
+
+# -- step 2 ---------------------------------------------------------------------------------
+
+
+def test_every_answer_is_saved_even_when_the_page_has_an_error(
+        team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    post_page(client, interview, ANSWERS[0])
+    post_page(client, interview, ANSWERS[1])
+    response = post_page(client, interview, {
+        "ex-c1-0-in": "name: Ada", "ex-c1-0-out": "message: Hello, Ada!",
+        "ex-c1-1-in": "name: Linus", "ex-c1-1-out": "", "cmd-c1-edge_cases": "Refuse empty"})
+    html = page(response)
+    assert response.status_code == 200
+    assert "Example 2 has no result: say what should come back for this input." in html
+    assert 'id="ex-c1-1-out-error"' in html and 'href="#ex-c1-1-out"' in html
+    interview.refresh_from_db()
+    command = interview.state["commands"][0]
+    assert command["examples"][1]["input"] == "name: Linus"
+    assert command["edge_cases"] == "Refuse empty"
+
+
+def test_skipping_shows_the_stated_assumption_and_back_goes_to_the_previous_page(
+        team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    post_page(client, interview, ANSWERS[0])
+    response = post_page(client, interview, {"cmd-c1-outputs": "message"}, skip="inputs:c1")
+    html = page(response)
+    assert response.status_code == 200
+    assert "We will assume: \u201cgreet\u201d needs exactly the information used in its " \
+           "examples." in html
+    interview.refresh_from_db()
+    assert interview.state["commands"][0]["outputs"] == "message"
+
+    back = post_page(client, interview, {}, group=1, action="back")
+    assert back["Location"] == reverse("interview_questions", args=[interview.pk]) + "?group=0"
+    to_describe = post_page(client, interview, {}, group=0, action="back")
+    assert to_describe["Location"] == reverse("interview_describe", args=[interview.pk])
+
+
+def test_changing_the_request_keeps_the_answers(team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    post_page(client, interview, ANSWERS[0])
+    new_text = "I need something that greets people by name, in French."
+    client.post(reverse("interview_describe", args=[interview.pk]), {"request": new_text})
+    interview.refresh_from_db()
+    assert interview.request == new_text and interview.state["summary"] == new_text
+    assert [c["name"] for c in interview.state["commands"]] == ["greet"]
+
+
+def test_analyst_questions_are_asked_after_the_checklist_and_it_stops_when_satisfied(
+        team_with_roles: dict, script_file: Path) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    interview.refresh_from_db()
+    assert [q["text"] for q in interview.questions if q["source"] == "analyst"] == [
+        "Should the greeting be formal or casual?", "Should it use emoji?"]
+    assert LLMCall.objects.filter(role="analyst", run=None).count() == 1
+    answer_checklist(client, interview)
+    response = post_page(client, interview, {"q-a1-1": "Formal, always.", "q-a1-2": ""})
+    # The analyst is asked once more, repeats itself (nothing new), so the summary follows.
+    assert response["Location"] == reverse("interview_summary", args=[interview.pk])
+    interview.refresh_from_db()
+    assert interview.step == Interview.Step.SUMMARY and interview.analyst_done
+    assert interview.analyst_rounds == 2
+    summary = page(client.get(response["Location"]))
+    assert "Q: Should the greeting be formal or casual? A: Formal, always." in summary
+    assert "No emoji." in summary  # the blank nice-to-have became a stated assumption
+
+
+def test_without_a_model_the_checklist_alone_reaches_the_summary(
+        team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    response = answer_checklist(client, interview)
+    assert response["Location"] == reverse("interview_summary", args=[interview.pk])
+    interview.refresh_from_db()
+    assert not [q for q in interview.questions if q["source"] == "analyst"]
+
+
+def test_htmx_gets_the_wizard_fragment_and_the_new_url(
+        team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    interview.refresh_from_db()
+    body = {"group": "0", "question": ["commands"], **ANSWERS[0]}
+    response = client.post(reverse("interview_questions", args=[interview.pk]), body,
+                           HTTP_HX_REQUEST="true")
+    html = page(response)
+    assert response.status_code == 200 and "<html" not in html
+    assert html.lstrip().startswith('<div id="wizard"')
+    assert "What information does \u201cgreet\u201d need?" in html
+    assert response["HX-Push-Url"] == reverse("interview_questions",
+                                              args=[interview.pk]) + "?group=1"
+
+
+def test_every_hx_attribute_has_a_plain_fallback(team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    answer_checklist(client, interview)
+    for url in (reverse("interview_new", args=["acme"]),
+                reverse("interview_questions", args=[interview.pk]),
+                reverse("interview_summary", args=[interview.pk]),
+                reverse("interview_summary", args=[interview.pk]) + "?edit=1"):
+        html = page(client.get(url))
+        for tag in re.findall(r"<(?:form|a)\b[^>]*\bhx-(?:post|get)=[^>]*>", html):
+            assert 'action="' in tag or 'href="' in tag, tag
+
+
+# -- resume ---------------------------------------------------------------------------------
+
+
+def test_a_half_finished_interview_is_listed_and_resumes_where_it_was_left(
+        team_with_roles: dict, no_model: None) -> None:
+    member = team_with_roles["member"]
+    interview = start_interview(client_for(member))
+    post_page(client_for(member), interview, ANSWERS[0])
+    fresh = client_for(member)  # a new session: logged out and back in
+    home = page(fresh.get(reverse("home")))
+    assert "Continue where you left off" in home
+    assert reverse("interview_detail", args=[interview.pk]) in home
+    resume = fresh.get(reverse("interview_detail", args=[interview.pk]), follow=True)
+    html = page(resume)
+    assert "What information does \u201cgreet\u201d need?" in html
+
+
+# -- step 3 ---------------------------------------------------------------------------------
+
+
+def summary_form(interview: Interview, **changes: str) -> dict[str, str]:
+    interview.refresh_from_db()
+    state = interview.state
+    data = {"name": state["name"], "summary": state["summary"], "autonomy": state["autonomy"],
+            "constraints": state["constraints"]}
+    for command in state["commands"]:
+        key = command["key"]
+        for part in ("name", "description", "inputs", "outputs", "edge_cases"):
+            data[f"cmd-{key}-{part}"] = command[part]
+        for index, example in enumerate(command["examples"] + [{"input": "", "output": ""}]):
+            data[f"ex-{key}-{index}-in"] = example["input"]
+            data[f"ex-{key}-{index}-out"] = example["output"]
+    data.update(changes)
+    return data
+
+
+def test_summary_is_readable_and_editable(team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    answer_checklist(client, interview)
+    url = reverse("interview_summary", args=[interview.pk])
+    html = page(client.get(url))
+    assert "Check your request" in html and "Fully automatic" in html
+    assert "message: Hello, Ada!" in html and "Standard library only" in html
+    response = client.post(url, summary_form(interview, name="greeter"))
+    assert response.status_code == 302
+    interview.refresh_from_db()
+    assert interview.state["name"] == "greeter" and interview.project.name == "greeter"
+
+
+def test_summary_edit_errors_are_shown_next_to_the_field_and_saved_anyway(
+        team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    answer_checklist(client, interview)
+    url = reverse("interview_summary", args=[interview.pk])
+    response = client.post(url, summary_form(interview, name="my greeter!",
+                                             **{"ex-c1-1-out": ""}))
+    html = page(response)
+    assert response.status_code == 200 and "Your changes are saved." in html
+    assert 'id="name-error"' in html and "Use only letters, digits, dashes" in html
+    assert 'id="ex-c1-1-out-error"' in html and "Example 2 has no result" in html
+    interview.refresh_from_db()
+    assert interview.state["name"] == "my greeter!"
+
+
+def test_start_stores_the_spec_queues_the_project_and_starts_a_run(
+        team_with_roles: dict, script_file: Path) -> None:
+    member = team_with_roles["member"]
+    client = client_for(member)
+    interview = start_interview(client)
+    answer_checklist(client, interview)
+    post_page(client, interview, {"q-a1-1": "Casual.", "q-a1-2": ""})
+    client.post(reverse("interview_summary", args=[interview.pk]),
+                summary_form(interview, name="greeter"))
+    response = client.post(reverse("interview_start", args=[interview.pk]))
+    assert response.status_code == 302
+    project = Project.objects.get(pk=interview.project_id)
+    run = Run.objects.get(project=project)
+    assert project.status == Project.Status.QUEUED and project.queue_position == 1
+    assert project.spec["name"] == "greeter" and project.spec["autonomy"] == "full"
+    assert project.spec["commands"][0]["examples"][0] == {
+        "input": {"name": "Ada"}, "output": {"message": "Hello, Ada!"}}
+    assert (run.provider, run.autonomy, run.status) == ("scripted", "full", "queued")
+    assert run.script["implementer"]  # the configured script travels with the run
+    assert AuditEntry.objects.filter(action="project.start", actor=member).exists()
+    interview.refresh_from_db()
+    assert interview.step == Interview.Step.STARTED
+
+    again = client.post(reverse("interview_start", args=[interview.pk]), follow=True)
+    assert "already started" in page(again)
+    assert Run.objects.filter(project=project).count() == 1
+    closed = post_page(client, interview, {"autonomy": "guided"}, group=0)
+    assert closed.status_code == 302
+    interview.refresh_from_db()
+    assert interview.state["autonomy"] == "full"
+
+
+def test_start_with_problems_changes_nothing_and_says_what_to_fix(
+        team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    for data in ANSWERS[:2]:
+        post_page(client, interview, data)
+    response = client.post(reverse("interview_start", args=[interview.pk]))
+    html = page(response)
+    assert response.status_code == 200 and "Before you can start, please fix these:" in html
+    assert "Give at least two examples for \u201cgreet\u201d (none yet)." in html
+    assert "Choose how much the machine may do on its own." in html
+    project = Project.objects.get(pk=interview.project_id)
+    assert project.status == Project.Status.INTERVIEWING and not project.runs.exists()
+
+
+def test_start_without_a_configured_model_explains_and_keeps_the_answers(
+        team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    answer_checklist(client, interview)
+    response = client.post(reverse("interview_start", args=[interview.pk]))
+    html = page(response)
+    assert "The request could not be started" in html and "Your answers are saved" in html
+    interview.refresh_from_db()
+    assert interview.step == Interview.Step.SUMMARY
+    assert Project.objects.get(pk=interview.project_id).status == "interviewing"
