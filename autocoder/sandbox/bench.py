@@ -1,0 +1,86 @@
+"""Start-up cost of the bwrap sandbox and time of the safety gate (`manage.py sandbox_bench`).
+
+What is measured, so that the comparison stays honest:
+* outside: `subprocess.run([venv python, -S, -I, -c, pass])` with captured pipes;
+* inside: `sandbox.run({}, ["python", "-S", "-I", "-c", "pass"], backend="bwrap")`, i.e. the
+  whole public call: workdir tmpfs mount and removal, bwrap set-up of every namespace,
+  prlimit, supervision, teardown. Same interpreter, same flags (-S -I), samples interleaved.
+* gate: `safety.scan_files` (AST policy + bandit) on a generated 500-line plugin module.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+
+PASS_ARGS = ["-S", "-I", "-c", "pass"]
+
+
+def _timed(call: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    call()
+    return (time.perf_counter() - started) * 1000
+
+
+def startup(runs: int = 30) -> dict[str, float]:
+    from autocoder.sandbox import bwrap
+    from autocoder.sandbox.runner import run
+
+    interpreter = bwrap.host_layout().interpreter
+
+    def outside() -> None:
+        subprocess.run([interpreter, *PASS_ARGS], capture_output=True, check=True)
+
+    def inside() -> None:
+        result = run({}, ["python", *PASS_ARGS], backend="bwrap")
+        if result.exit_code != 0:
+            raise RuntimeError(f"the sandboxed interpreter failed: {result.stderr}")
+
+    for warm_up in (outside, inside, outside, inside):
+        warm_up()
+    samples: dict[str, list[float]] = {"outside": [], "inside": []}
+    for _ in range(runs):
+        samples["outside"].append(_timed(outside))
+        samples["inside"].append(_timed(inside))
+    outside_ms = statistics.median(samples["outside"])
+    inside_ms = statistics.median(samples["inside"])
+    return {"runs": runs, "outside_ms": round(outside_ms, 2), "inside_ms": round(inside_ms, 2),
+            "ratio": round(inside_ms / outside_ms, 2), "added_ms": round(inside_ms - outside_ms, 2),
+            "outside_min_ms": round(min(samples["outside"]), 2),
+            "inside_min_ms": round(min(samples["inside"]), 2)}
+
+
+def plugin_source(lines: int = 500) -> str:
+    """A plausible plugin module of about `lines` lines (functions, a class, data)."""
+    out = ['"""Generated benchmark plugin."""', "", "from __future__ import annotations", "",
+           "import json", "import re", "from dataclasses import dataclass", "", ""]
+    index = 0
+    while len(out) < lines - 12:
+        out += [f"def step_{index}(payload: dict, factor: int = {index % 7 + 1}) -> dict:",
+                f'    """Step {index}: scale the numbers found in the payload."""',
+                "    values = [v * factor for v in payload.get('values', []) if v > 0]",
+                f"    label = re.sub(r'\\s+', '-', str(payload.get('name', 'step-{index}')))",
+                "    if not values:",
+                "        return {'label': label, 'total': 0}",
+                "    return {'label': label, 'total': sum(values), 'max': max(values)}", "", ""]
+        index += 1
+    out += ["@dataclass", "class Plugin:", "    name: str = 'bench'", "",
+            "    def on_command(self, name: str, payload: dict) -> dict:",
+            "        handlers = {f'step-{i}': f for i, f in enumerate(STEPS)}",
+            "        if name not in handlers:",
+            "            raise ValueError(f'unknown command {name}')",
+            "        return json.loads(json.dumps(handlers[name](payload)))", "", ""]
+    out.append("STEPS = [" + ", ".join(f"step_{i}" for i in range(index)) + "]")
+    return "\n".join(out) + "\n"
+
+
+def gate(runs: int = 20) -> dict[str, float]:
+    from autocoder.safety import scan_files
+
+    files = {"bench_plugin/plugin.py": plugin_source()}
+    report = scan_files(files)  # warm-up: bandit loads its plugins once per process
+    samples = [_timed(lambda: scan_files(files)) for _ in range(runs)]
+    return {"scan_lines": files["bench_plugin/plugin.py"].count("\n"),
+            "scan_verdict": report.verdict, "scan_ms": round(statistics.median(samples), 2)}

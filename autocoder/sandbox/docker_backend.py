@@ -1,0 +1,205 @@
+"""The Docker backend (production): one locked-down container per run, removed afterwards.
+
+`container_kwargs` is the whole security posture in one pure function; `run` drives a
+container through the docker SDK: create, start, poll, kill on timeout or cancel, read the
+logs and the frame written by `docker_entry`, remove.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import secrets
+import tarfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from autocoder.sandbox.output import CappedStream
+from autocoder.sandbox.process import verdict
+from autocoder.sandbox.types import Limits, RunResult, SandboxError
+
+WORKDIR = "/workdir"
+SANDBOX_TMP = "/tmp"  # noqa: S108 - the container's own tmpfs, not the host's
+SANDBOX_USER = "10001:10001"  # the `sandbox` user of docker/sandbox.Dockerfile
+NANO_CPUS = 1_000_000_000  # one CPU per run
+CHUNK_CHARS = 100_000  # below Linux's 128 KiB limit for one argv string
+MAX_PAYLOAD_CHARS = 1_500_000  # below ARG_MAX (2 MiB with the default 8 MiB stack)
+POLL_S = 0.2
+ENTRY_SOURCE = (Path(__file__).with_name("docker_entry.py")).read_text()
+
+
+def default_image() -> str:
+    from django.conf import settings
+
+    return getattr(settings, "SANDBOX_DOCKER_IMAGE", "autocoder-sandbox:latest")
+
+
+def container_kwargs(*, image: str, command: list[str], limits: Limits) -> dict[str, Any]:
+    """Everything `containers.create` receives besides the command's payload."""
+    from docker.types import LogConfig, Ulimit
+
+    mb = 1024 * 1024
+    log_cap = 2 * limits.output_kb * 1024 + mb  # the entry program caps output; this backs it
+    return {
+        "image": image,
+        "command": command,
+        "working_dir": WORKDIR,
+        "user": SANDBOX_USER,
+        "network_mode": "none",
+        "read_only": True,
+        "tmpfs": {
+            WORKDIR: f"rw,nosuid,nodev,size={limits.workdir_mb}m,uid=10001,gid=10001,mode=0700",
+            SANDBOX_TMP: f"rw,nosuid,nodev,size={limits.workdir_mb}m,mode=1777",
+        },
+        "mem_limit": limits.memory_mb * mb,
+        "memswap_limit": limits.memory_mb * mb,  # equal to mem_limit: no swap
+        "pids_limit": limits.pids,
+        "nano_cpus": NANO_CPUS,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "ulimits": [
+            Ulimit(name="cpu", soft=limits.cpu_s, hard=limits.cpu_s + 1),
+            Ulimit(name="fsize", soft=limits.file_size_mb * mb, hard=limits.file_size_mb * mb),
+            Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
+            Ulimit(name="core", soft=0, hard=0),
+        ],
+        "environment": {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": SANDBOX_TMP,
+                        "LANG": "C.UTF-8"},
+        "hostname": "sandbox",
+        "ipc_mode": "private",
+        "init": True,
+        "log_config": LogConfig(type="json-file",
+                                config={"max-size": str(log_cap), "max-file": "1"}),
+        "labels": {"autocoder.sandbox": "1"},
+        "detach": True,
+        "stdin_open": False,
+        "tty": False,
+    }
+
+
+def entry_command(files: dict[str, str | bytes], command: list[str], limits: Limits,
+                  collect: list[str], marker: str) -> list[str]:
+    config = {"workdir": WORKDIR, "argv": command, "output_cap": limits.output_kb * 1024,
+              "collect": collect, "collect_budget": limits.collect_kb * 1024,
+              "marker": marker}
+    payload = base64.b64encode(_tar_gz(files)).decode()
+    if len(payload) > MAX_PAYLOAD_CHARS:
+        raise SandboxError(f"the job's files are too large for the docker backend "
+                           f"({len(payload)} base64 characters, at most {MAX_PAYLOAD_CHARS})")
+    chunks = [payload[i:i + CHUNK_CHARS] for i in range(0, len(payload), CHUNK_CHARS)] or [""]
+    encoded = base64.b64encode(json.dumps(config).encode()).decode()
+    return ["python", "-I", "-S", "-c", ENTRY_SOURCE, encoded, *chunks]
+
+
+def _tar_gz(files: dict[str, str | bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for name, content in sorted(files.items()):
+            data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
+        collect: list[str] | None = None, cancel_check: Callable[[], bool] | None = None,
+        client: Any = None, image: str | None = None) -> RunResult:
+    """`client` is a docker.DockerClient (docker.from_env() when omitted)."""
+    import docker
+
+    marker = f"@@autocoder-frame-{secrets.token_hex(8)}@@"
+    argv = entry_command(files, command, limits, collect or [], marker)
+    try:
+        client = client or docker.from_env()
+        container = client.containers.create(**container_kwargs(
+            image=image or default_image(), command=argv, limits=limits))
+    except docker.errors.DockerException as exc:
+        raise SandboxError(f"docker could not create the sandbox container: {exc}") from exc
+    try:
+        return _drive(container, limits, marker, cancel_check)
+    except docker.errors.DockerException as exc:
+        raise SandboxError(f"docker failed during the run: {exc}") from exc
+    finally:
+        try:
+            container.remove(force=True)
+        except docker.errors.DockerException:
+            pass  # already gone; nothing of the run survives it
+
+
+def _drive(container: Any, limits: Limits, marker: str,
+           cancel_check: Callable[[], bool] | None) -> RunResult:
+    started = time.monotonic()
+    container.start()
+    stop = _wait(container, started + limits.timeout_s, cancel_check)
+    if stop is not None:
+        container.kill()
+    container.reload()
+    state = container.attrs.get("State", {})
+    duration_ms = int((time.monotonic() - started) * 1000)
+    stdout_raw = container.logs(stdout=True, stderr=False) or b""
+    stderr_raw = container.logs(stdout=False, stderr=True) or b""
+    stdout_raw, frame = _split_frame(stdout_raw, marker)
+    return _result(limits, state, stop, frame, stdout_raw, stderr_raw, duration_ms)
+
+
+def _wait(container: Any, deadline: float, cancel_check: Callable[[], bool] | None) -> str | None:
+    while True:
+        container.reload()
+        if container.status in ("exited", "dead"):
+            return None
+        if time.monotonic() >= deadline:
+            return "timeout"
+        if cancel_check is not None and cancel_check():
+            return "cancelled"
+        time.sleep(POLL_S)
+
+
+def _split_frame(stdout: bytes, marker: str) -> tuple[bytes, dict[str, Any] | None]:
+    at = stdout.rfind(b"\n" + marker.encode())
+    if at < 0:
+        return stdout, None
+    line = stdout[at + 1 + len(marker):].strip()
+    try:
+        return stdout[:at], json.loads(base64.b64decode(line))
+    except ValueError:
+        return stdout, None
+
+
+def _result(limits: Limits, state: dict[str, Any], stop: str | None,
+            frame: dict[str, Any] | None, stdout_raw: bytes, stderr_raw: bytes,
+            duration_ms: int) -> RunResult:
+    cap = limits.output_kb * 1024
+    out, err = CappedStream(cap), CappedStream(cap)
+    out.feed(stdout_raw)
+    err.feed(stderr_raw)
+    frame = frame or {}
+    if bool(state.get("OOMKilled")):  # the memory cgroup killed it: say so, whatever else
+        stop = stop or "memory_limit"
+    returncode = frame.get("exit_code", state.get("ExitCode", -1))
+    exit_code, timed_out, oom, reason = verdict(
+        returncode=returncode if isinstance(returncode, int) else -1,
+        stop=stop or frame.get("stop"), stderr=err.text())
+    files, omitted = _unpack(frame.get("files", "")), frame.get("omitted", [])
+    return RunResult(
+        exit_code=exit_code, timed_out=timed_out, oom=oom, killed_reason=reason,
+        stdout=out.text(), stderr=err.text(),
+        stdout_truncated=out.truncated or frame.get("stdout_total", 0) > cap,
+        stderr_truncated=err.truncated or frame.get("stderr_total", 0) > cap,
+        duration_ms=duration_ms, backend="docker", files=files, files_omitted=list(omitted),
+    )
+
+
+def _unpack(encoded: str) -> dict[str, bytes]:
+    if not encoded:
+        return {}
+    files: dict[str, bytes] = {}
+    with tarfile.open(fileobj=io.BytesIO(base64.b64decode(encoded)), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            handle = tar.extractfile(member) if member.isfile() else None
+            if handle is not None:
+                files[member.name] = handle.read()
+    return files

@@ -1,0 +1,106 @@
+"""Entry program of a Docker sandbox run (stdlib only; its source is passed with `python -c`).
+
+The container's filesystem is read-only and its workdir a tmpfs that `docker cp` cannot
+reach, so the job's files travel in argv (a gzip tar in base64 chunks) and the produced files
+come back in one framed line on stdout. The job's own output is copied through, capped, so
+the log driver never holds more than the caps. argv: [config_b64, chunk, chunk, ...].
+"""
+
+import base64
+import io
+import json
+import os
+import selectors
+import stat
+import subprocess
+import sys
+import tarfile
+from fnmatch import fnmatchcase
+
+
+def _match(parts, pats):
+    if not pats:
+        return not parts
+    if pats[0] == "**":
+        return any(_match(parts[i:], pats[1:]) for i in range(len(parts) + 1))
+    return bool(parts) and fnmatchcase(parts[0], pats[0]) and _match(parts[1:], pats[1:])
+
+
+def _collect(root, patterns, budget):
+    buffer, omitted, left = io.BytesIO(), [], budget
+    with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
+        for current, dirs, names in os.walk(root):  # os.walk does not follow symlinks
+            rel_dir = os.path.relpath(current, root)
+            if rel_dir.count(os.sep) >= 64:
+                dirs[:] = []
+            for name in sorted(names) + sorted(d for d in dirs if os.path.islink(
+                    os.path.join(current, d))):
+                rel = os.path.normpath(os.path.join(rel_dir, name))
+                if not any(_match(tuple(rel.split("/")), tuple(p.split("/"))) for p in patterns):
+                    continue
+                path = os.path.join(current, name)
+                info = os.lstat(path)
+                if not stat.S_ISREG(info.st_mode):
+                    omitted.append(f"{rel} (not a regular file)")
+                elif info.st_size > left:
+                    omitted.append(f"{rel} (over the {budget // 1024} KB collect budget)")
+                else:
+                    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+                    with os.fdopen(fd, "rb") as handle:
+                        data = handle.read(left + 1)
+                    if len(data) > left:
+                        omitted.append(f"{rel} (over the {budget // 1024} KB collect budget)")
+                        continue
+                    entry = tarfile.TarInfo(rel)
+                    entry.size = len(data)
+                    tar.addfile(entry, io.BytesIO(data))
+                    left -= len(data)
+    return base64.b64encode(buffer.getvalue()).decode(), omitted
+
+
+def _pump(proc, cap):
+    totals = {1: 0, 2: 0}
+    sinks = {1: sys.stdout.buffer, 2: sys.stderr.buffer}
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ, 1)
+    selector.register(proc.stderr, selectors.EVENT_READ, 2)
+    while selector.get_map():
+        for key, _ in selector.select():
+            data = os.read(key.fd, 65536)
+            if not data:
+                selector.unregister(key.fileobj)
+                continue
+            room = cap - totals[key.data]
+            if room > 0:
+                sinks[key.data].write(data[:room])
+                sinks[key.data].flush()
+            totals[key.data] += len(data)
+            if totals[key.data] > max(cap * 64, 8 << 20):
+                proc.kill()
+                return totals, "output_limit"
+    return totals, None
+
+
+def main():
+    config = json.loads(base64.b64decode(sys.argv[1]))
+    workdir = config["workdir"]
+    blob = base64.b64decode("".join(sys.argv[2:]))
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        tar.extractall(workdir, filter="data")
+    proc = subprocess.Popen(config["argv"], cwd=workdir, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    totals, stop = _pump(proc, config["output_cap"])
+    code = proc.wait()
+    files, omitted = _collect(workdir, config["collect"], config["collect_budget"]) \
+        if config["collect"] else ("", [])
+    frame = {"exit_code": code if code >= 0 else 128 - code, "stop": stop,
+             "stdout_total": totals[1], "stderr_total": totals[2],
+             "files": files, "omitted": omitted}
+    sys.stdout.buffer.write(b"\n" + config["marker"].encode()
+                            + base64.b64encode(json.dumps(frame).encode()) + b"\n")
+    sys.stdout.flush()
+    return frame["exit_code"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,177 @@
+"""Supervision of one sandboxed process tree: output caps, wall clock, cancellation, verdict."""
+
+from __future__ import annotations
+
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from autocoder.sandbox.output import CappedStream
+from autocoder.sandbox.types import Limits
+
+CancelCheck = Callable[[], bool]
+
+POLL_S = 0.1  # cancel_check and the clock are looked at this often
+USAGE_POLL_S = 0.5
+DRAIN_GRACE_S = 5.0
+
+
+@dataclass
+class Supervised:
+    returncode: int
+    stdout: CappedStream
+    stderr: CappedStream
+    stop: str | None  # why we killed it: timeout | cancelled | output_limit | workdir_full
+    duration_ms: int
+
+
+def supervise(
+    argv: Sequence[str], *, limits: Limits, env: dict[str, str],
+    cancel_check: Callable[[], bool] | None = None,
+    over_quota: Callable[[], bool] | None = None,
+    popen_kwargs: dict[str, Any] | None = None,
+) -> Supervised:
+    """Run argv in its own process group and return what it printed and why it stopped.
+
+    Killing the group is enough for bwrap: its init dies with it (--die-with-parent) and the
+    kernel then kills everything left in the sandbox's pid namespace.
+    """
+    started = time.monotonic()
+    cap = limits.output_kb * 1024
+    streams = {"stdout": CappedStream(cap), "stderr": CappedStream(cap)}
+    proc = subprocess.Popen(
+        list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env, process_group=0, close_fds=True, **(popen_kwargs or {}),
+    )
+    stop = None
+    try:
+        stop = _pump(proc, streams, started + limits.timeout_s, cancel_check, over_quota)
+    finally:
+        if stop is not None or proc.poll() is None:
+            _kill_group(proc.pid)
+        _drain_rest(proc, streams)
+        proc.wait()
+    return Supervised(proc.returncode, streams["stdout"], streams["stderr"], stop,
+                      int((time.monotonic() - started) * 1000))
+
+
+def _pump(
+    proc: subprocess.Popen[bytes], streams: dict[str, CappedStream], deadline: float,
+    cancel_check: Callable[[], bool] | None, over_quota: Callable[[], bool] | None,
+) -> str | None:
+    selector = selectors.DefaultSelector()
+    assert proc.stdout is not None and proc.stderr is not None
+    selector.register(proc.stdout, selectors.EVENT_READ, streams["stdout"])
+    selector.register(proc.stderr, selectors.EVENT_READ, streams["stderr"])
+    next_usage_check = time.monotonic() + USAGE_POLL_S
+    try:
+        while selector.get_map():
+            now = time.monotonic()
+            if now >= deadline:
+                return "timeout"
+            if cancel_check is not None and cancel_check():
+                return "cancelled"
+            if over_quota is not None and now >= next_usage_check:
+                next_usage_check = now + USAGE_POLL_S
+                if over_quota():
+                    return "workdir_full"
+            for key, _events in selector.select(timeout=min(POLL_S, max(0.0, deadline - now))):
+                data = os.read(key.fd, 65536)
+                if not data:
+                    selector.unregister(key.fileobj)
+                    continue
+                key.data.feed(data)
+                if key.data.flooding:
+                    return "output_limit"
+        remaining = deadline - time.monotonic()
+        try:  # both pipes closed: the job is finishing; the clock still applies
+            proc.wait(timeout=max(0.0, remaining))
+        except subprocess.TimeoutExpired:
+            return "timeout"
+        return None
+    finally:
+        selector.close()
+
+
+def _kill_group(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _drain_rest(proc: subprocess.Popen[bytes], streams: dict[str, CappedStream]) -> None:
+    """Read what is left in the pipes; never wait on them for long once the job is killed."""
+    deadline = time.monotonic() + DRAIN_GRACE_S
+    for name in ("stdout", "stderr"):
+        pipe = getattr(proc, name)
+        if pipe is None or pipe.closed:
+            continue
+        os.set_blocking(pipe.fileno(), False)
+        while time.monotonic() < deadline:
+            try:
+                data = os.read(pipe.fileno(), 65536)
+            except BlockingIOError:
+                if proc.poll() is not None:
+                    break
+                time.sleep(0.01)
+                continue
+            if not data:
+                break
+            if not streams[name].flooding:
+                streams[name].feed(data)
+        pipe.close()
+
+
+MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
+
+
+def verdict(*, returncode: int, stop: str | None,
+            stderr: str) -> tuple[int | None, bool, bool, str | None]:
+    """(exit_code, timed_out, oom, killed_reason) from how a job ended.
+
+    `stop` is the supervisor's own reason for killing it; otherwise the reason is read from
+    the exit status (128 + signal, as bwrap and the docker entry report it) and, for limits
+    that surface as errors inside the job, from the end of its stderr.
+    """
+    if stop is not None:
+        return None, stop == "timeout", stop == "memory_limit", stop
+    if returncode < 0:  # the supervised process itself died of a signal
+        return returncode, False, False, f"signal:{_signal_name(-returncode)}"
+    tail = stderr[-4000:]
+    if returncode != 0 and any(marker in tail for marker in MEMORY_MARKERS):
+        return returncode, False, True, "memory_limit"
+    if returncode > 128 and _signal_name(returncode - 128):
+        return returncode, False, False, _signal_reason(returncode - 128)
+    if returncode != 0 and "No space left on device" in tail:
+        return returncode, False, False, "workdir_full"
+    if returncode != 0 and "File too large" in tail:
+        return returncode, False, False, "file_size_limit"
+    return returncode, False, False, None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return ""
+
+
+def _signal_reason(number: int) -> str:
+    if number == signal.SIGXCPU:
+        return "cpu_limit"
+    if number == signal.SIGXFSZ:
+        return "file_size_limit"
+    return f"signal:{_signal_name(number)}"
+
+
+def tree_over_quota(path: Path, budget: int) -> Callable[[], bool]:
+    from autocoder.sandbox.workdir import usage_exceeds
+
+    return lambda: usage_exceeds(path, budget)

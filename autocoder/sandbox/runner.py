@@ -1,0 +1,45 @@
+"""`run()`: validate the request, pick the backend, hand back a RunResult."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from autocoder.sandbox.types import DEFAULT_LIMITS, Limits, RunResult, SandboxError
+from autocoder.sandbox.workdir import safe_relpath
+
+BACKENDS = ("bwrap", "docker")
+
+
+def default_backend() -> str:
+    from django.conf import settings
+
+    return getattr(settings, "SANDBOX_BACKEND", "bwrap") if settings.configured else "bwrap"
+
+
+def run(
+    files: dict[str, str | bytes], command: list[str], limits: Limits = DEFAULT_LIMITS, *,
+    backend: str | None = None, collect: list[str] | None = None,
+    cancel_check: Callable[[], bool] | None = None,
+) -> RunResult:
+    """Run `command` (argv, cwd = the workdir holding `files`) under `limits`.
+
+    Raises ValueError for a bad request (a path escaping the workdir, an empty command) and
+    SandboxError when the sandbox itself fails; whatever the job does is in the RunResult.
+    """
+    for name in files:
+        safe_relpath(name)
+    for pattern in collect or []:
+        safe_relpath(pattern)
+    if not command or not all(isinstance(arg, str) and "\x00" not in arg for arg in command):
+        raise ValueError("command must be a non-empty list of strings without NUL bytes")
+    chosen = backend or default_backend()
+    if chosen == "bwrap":
+        from autocoder.sandbox import bwrap
+
+        return bwrap.run(files, command, limits, collect=collect, cancel_check=cancel_check)
+    if chosen == "docker":
+        from autocoder.sandbox import docker_backend
+
+        return docker_backend.run(files, command, limits, collect=collect,
+                                  cancel_check=cancel_check)
+    raise SandboxError(f"unknown sandbox backend {chosen!r} (expected one of {BACKENDS})")

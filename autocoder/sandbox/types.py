@@ -1,0 +1,59 @@
+"""Value types shared by every sandbox backend: what a run may use and what it did."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class SandboxError(Exception):
+    """The sandbox itself failed (could not be set up or supervised), not the job inside it."""
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout_s: float = 30
+    memory_mb: int = 512  # address space per process (bwrap) / memory cgroup (docker)
+    pids: int = 64  # processes and threads
+    cpu_s: int = 30  # CPU seconds per process
+    output_kb: int = 256  # captured per stream; the rest is discarded and marked truncated
+    workdir_mb: int = 64  # size of the writable workdir (and of the private /tmp)
+    file_size_mb: int = 16  # largest single file the job may write
+    open_files: int = 256
+    collect_kb: int = 1024  # total size of the produced files returned in RunResult.files
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_s", "memory_mb", "pids", "cpu_s", "output_kb", "workdir_mb",
+                     "file_size_mb", "open_files"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"Limits.{name} must be positive, got {getattr(self, name)!r}")
+        if self.collect_kb < 0:
+            raise ValueError("Limits.collect_kb must not be negative")
+
+
+DEFAULT_LIMITS = Limits()
+
+# The keys of DESIGN 4.5 (`sandbox_run --json`), plus stderr_truncated which callers also need.
+RESULT_KEYS = ("exit_code", "timed_out", "oom", "killed_reason", "stdout", "stderr",
+               "stdout_truncated", "stderr_truncated", "duration_ms", "backend")
+
+
+@dataclass
+class RunResult:
+    exit_code: int | None
+    timed_out: bool
+    oom: bool
+    killed_reason: str | None
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    duration_ms: int
+    backend: str
+    files: dict[str, bytes] = field(default_factory=dict)
+    # Produced files that matched `collect` but were left out (symlink, not a regular file,
+    # over the collect_kb budget); reported so that a missing file is never a silent surprise.
+    files_omitted: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {key: getattr(self, key) for key in RESULT_KEYS}
