@@ -6,3 +6,6 @@ from django.apps import AppConfig
 class ProjectsConfig(AppConfig):
     name = "projects"
     verbose_name = "Teams and projects"
+
+    def ready(self) -> None:
+        from projects import receivers  # noqa: F401  (connects the approval-request bridge)

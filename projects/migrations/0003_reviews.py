@@ -5,7 +5,6 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-
 # The audit log is append-only for every client of the database, not only the ORM.
 APPEND_ONLY_SQL = """
 CREATE FUNCTION projects_auditentry_append_only() RETURNS trigger AS $$

@@ -1,0 +1,64 @@
+"""Forms of the review side: a decision on an approval request, the audit log's filters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from projects.models import ApprovalRequest, ApprovalVote
+from projects.services.approvals import ALLOWED
+
+Decision = ApprovalVote.Decision
+LABELS = {
+    Decision.APPROVE: "Approve",
+    Decision.REJECT: "Reject",
+    Decision.REQUEST_CHANGES: "Request changes (your comment goes into the next prompt)",
+    Decision.ANSWER: "Answer with guidance (the run continues with your advice)",
+}
+ESCALATION_LABELS = {Decision.REJECT: "Stop the run"}
+ORDER = [Decision.APPROVE, Decision.ANSWER, Decision.REQUEST_CHANGES, Decision.REJECT]
+
+
+class ApprovalDecisionForm(forms.Form):
+    decision = forms.ChoiceField(widget=forms.RadioSelect, label="Your decision")
+    comment = forms.CharField(widget=forms.Textarea(attrs={"rows": 4}), required=False,
+                              max_length=4000, label="Comment")
+    candidate = forms.CharField(widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, approval: ApprovalRequest, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        allowed = ALLOWED.get(approval.kind, set())
+        labels = ESCALATION_LABELS if approval.kind == ApprovalRequest.Kind.ESCALATION else {}
+        self.fields["decision"].choices = [(d.value, labels.get(d, LABELS[d]))
+                                           for d in ORDER if d in allowed]
+        if approval.kind == ApprovalRequest.Kind.ESCALATION:
+            self.fields["comment"].label = "Your guidance for the run"
+            self.fields["comment"].help_text = "Required to answer: what should it try instead?"
+        else:
+            self.fields["comment"].help_text = ("Required when you request changes; given to "
+                                                "the model as guidance.")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        needs_text = data.get("decision") in (Decision.REQUEST_CHANGES, Decision.ANSWER)
+        if needs_text and not (data.get("comment") or "").strip():
+            self.add_error("comment", "Write what the run should do differently; the model "
+                                      "reads this comment.")
+        return data
+
+
+class AuditFilterForm(forms.Form):
+    action = forms.CharField(required=False, max_length=60, label="Action")
+    actor = forms.CharField(required=False, max_length=150, label="Who")
+    q = forms.CharField(required=False, max_length=100, label="Target contains")
+    since = forms.DateField(required=False, label="From",
+                            widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, label="Until",
+                            widget=forms.DateInput(attrs={"type": "date"}))
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if data.get("since") and data.get("until") and data["since"] > data["until"]:
+            self.add_error("until", "“Until” must be on or after “From”.")
+        return data

@@ -1,0 +1,20 @@
+"""Reads of in-app notifications."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+
+from projects.models import Notification
+
+
+def notifications_for(user: AbstractBaseUser | AnonymousUser, *,
+                      unread_only: bool = False) -> QuerySet[Notification]:
+    if not user.is_authenticated:
+        return Notification.objects.none()
+    notifications = Notification.objects.filter(user=user).select_related("team", "approval")
+    return notifications.filter(read_at=None) if unread_only else notifications
+
+
+def unread_count(user: AbstractBaseUser | AnonymousUser) -> int:
+    return notifications_for(user, unread_only=True).count()

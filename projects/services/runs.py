@@ -1,0 +1,68 @@
+"""Run controls from the portal: pause, resume, cancel (the emergency stop) and retry.
+
+The engine does the work (autocoder.engine.services); this layer checks who may press the
+button and writes the audit log.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+
+from autocoder.engine import services as engine
+from projects.models import Membership, Run
+from projects.services.audit import audit_record
+
+ACTIONS = ("pause", "resume", "cancel", "retry")
+
+
+class RunControlError(Exception):
+    """The run is not in a state that allows this (already finished, not paused, ...)."""
+
+
+def may_control(*, membership: Membership | None, run: Run) -> bool:
+    """The project's requester and the team's reviewers and admins steer its runs."""
+    if membership is None:
+        return False
+    return membership.can_review or run.project.requester_id == membership.user_id
+
+
+def run_control(*, run: Run, user: AbstractBaseUser, action: str) -> Run:
+    """Apply `action` to `run`; returns the run as it is now (a new run for retry)."""
+    membership = Membership.objects.filter(team_id=run.project.team_id, user=user).first()
+    if not may_control(membership=membership, run=run):
+        raise PermissionDenied("Only the requester, reviewers and admins can control this run.")
+    if action not in ACTIONS:
+        raise RunControlError(f"Unknown action {action!r}.")
+    before = run.status
+    try:
+        with transaction.atomic():
+            result = _apply(run, action)
+            audit_record(actor=user, action=f"run.{action}", team=run.project.team, target=run,
+                         before={"status": before},
+                         after={"status": result.status, "run": result.pk,
+                                "project": run.project.name})
+    except engine.RunStateError as error:
+        raise RunControlError(str(error)) from error
+    return result
+
+
+def _apply(run: Run, action: str) -> Run:
+    if action == "pause":
+        return engine.run_pause(run=run)
+    if action == "resume":
+        return engine.run_resume(run=run)
+    if action == "cancel":
+        return engine.run_cancel(run=run)
+    return _retry(run)
+
+
+def _retry(run: Run) -> Run:
+    """A new run of the same project with the same settings; the old one stays as history."""
+    if not run.is_terminal:
+        raise engine.RunStateError("Only a finished run can be retried; cancel it first.")
+    return engine.run_start(project=run.project, provider=run.provider, script=run.script,
+                            autonomy=run.autonomy, max_iterations=run.max_iterations,
+                            max_tokens=run.max_tokens, max_wall_s=run.max_wall_s,
+                            use_lessons=run.use_lessons)

@@ -1,0 +1,28 @@
+"""The portal's part of the main navigation: Board, Reviews (count) and the notifications bell."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.http import HttpRequest
+
+from projects.selectors.approvals import approvals_awaiting
+from projects.selectors.notifications import unread_count
+
+register = template.Library()
+
+
+def nav_counts(request: HttpRequest) -> dict[str, Any]:
+    user = request.user
+    if not user.is_authenticated:
+        return {"authenticated": False}
+    return {"authenticated": True, "team": getattr(request, "team", None),
+            "reviews": approvals_awaiting(user).count(), "unread": unread_count(user),
+            "url_name": getattr(request.resolver_match, "url_name", "")}
+
+
+@register.inclusion_tag("projects/partials/nav.html", takes_context=True)
+def portal_nav(context: template.Context) -> dict[str, Any]:
+    request = context.get("request")
+    return nav_counts(request) if request is not None else {"authenticated": False}

@@ -1,0 +1,91 @@
+"""Approval screens: the inbox of requests waiting for me and the review page of one request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from projects.approval_forms import ApprovalDecisionForm
+from projects.diffs import unified_rows
+from projects.models import ApprovalRequest, Membership
+from projects.permissions import get_approval_for_member
+from projects.selectors.approvals import (
+    approval_candidate,
+    approval_tally,
+    approvals_awaiting,
+    may_decide,
+    review_material,
+)
+from projects.selectors.teams import teams_for_user
+from projects.services import approvals as services
+
+PAGE_SIZE = 25
+
+
+@login_required
+def approval_list(request: HttpRequest) -> HttpResponse:
+    page = Paginator(approvals_awaiting(request.user), PAGE_SIZE).get_page(request.GET.get("page"))
+    decided = (ApprovalRequest.objects
+               .filter(project__team__in=teams_for_user(request.user))
+               .exclude(status=ApprovalRequest.Status.PENDING)
+               .select_related("project", "decided_by").order_by("-decided_at", "-id")[:15])
+    return render(request, "projects/approval_list.html", {"page": page, "decided": decided})
+
+
+@login_required
+def approval_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    approval, membership = get_approval_for_member(request.user, pk)
+    form = ApprovalDecisionForm(approval=approval,
+                                initial={"candidate": approval_candidate(approval)})
+    return _render(request, approval, membership, form)
+
+
+@login_required
+@require_POST
+def approval_decide(request: HttpRequest, pk: int) -> HttpResponse:
+    approval, membership = get_approval_for_member(request.user, pk)
+    form = ApprovalDecisionForm(request.POST, approval=approval)
+    if not form.is_valid():
+        return _render(request, approval, membership, form, status=400)
+    try:
+        outcome = services.approval_vote_cast(approval=approval, user=request.user,
+                                              decision=form.cleaned_data["decision"],
+                                              comment=form.cleaned_data["comment"],
+                                              candidate=form.cleaned_data["candidate"])
+    except services.ApprovalError as error:
+        # The reviewer's comment stays in the form: a refused decision loses nothing typed.
+        form.add_error(None, str(error))
+        approval.refresh_from_db()
+        return _render(request, approval, membership, form, status=409)
+    messages.success(request, outcome.message)
+    return redirect("approval_detail", pk=approval.pk)
+
+
+def _render(request: HttpRequest, approval: ApprovalRequest, membership: Membership,
+            form: ApprovalDecisionForm, status: int = 200) -> HttpResponse:
+    return render(request, "projects/approval_detail.html",
+                  _context(request, approval, membership, form), status=status)
+
+
+def _context(request: HttpRequest, approval: ApprovalRequest, membership: Membership,
+             form: ApprovalDecisionForm) -> dict[str, Any]:
+    against = request.GET.get("against", "")
+    material = review_material(approval, against=int(against) if against.isdigit() else None)
+    team = approval.project.team
+    tally = approval_tally(approval, team=team)
+    diff = (unified_rows(material.against.files if material.against else {},
+                         material.iteration.files) if material.iteration else None)
+    return {
+        "approval": approval, "project": approval.project, "run": approval.run, "team": team,
+        "payload": approval.payload or {}, "material": material, "diff": diff, "tally": tally,
+        "my_vote": next((v for v in tally.votes if v.user_id == request.user.pk), None),
+        "may_decide": may_decide(membership=membership, project=approval.project, team=team),
+        "is_pending": approval.status == ApprovalRequest.Status.PENDING, "form": form,
+        "outcomes": material.test_report.get("outcomes") or [],
+    }

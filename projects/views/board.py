@@ -1,0 +1,77 @@
+"""The team board: columns by project status, live, with a reorderable queue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from projects.middleware import SESSION_KEY
+from projects.models import Membership, Project, Team
+from projects.permissions import get_team_for_member
+from projects.selectors.board import COLUMN_KEYS, COLUMNS, BoardFilters, board_for
+from projects.services import board as services
+
+# Beyond this many cards a column shows a link to itself alone (a status filter) instead.
+COLUMN_LIMIT = 100
+
+
+def board_filters(params: QueryDict) -> BoardFilters:
+    status = params.get("status", "")
+    return BoardFilters(mine=params.get("mine") == "1", review=params.get("review") == "1",
+                        status=status if status in COLUMN_KEYS else "",
+                        text=params.get("q", "").strip()[:100])
+
+
+@login_required
+def board(request: HttpRequest, slug: str) -> HttpResponse:
+    team, membership = get_team_for_member(request.user, slug)
+    request.session[SESSION_KEY] = team.slug
+    context = _context(team, membership, board_filters(request.GET))
+    template = "projects/board.html#board" if request.htmx else "projects/board.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_POST
+def queue_move(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+    team, membership = get_team_for_member(request.user, slug)
+    project = get_object_or_404(Project, pk=pk, team=team)
+    try:
+        _apply_move(request, project)
+    except services.QueueError as error:
+        messages.error(request, str(error))
+    except ValueError:
+        messages.error(request, "That is not a place in the queue.")
+    if not request.htmx:
+        return redirect(f"{reverse('board', args=[team.slug])}#card-{project.pk}")
+    context = _context(team, membership, board_filters(request.POST))
+    return render(request, "projects/board.html#board", context)
+
+
+def _context(team: Team, membership: Membership, filters: BoardFilters) -> dict[str, Any]:
+    return {
+        "team": team, "membership": membership, "filters": filters,
+        "board": board_for(team=team, membership=membership, filters=filters),
+        "may_reorder": membership.can_review, "move_directions": ("up", "down"),
+        "column_choices": [(column.key, column.label) for column in COLUMNS],
+        "column_limit": None if filters.status else COLUMN_LIMIT,
+    }
+
+
+def _apply_move(request: HttpRequest, project: Project) -> None:
+    if "after" in request.POST:
+        after = request.POST["after"]
+        services.project_queue_place_after(project=project, user=request.user,
+                                           after_id=int(after) if after else None)
+    elif "position" in request.POST:
+        services.project_queue_move(project=project, user=request.user,
+                                    position=int(request.POST["position"]) - 1)
+    else:
+        services.project_queue_step(project=project, user=request.user,
+                                    direction=request.POST.get("direction", ""))

@@ -1,0 +1,94 @@
+"""The run view: live timeline, iterations, code and diffs, and the run's control buttons."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, QueryDict
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from projects.diffs import code_lines, split_rows, unified_rows
+from projects.models import Iteration, Membership, Run
+from projects.permissions import get_run_for_member
+from projects.selectors.runs import findings_by_line, lessons_titles, run_iteration, run_overview
+from projects.services import runs as services
+
+
+def _int(params: QueryDict, name: str) -> int | None:
+    value = params.get(name, "")
+    return int(value) if value.isdigit() else None
+
+
+@login_required
+def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+    run, membership = get_run_for_member(request.user, pk)
+    context = _live_context(run, membership)
+    if request.htmx and request.GET.get("part") == "live":
+        return render(request, "projects/run_detail.html#live", context)
+    context.update(_iteration_context(run, request.GET))
+    return render(request, "projects/run_detail.html", context)
+
+
+def _live_context(run: Run, membership: Membership) -> dict[str, Any]:
+    overview = run_overview(run)
+    return {"run": run, "project": run.project, "team": run.project.team, "overview": overview,
+            "may_control": services.may_control(membership=membership, run=run)}
+
+
+def _iteration_context(run: Run, params: QueryDict) -> dict[str, Any]:
+    iteration = run_iteration(run, _int(params, "iteration"))
+    if iteration is None:
+        return {"iteration": None}
+    against_no = _int(params, "against")
+    if against_no is None:
+        against_no = iteration.number - 1
+    against = run_iteration(run, against_no) if against_no > 0 else None
+    old_files = against.files if against is not None else {}
+    view = params.get("view") if params.get("view") in ("split", "unified", "code") else "unified"
+    context: dict[str, Any] = {
+        "iteration": iteration, "against": against, "against_no": against_no, "view": view,
+        "lessons": lessons_titles(list(iteration.lessons_used or [])),
+        "findings": (iteration.safety_report or {}).get("findings") or [],
+        "outcomes": (iteration.test_report or {}).get("outcomes") or [],
+    }
+    if view == "split":
+        context["split"] = split_rows(old_files, iteration.files)
+    elif view == "unified":
+        context["diff"] = unified_rows(old_files, iteration.files)
+    context.update(_code_context(iteration, params.get("file", "")))
+    return context
+
+
+def _code_context(iteration: Iteration, path: str) -> dict[str, Any]:
+    paths = sorted(iteration.files)
+    flagged = {f.get("file") for f in (iteration.safety_report or {}).get("findings") or []}
+    if path not in iteration.files:
+        path = next((p for p in paths if p in flagged), None) or next(
+            (p for p in paths if p.endswith("plugin.py")), paths[0] if paths else "")
+    lines = code_lines(iteration.files.get(path, ""),
+                       findings_by_line(iteration.safety_report or {}, path)) if path else []
+    return {"paths": paths, "path": path, "code": lines, "flagged_paths": flagged}
+
+
+@login_required
+@require_POST
+def run_control(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+    run, _ = get_run_for_member(request.user, pk)
+    try:
+        result = services.run_control(run=run, user=request.user, action=action)
+    except services.RunControlError as error:
+        messages.error(request, str(error))
+        return redirect("run_detail", pk=run.pk)
+    messages.success(request, _DONE[action])
+    return redirect("run_detail", pk=result.pk)
+
+
+_DONE = {
+    "pause": "Pause requested: the run stops after its current step.",
+    "resume": "The run continues.",
+    "cancel": "Run cancelled. A step in progress is stopped and its sandbox killed.",
+    "retry": "A new run of this project has been queued.",
+}

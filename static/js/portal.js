@@ -1,0 +1,97 @@
+/* Autocoder portal: live updates, focus kept across swaps, drag and drop on the queue.
+   Everything here is an enhancement: every action also works as a plain link or form. */
+(function () {
+  "use strict";
+
+  // -- focus: a swapped fragment replaces the focused element; give focus back to its twin ------
+  let focusedId = null;
+  document.addEventListener("htmx:beforeSwap", function () {
+    const active = document.activeElement;
+    focusedId = active && active !== document.body && active.id ? active.id : null;
+  });
+  document.addEventListener("htmx:afterSettle", function () {
+    if (!focusedId || (document.activeElement && document.activeElement !== document.body)) return;
+    const twin = document.getElementById(focusedId);
+    if (twin && !twin.disabled) twin.focus();
+    focusedId = null;
+  });
+
+  // -- live updates: the server sends JSON events; the page re-fetches what it shows -----------
+  let dragging = null;
+  let refreshWhenDropped = null;
+
+  function announce(text) {
+    const region = document.getElementById("live-status");
+    if (region && text) region.textContent = text;
+  }
+
+  function describe(payload) {
+    const data = payload.data || payload;
+    if (data.message) return data.message;
+    const what = String(payload.kind || payload.type || "update").replace(/[._]/g, " ");
+    const name = data.name || data.project_name || "";
+    const by = data.by ? " by " + data.by : "";
+    return "Live update: " + (name ? name + ", " : "") + what + by + ".";
+  }
+
+  document.addEventListener("htmx:wsBeforeMessage", function (event) {
+    let payload;
+    try { payload = JSON.parse(event.detail.message); } catch (error) { return; } // HTML: htmx swaps it
+    event.preventDefault();
+    const socket = event.target.closest("[data-live-target]");
+    const target = socket && document.querySelector(socket.dataset.liveTarget);
+    if (target) {
+      if (dragging) refreshWhenDropped = target;
+      else htmx.trigger(target, "live-update");
+    }
+    announce(describe(payload));
+    htmx.trigger(document.body, "portal-live");  // the nav's counters listen for this
+  });
+
+  // -- the queue: drag a card, drop it; the server decides and sends the board back -------------
+  function cardAfter(list, y) {
+    const cards = Array.from(list.querySelectorAll("li[data-project]:not(.dragging)"));
+    return cards.find(function (card) {
+      const box = card.getBoundingClientRect();
+      return y < box.top + box.height / 2;
+    }) || null;
+  }
+
+  document.addEventListener("dragstart", function (event) {
+    const card = event.target.closest && event.target.closest("li[data-project]");
+    if (!card) return;
+    dragging = card;
+    card.classList.add("dragging");
+    event.dataTransfer.effectAllowed = "move";
+    event.dataTransfer.setData("text/plain", card.dataset.project);
+  });
+
+  document.addEventListener("dragover", function (event) {
+    if (!dragging) return;
+    const list = event.target.closest && event.target.closest("ol[data-queue-url]");
+    if (!list || !list.contains(dragging)) return;
+    event.preventDefault();
+    const next = cardAfter(list, event.clientY);
+    if (next !== dragging.nextElementSibling) list.insertBefore(dragging, next);
+  });
+
+  document.addEventListener("drop", function (event) { if (dragging) event.preventDefault(); });
+
+  document.addEventListener("dragend", function () {
+    const card = dragging;
+    if (!card) return;
+    dragging = null;
+    card.classList.remove("dragging");
+    const list = card.closest("ol[data-queue-url]");
+    const previous = card.previousElementSibling;
+    const filters = document.getElementById("board-filters");
+    const values = filters ? Object.fromEntries(new FormData(filters)) : {};
+    values.after = previous ? previous.dataset.project : "";
+    const token = document.querySelector("[name=csrfmiddlewaretoken]");
+    if (token) values.csrfmiddlewaretoken = token.value;
+    const url = list.dataset.queueUrl.replace(/\/0\/move\/$/, "/" + card.dataset.project + "/move/");
+    htmx.ajax("POST", url, {source: list, target: "#board", swap: "outerHTML", values: values});
+    announce("Moved " + (card.querySelector(".card-name") || card).textContent.trim() + ".");
+    refreshWhenDropped = null;  // the answer to the drop is a fresh board anyway
+  });
+})();
