@@ -8,5 +8,7 @@ from autocoder import views
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
+    path("simple/", include("marketplace.index_urls")),
+    path("marketplace/", include("marketplace.urls")),
     path("", include("projects.urls")),
 ]

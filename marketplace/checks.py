@@ -1,0 +1,160 @@
+"""The checks every new version passes, whatever its source (run, upload, command line):
+plugin.toml and the file tree, the name and version rules, the safety gate, the tests in the
+sandbox, and the build of a wheel and an sdist.
+
+Cheap checks come first so a malformed package fails in milliseconds; nothing is written to
+the database or the artifact store here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from autocoder.sandbox import Limits, SandboxError
+from marketplace.build import BuildError, BuiltArtifact, build_artifacts, requires_python
+from marketplace.models import Plugin, PluginVersion
+from marketplace.validation import (
+    Manifest,
+    PackageError,
+    check_plugin_files,
+    check_version_order,
+    normalize_name,
+    render_readme,
+)
+from projects.models import Team
+
+logger = logging.getLogger(__name__)
+
+TEST_LIMITS = Limits(timeout_s=120, memory_mb=1024, cpu_s=120)
+MAX_LISTED_FINDINGS = 10
+MAX_LISTED_FAILURES = 10
+
+
+@dataclass(frozen=True)
+class CheckedPlugin:
+    files: dict[str, str]
+    manifest: Manifest
+    safety: dict[str, Any]
+    tests: dict[str, Any]
+    artifacts: list[BuiltArtifact]
+    readme_html: str
+    requires_python: str
+
+
+def plugin_package_check(*, team: Team, files: Mapping[str, str],
+                         test_report: dict[str, Any] | None = None) -> CheckedPlugin:
+    """Everything a version must pass before it may wait at the publish gate.
+
+    `test_report` is given for a generation run, whose tests already ran in the sandbox on
+    exactly these files; otherwise the plugin's tests run here. Raises PackageError.
+    """
+    files = dict(files)
+    manifest = check_plugin_files(files)
+    name_and_version_check(team=team, manifest=manifest)
+    safety = safety_scan(files, manifest)
+    if safety["verdict"] == "block":
+        raise PackageError(_blocked(safety))
+    tests = test_report if test_report is not None else tests_run(files)
+    failures = test_failures(tests)
+    if failures:
+        raise PackageError(failures)
+    try:
+        artifacts = build_artifacts(files, manifest)
+    except BuildError as exc:
+        raise PackageError([f"build: {exc}"]) from None
+    return CheckedPlugin(files=files, manifest=manifest, safety=safety, tests=tests,
+                         artifacts=artifacts, readme_html=render_readme(files["README.md"]),
+                         requires_python=requires_python(manifest))
+
+
+def name_and_version_check(*, team: Team, manifest: Manifest) -> Plugin | None:
+    """The team's existing plugin of this name (or None); PackageError when the name belongs to
+    another team or the version does not go up. Names are global, as on PyPI, so a clash can
+    reveal that a name is taken, never anything else about the plugin."""
+    plugin = Plugin.objects.filter(normalized_name=normalize_name(manifest.name)).first()
+    if plugin is None:
+        return None
+    if plugin.team_id != team.id:
+        raise PackageError([f"plugin.toml: the name {manifest.name!r} is already taken by"
+                            " another team's plugin; choose another name"])
+    taken = (plugin.versions.exclude(status=PluginVersion.Status.REJECTED)
+             .values_list("version", flat=True))
+    check_version_order(manifest.version, taken, name=plugin.name)
+    return plugin
+
+
+def safety_scan(files: Mapping[str, str], manifest: Manifest) -> dict[str, Any]:
+    from autocoder.safety import Permissions, scan_files
+
+    report = scan_files(dict(files), Permissions(network=manifest.network,
+                                                 filesystem=manifest.filesystem))
+    return {"verdict": report.verdict,
+            "findings": [{key: getattr(finding, key, "") for key in
+                          ("tool", "rule", "severity", "file", "line", "message")}
+                         for finding in report.findings]}
+
+
+def _blocked(safety: dict[str, Any]) -> list[str]:
+    findings = [f for f in safety["findings"] if str(f.get("severity", "")).upper() == "HIGH"]
+    findings = findings or safety["findings"]
+    errors = [f"{f['file']}:{f['line']}: {f['message']} ({f['tool']} {f['rule']})"
+              for f in findings[:MAX_LISTED_FINDINGS]]
+    more = len(findings) - MAX_LISTED_FINDINGS
+    tail = [f"... and {more} more findings"] if more > 0 else []
+    return ["safety gate: blocked; the marketplace does not accept this code", *errors, *tail]
+
+
+def tests_run(files: Mapping[str, str]) -> dict[str, Any]:
+    from autocoder.sandbox.pytest_runner import run_pytest
+
+    try:
+        report = run_pytest(dict(files), limits=TEST_LIMITS)
+    except (SandboxError, ValueError) as exc:
+        raise PackageError([f"tests: the sandbox could not run them ({exc})"]) from None
+    return test_report_dict(report)
+
+
+def test_report_dict(report: Any) -> dict[str, Any]:
+    """The same shape the generation loop stores on an iteration, so pages show both alike."""
+    result = report.run
+    return {
+        "outcomes": [{"nodeid": o.nodeid, "outcome": o.outcome, "message": o.message[:4000]}
+                     for o in report.outcomes],
+        "passed": report.passed, "failed": report.failed, "errors": report.errors,
+        "pass_rate": report.pass_rate,
+        "exit_code": result.exit_code, "timed_out": result.timed_out, "oom": result.oom,
+        "killed_reason": result.killed_reason, "duration_ms": result.duration_ms,
+        "backend": result.backend,
+        "output_tail": (result.stdout or "")[-3000:] + (result.stderr or "")[-1000:],
+    }
+
+
+def test_failures(report: Mapping[str, Any]) -> list[str]:
+    """Why a test report does not allow publication ([] when every test passed)."""
+    if report.get("timed_out"):
+        return ["tests: timed out in the sandbox"]
+    failing = [o for o in report.get("outcomes", []) if o.get("outcome") not in ("passed",
+                                                                                 "skipped")]
+    if not report.get("passed") and not failing:
+        return ["tests: no test ran (is tests/ importable and are the tests named test_*?)"
+                + _tail(report)]
+    if not failing and not report.get("failed") and not report.get("errors"):
+        return []
+    errors = [f"tests: {len(failing) or report.get('failed', 0) + report.get('errors', 0)}"
+              f" of {len(report.get('outcomes', []))} failed; every test must pass"]
+    errors += [f"{o['nodeid']}: {o['outcome']} - {_first_line(o.get('message', ''))}"
+               for o in failing[:MAX_LISTED_FAILURES]]
+    return errors
+
+
+def _tail(report: Mapping[str, Any]) -> str:
+    tail = (report.get("output_tail") or "").strip().splitlines()[-5:]
+    return ("\n" + "\n".join(tail)) if tail else ""
+
+
+def _first_line(text: str) -> str:
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""

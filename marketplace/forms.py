@@ -1,0 +1,117 @@
+"""Forms of the marketplace pages: they parse and bound input; services apply the rules."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import forms
+from packaging.version import InvalidVersion, Version
+
+from marketplace.models import Plugin
+from marketplace.validation import MAX_ARCHIVE_BYTES, PackageError, clean_tags
+from projects.models import Team
+
+
+class TagsField(forms.CharField):
+    """Comma-separated tags, cleaned to the marketplace's tag rules."""
+
+    def clean(self, value: Any) -> list[str]:
+        text = super().clean(value) or ""
+        try:
+            return list(clean_tags(part for part in text.split(",")))
+        except PackageError as exc:
+            raise forms.ValidationError(exc.errors) from None
+
+
+class ListingForm(forms.Form):
+    visibility = forms.ChoiceField(choices=Plugin.Visibility.choices,
+                                   initial=Plugin.Visibility.TEAM)
+    category = forms.ChoiceField(choices=[("", "As plugin.toml says (or Other)"),
+                                          *Plugin.Category.choices], required=False)
+    tags = TagsField(required=False, max_length=400,
+                     help_text="Comma-separated, e.g. calendar, shifts. Empty: plugin.toml's.")
+    changelog = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 4}),
+                                max_length=20_000, help_text="What changed in this version.")
+
+
+class UploadForm(ListingForm):
+    team = forms.ModelChoiceField(queryset=Team.objects.none(), empty_label=None)
+    package = forms.FileField(help_text="The plugin directory as a .zip, or a pure-Python wheel.")
+
+    field_order = ["team", "package", "visibility", "category", "tags", "changelog"]
+
+    def __init__(self, *args: Any, teams: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = teams if teams is not None else Team.objects.none()
+
+    def clean_package(self) -> Any:
+        upload = self.cleaned_data["package"]
+        if upload.size > MAX_ARCHIVE_BYTES:
+            raise forms.ValidationError(f"The file is {upload.size // 2**20} MB; at most"
+                                        f" {MAX_ARCHIVE_BYTES // 2**20} MB are accepted.")
+        if not upload.name.lower().endswith((".zip", ".whl")):
+            raise forms.ValidationError("Upload a .zip of the plugin directory or a .whl wheel.")
+        return upload
+
+
+class PublishRunForm(ListingForm):
+    version = forms.CharField(max_length=64, required=False,
+                              help_text="Empty: the version in plugin.toml.")
+
+    field_order = ["version", "visibility", "category", "tags", "changelog"]
+
+    def clean_version(self) -> str:
+        text = self.cleaned_data["version"].strip()
+        if not text:
+            return ""
+        try:
+            return str(Version(text))
+        except InvalidVersion:
+            raise forms.ValidationError("Use a version like 1.0.0 (PEP 440).") from None
+
+
+class PluginSettingsForm(forms.Form):
+    visibility = forms.ChoiceField(choices=Plugin.Visibility.choices)
+    category = forms.ChoiceField(choices=Plugin.Category.choices)
+    tags = TagsField(required=False, max_length=400)
+
+
+class ReviewForm(forms.Form):
+    rating = forms.TypedChoiceField(choices=[(i, f"{i} star{'s' if i > 1 else ''}")
+                                             for i in range(5, 0, -1)], coerce=int)
+    body = forms.CharField(required=False, max_length=5000, widget=forms.Textarea(
+        attrs={"rows": 4}), label="Review")
+
+
+class TryForm(forms.Form):
+    command = forms.ChoiceField(choices=[])
+    payload = forms.CharField(widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
+                              max_length=20_000, initial="{}", label="Input (JSON)")
+
+    def __init__(self, *args: Any, commands: list[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["command"].choices = [(name, name) for name in commands or []]
+
+    def clean_payload(self) -> dict[str, Any]:
+        try:
+            value = json.loads(self.cleaned_data["payload"])
+        except ValueError as exc:
+            raise forms.ValidationError(f"Not valid JSON: {exc}") from None
+        if not isinstance(value, dict):
+            raise forms.ValidationError('The input must be a JSON object, like {"text": "hi"}.')
+        return value
+
+
+class DecisionForm(forms.Form):
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("reject", "Reject")])
+    comment = forms.CharField(required=False, max_length=4000,
+                              widget=forms.Textarea(attrs={"rows": 2}))
+
+
+class YankForm(forms.Form):
+    reason = forms.CharField(max_length=300, help_text="Shown by pip and on the page.")
+
+
+class TokenForm(forms.Form):
+    name = forms.CharField(max_length=80, help_text="Where it will be used, e.g. 'laptop'.")

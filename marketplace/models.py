@@ -1,0 +1,244 @@
+"""Plugins, their immutable versions and artifacts, reviews, and API tokens for the index.
+
+A plugin belongs to one team and is seen by whom its visibility says (marketplace/visibility.py).
+A version is created "pending" by a publish or an upload once every automatic check passed, and
+becomes "published" when the publish gate opens; from then on its files, version string and
+artifacts never change (a database trigger refuses, see migration 0002). It can only be yanked,
+with a reason, which the package index shows and pip honours.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.postgres.fields import ArrayField
+from django.contrib.postgres.indexes import GinIndex
+from django.contrib.postgres.search import SearchVectorField
+from django.db import models
+from pgvector.django import VectorField
+
+EMBEDDING_DIMENSIONS = 384
+
+
+class Plugin(models.Model):
+    class Visibility(models.TextChoices):
+        PRIVATE = "private", "Private (the team's reviewers and admins)"
+        TEAM = "team", "Team (every member of the team)"
+        PUBLIC = "public", "Public (everyone signed in; pip without a token)"
+
+    class Category(models.TextChoices):
+        PRODUCTIVITY = "productivity", "Productivity"
+        SCHEDULING = "scheduling", "Scheduling"
+        DATA = "data", "Data and spreadsheets"
+        TEXT = "text", "Text and documents"
+        FINANCE = "finance", "Money and finance"
+        COMMUNICATION = "communication", "Communication"
+        DEVELOPER = "developer", "Developer tools"
+        OTHER = "other", "Other"
+
+    name = models.CharField(max_length=64, help_text="As first published (display form).")
+    # PEP 503 normalised: the identity used by the index, URLs and the clash check.
+    normalized_name = models.CharField(max_length=64, unique=True)
+    team = models.ForeignKey("projects.Team", on_delete=models.PROTECT, related_name="plugins")
+    visibility = models.CharField(max_length=8, choices=Visibility.choices,
+                                  default=Visibility.TEAM)
+    category = models.CharField(max_length=16, choices=Category.choices, default=Category.OTHER)
+    tags = ArrayField(models.CharField(max_length=30), default=list, blank=True)
+    summary = models.TextField(blank=True)
+    # The newest published, not yanked version; NULL until the first publication.
+    latest_version = models.ForeignKey("marketplace.PluginVersion", null=True, blank=True,
+                                       on_delete=models.SET_NULL, related_name="+")
+    install_count = models.PositiveBigIntegerField(default=0)
+    rating_count = models.PositiveIntegerField(default=0)
+    rating_avg = models.FloatField(default=0.0)
+    search_vector = SearchVectorField(null=True, blank=True)
+    summary_embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # First publication: until then only the owner team sees the plugin (awaiting approval).
+    published_at = models.DateTimeField(null=True, blank=True)
+    # Set when a version is published, so "recently updated" means new code, not a new review.
+    updated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["normalized_name"]
+        # No ANN index on the embedding: pgvector 0.6 filters after an HNSW search, so with
+        # visibility filters it would silently drop matches; an exact scan of a few thousand
+        # 384-d rows is a few milliseconds (see docs/marketplace.md, marketplace_bench).
+        indexes = [
+            GinIndex(fields=["search_vector"], name="plugin_search_gin"),
+            GinIndex(fields=["tags"], name="plugin_tags_gin"),
+            models.Index(fields=["visibility", "team"], name="plugin_visibility_team"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def is_listed(self) -> bool:
+        return self.latest_version_id is not None
+
+
+class PluginVersion(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending", "Awaiting approval"
+        PUBLISHED = "published", "Published"
+        REJECTED = "rejected", "Rejected"
+
+    class Source(models.TextChoices):
+        RUN = "run", "Generation run"
+        UPLOAD = "upload", "Upload"
+        CLI = "cli", "Command line"
+
+    plugin = models.ForeignKey(Plugin, on_delete=models.PROTECT, related_name="versions")
+    version = models.CharField(max_length=64, help_text="PEP 440, canonical form.")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    source = models.CharField(max_length=8, choices=Source.choices)
+    # The listing asked for at submission, applied to the plugin when this version publishes.
+    visibility = models.CharField(max_length=8, choices=Plugin.Visibility.choices)
+    category = models.CharField(max_length=16, choices=Plugin.Category.choices,
+                                default=Plugin.Category.OTHER)
+    tags = ArrayField(models.CharField(max_length=30), default=list, blank=True)
+    summary = models.TextField(blank=True)
+    manifest = models.JSONField(default=dict, help_text="plugin.toml, parsed.")
+    commands = models.JSONField(default=list, help_text="[{name, description, examples}]")
+    files = models.JSONField(default=dict, help_text="The plugin's source files {path: text}.")
+    source_sha256 = models.CharField(max_length=64)
+    readme = models.TextField(blank=True)
+    readme_html = models.TextField(blank=True, help_text="Rendered and sanitised (nh3).")
+    # Computed at submission (seconds are spent there anyway) so publishing stays quick.
+    summary_embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS, null=True, blank=True)
+    changelog = models.TextField(blank=True)
+    requires_python = models.CharField(max_length=40, blank=True)
+    test_report = models.JSONField(default=dict, blank=True)
+    safety_report = models.JSONField(default=dict, blank=True)
+    safety_verdict = models.CharField(max_length=8, blank=True)
+    # Provenance. The run may be deleted later; spec, models and counts stay on the version.
+    run = models.ForeignKey("projects.Run", null=True, blank=True, on_delete=models.SET_NULL,
+                            related_name="plugin_versions")
+    spec = models.JSONField(null=True, blank=True)
+    models_used = models.JSONField(default=list, blank=True)
+    iterations = models.PositiveIntegerField(default=0)
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="+")
+    approval = models.ForeignKey("projects.ApprovalRequest", null=True, blank=True,
+                                 on_delete=models.SET_NULL, related_name="+")
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_comment = models.TextField(blank=True)
+    published_at = models.DateTimeField(null=True, blank=True)
+    yanked = models.BooleanField(default=False)
+    yank_reason = models.TextField(blank=True)
+    yanked_at = models.DateTimeField(null=True, blank=True)
+    yanked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                  on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["plugin", "-created_at"]
+        constraints = [
+            # A rejected submission frees its number; anything else holds it for good.
+            models.UniqueConstraint(fields=["plugin", "version"],
+                                    condition=~models.Q(status="rejected"),
+                                    name="unique_live_plugin_version"),
+        ]
+        indexes = [models.Index(fields=["plugin", "status"], name="version_plugin_status")]
+
+    def __str__(self) -> str:
+        return f"{self.plugin.name} {self.version}"
+
+    @property
+    def is_published(self) -> bool:
+        return self.status == self.Status.PUBLISHED
+
+
+class VersionDecision(models.Model):
+    """One reviewer's vote on a pending version; the gate opens at the team's required count."""
+
+    version = models.ForeignKey(PluginVersion, on_delete=models.CASCADE, related_name="decisions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    approved = models.BooleanField()
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "user"], name="one_decision_per_reviewer"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} {'approved' if self.approved else 'rejected'} {self.version}"
+
+
+class Artifact(models.Model):
+    class Kind(models.TextChoices):
+        WHEEL = "wheel", "Wheel"
+        SDIST = "sdist", "Source distribution"
+
+    version = models.ForeignKey(PluginVersion, on_delete=models.PROTECT, related_name="artifacts")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    filename = models.CharField(max_length=200)
+    sha256 = models.CharField(max_length=64)
+    size = models.PositiveBigIntegerField()
+    # Relative to settings.VAR_DIR / "artifacts".
+    path = models.CharField(max_length=400)
+    download_count = models.PositiveBigIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["version", "kind"]
+        constraints = [
+            models.UniqueConstraint(fields=["version", "kind"], name="one_artifact_per_kind"),
+        ]
+
+    def __str__(self) -> str:
+        return self.filename
+
+
+class Review(models.Model):
+    """One per user per plugin; editing replaces the rating and text (updated_at shows it)."""
+
+    plugin = models.ForeignKey(Plugin, on_delete=models.CASCADE, related_name="reviews")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="plugin_reviews")
+    rating = models.PositiveSmallIntegerField()
+    body = models.TextField(blank=True)
+    version = models.CharField(max_length=64, blank=True, help_text="Latest version when written.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["plugin", "user"], name="one_review_per_user"),
+            models.CheckConstraint(condition=models.Q(rating__gte=1, rating__lte=5),
+                                   name="review_rating_1_to_5"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} rated {self.plugin} {self.rating}/5"
+
+
+class ApiToken(models.Model):
+    """A per-user token for the package index (HTTP basic, the token as password).
+
+    Only a SHA-256 of the token is stored: tokens are 256-bit random, so a fast hash is enough
+    and a lookup by hash stays one indexed query per request.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="api_tokens")
+    name = models.CharField(max_length=80)
+    prefix = models.CharField(max_length=12, help_text="The first characters, to recognise it.")
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}...)"
+
+    @property
+    def is_active(self) -> bool:
+        return self.revoked_at is None

@@ -1,0 +1,655 @@
+"""Writes of the marketplace: keyword-only, typed, named <entity>_<action>.
+
+A new version is born "pending" only after every automatic check passed (marketplace/checks.py)
+and its artifacts are on disk, in one transaction: a failed submission leaves no row and no file.
+It is published when the publish gate opens:
+- a version from a generation run waits on the run's publish approval request (the engine's
+  gate, decided on the approval screens or here); `publish_approval_decided` settles it;
+- an upload or a command-line publish waits for the team's reviewers: `required_approvals`
+  approvals publish it, one rejection rejects it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import secrets
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.postgres.search import SearchVector
+from django.core.exceptions import PermissionDenied
+from django.db import IntegrityError, transaction
+from django.db.models import Avg, Count, F, Value
+from django.utils import timezone
+from packaging.version import Version
+
+from autocoder.sandbox import Limits, SandboxError
+from autocoder.sandbox import run as sandbox_run
+from marketplace.checks import CheckedPlugin, name_and_version_check, plugin_package_check
+from marketplace.models import ApiToken, Artifact, Plugin, PluginVersion, Review, VersionDecision
+from marketplace.selectors import token_hash, viewer_for
+from marketplace.storage import artifact_dir_remove, artifact_relpath, artifact_write
+from marketplace.validation import (
+    PackageError,
+    clean_tags,
+    files_from_directory,
+    files_from_wheel,
+    files_from_zip,
+    normalize_name,
+    source_sha256,
+)
+from projects.models import ApprovalRequest, LLMCall, Membership, Run, Team
+from projects.services.audit import audit_record
+
+logger = logging.getLogger(__name__)
+
+TRY_PER_MINUTE = 10
+TRY_WINDOW_S = 60
+TRY_LIMITS = Limits(timeout_s=15, memory_mb=512, cpu_s=10, output_kb=64, collect_kb=512)
+TRY_MAX_PAYLOAD_CHARS = 20_000
+TRY_RESULT = ".autocoder-try-result.json"
+MAX_REVIEW_CHARS = 5000
+MAX_YANK_REASON_CHARS = 300
+MAX_CHANGELOG_CHARS = 20_000
+README_INDEX_CHARS = 20_000
+TOKEN_PREFIX = "acpi_"  # noqa: S105 - a marker that makes leaked tokens greppable
+
+
+class DecisionConflict(Exception):
+    """The version was already decided (by someone else, or the gate already closed)."""
+
+
+class TryRateLimited(Exception):
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = max(1, retry_after)
+        super().__init__(f"Too many tries: {TRY_PER_MINUTE} a minute. Try again in"
+                         f" {self.retry_after} seconds.")
+
+
+# -- submissions ---------------------------------------------------------------------------------
+
+
+def files_from_upload(*, filename: str, data: bytes) -> dict[str, str]:
+    lower = filename.lower()
+    if lower.endswith(".whl"):
+        return files_from_wheel(data, Path(filename).name)
+    if lower.endswith(".zip"):
+        return files_from_zip(data)
+    raise PackageError([f"{filename}: upload the plugin directory as a .zip, or a wheel (.whl)"])
+
+
+def plugin_upload_submit(*, team: Team, user: AbstractBaseUser, filename: str, data: bytes,
+                         visibility: str, category: str = "", tags: Sequence[str] = (),
+                         changelog: str = "") -> PluginVersion:
+    """Check an uploaded .zip or wheel and submit it to the publish gate (PackageError lists
+    every problem; nothing is created then)."""
+    _require_member(user, team)
+    files = files_from_upload(filename=filename, data=data)
+    checked = plugin_package_check(team=team, files=files)
+    return _version_create(team=team, checked=checked, source=PluginVersion.Source.UPLOAD,
+                           user=user, visibility=visibility, category=category, tags=tags,
+                           changelog=changelog)
+
+
+def plugin_directory_publish(*, directory: Path, team: Team, approver: AbstractBaseUser,
+                             visibility: str = Plugin.Visibility.TEAM, category: str = "",
+                             tags: Sequence[str] = (), changelog: str = "") -> PluginVersion:
+    """The command line's publish: the upload checks on a directory, then `approver` (an admin
+    of the team) opens the gate; both steps are in the audit log."""
+    if viewer_for(approver).roles.get(team.id) != Membership.Role.ADMIN:
+        raise PermissionDenied(f"{approver.get_username()} is not an admin of team {team.slug}")
+    checked = plugin_package_check(team=team, files=files_from_directory(directory))
+    version = _version_create(team=team, checked=checked, source=PluginVersion.Source.CLI,
+                              user=None, visibility=visibility, category=category, tags=tags,
+                              changelog=changelog)
+    return plugin_version_decide(version=version, user=approver, approve=True,
+                                 comment="approved on the command line (plugin_publish)")
+
+
+def plugin_version_publish(*, run: Run, user: AbstractBaseUser, visibility: str,
+                           version: str = "", category: str = "", tags: Sequence[str] = (),
+                           changelog: str = "") -> PluginVersion:
+    """Submit the result of a succeeded run. Its publish approval request is the gate: already
+    approved publishes at once; pending leaves the version waiting on it."""
+    team = run.project.team
+    _require_member(user, team)
+    if run.status != Run.Status.SUCCEEDED:
+        raise PackageError([f"run {run.pk} is {run.status}; only a succeeded run can be"
+                            " published"])
+    approval = _publish_approval(run)
+    iteration = run.best_iteration or run.iterations.filter(succeeded=True).last()
+    if iteration is None or not iteration.files:
+        raise PackageError([f"run {run.pk} has no successful iteration to publish"])
+    if PluginVersion.objects.filter(run=run).exclude(status=PluginVersion.Status.REJECTED).exists():
+        raise PackageError([f"run {run.pk} was already submitted to the marketplace"])
+    files = _with_version(dict(iteration.files), version) if version else dict(iteration.files)
+    checked = plugin_package_check(team=team, files=files, test_report=iteration.test_report)
+    created = _version_create(
+        team=team, checked=checked, source=PluginVersion.Source.RUN, user=user,
+        visibility=visibility, category=category, tags=tags, changelog=changelog, run=run,
+        spec=run.project.spec, models_used=_models_used(run), iterations=run.iteration,
+        approval=approval)
+    if approval.status == ApprovalRequest.Status.APPROVED:
+        publish_approval_decided(approval=approval)
+        created.refresh_from_db()
+    return created
+
+
+def _publish_approval(run: Run) -> ApprovalRequest:
+    approval = (ApprovalRequest.objects.filter(run=run, kind=ApprovalRequest.Kind.PUBLISH)
+                .order_by("-created_at").first())
+    if approval is None:
+        raise PackageError([f"run {run.pk} has no publish approval request"])
+    if approval.status not in (ApprovalRequest.Status.PENDING, ApprovalRequest.Status.APPROVED):
+        raise PackageError([f"the publish request of run {run.pk} was {approval.status};"
+                            " it cannot be published"])
+    return approval
+
+
+def _with_version(files: dict[str, str], version: str) -> dict[str, str]:
+    """plugin.toml with [plugin] version replaced (a new run of a plugin is a new version)."""
+    lines = files.get("plugin.toml", "").splitlines(keepends=True)
+    table = ""
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if stripped.startswith("["):
+            table = stripped
+        elif table == "[plugin]" and stripped.split("=")[0].strip() == "version":
+            lines[i] = f"version = {json.dumps(version)}\n"
+            break
+    files["plugin.toml"] = "".join(lines)
+    return files
+
+
+def _models_used(run: Run) -> list[dict[str, str]]:
+    rows = (LLMCall.objects.filter(run=run).values("role", "provider", "model")
+            .annotate(calls=Count("id")).order_by("role", "provider", "model"))
+    return [dict(row) for row in rows]
+
+
+def _version_create(*, team: Team, checked: CheckedPlugin, source: str,
+                    user: AbstractBaseUser | None, visibility: str, category: str,
+                    tags: Sequence[str], changelog: str, run: Run | None = None,
+                    spec: dict[str, Any] | None = None,
+                    models_used: list[dict[str, str]] | None = None, iterations: int = 0,
+                    approval: ApprovalRequest | None = None) -> PluginVersion:
+    listing = _listing(checked, visibility, category, tags)
+    embedding = _summary_embedding(checked.manifest.name, checked.manifest.summary)
+    created: PluginVersion | None = None
+    try:
+        with transaction.atomic():
+            plugin = _plugin_for_submission(team, checked, listing)
+            created = PluginVersion.objects.create(
+                plugin=plugin, version=checked.manifest.version, source=source,
+                summary=checked.manifest.summary, manifest=checked.manifest.as_dict(),
+                commands=_commands(checked, spec), files=checked.files,
+                source_sha256=source_sha256(checked.files), readme=checked.files["README.md"],
+                readme_html=checked.readme_html, changelog=changelog.strip()[:MAX_CHANGELOG_CHARS],
+                requires_python=checked.requires_python, test_report=checked.tests,
+                safety_report=checked.safety, safety_verdict=checked.safety["verdict"],
+                summary_embedding=embedding, run=run, spec=spec, models_used=models_used or [],
+                iterations=iterations, submitted_by=user, approval=approval, **listing)
+            _artifacts_store(plugin, created, checked)
+            audit_record(actor=user, action="plugin.submit", team=team, target=created,
+                         after={"plugin": plugin.name, "version": created.version,
+                                "source": source, "visibility": listing["visibility"],
+                                "run": run.pk if run else None})
+    except BaseException:
+        if created is not None and created.pk:
+            artifact_dir_remove(normalize_name(checked.manifest.name), created.pk)
+        raise
+    return created
+
+
+def _listing(checked: CheckedPlugin, visibility: str, category: str,
+             tags: Sequence[str]) -> dict[str, Any]:
+    if visibility not in Plugin.Visibility.values:
+        raise PackageError([f"visibility must be one of {', '.join(Plugin.Visibility.values)}"])
+    category = category or checked.manifest.category or Plugin.Category.OTHER
+    if category not in Plugin.Category.values:
+        raise PackageError([f"category {category!r} is not one of"
+                            f" {', '.join(Plugin.Category.values)}"])
+    return {"visibility": visibility, "category": category,
+            "tags": list(clean_tags(tags) if tags else checked.manifest.tags)}
+
+
+def _plugin_for_submission(team: Team, checked: CheckedPlugin,
+                           listing: dict[str, Any]) -> Plugin:
+    """The team's plugin row, locked, creating it for a first submission; the name and version
+    rules are checked again under the lock, so two racing submissions cannot both pass."""
+    manifest = checked.manifest
+    if name_and_version_check(team=team, manifest=manifest) is None:
+        try:
+            with transaction.atomic():
+                Plugin.objects.create(name=manifest.name, normalized_name=manifest.normalized_name,
+                                      team=team, summary=manifest.summary, **listing)
+        except IntegrityError:
+            pass  # created meanwhile by a concurrent submission: checked again below
+    plugin = Plugin.objects.select_for_update().get(normalized_name=manifest.normalized_name)
+    name_and_version_check(team=team, manifest=manifest)
+    return plugin
+
+
+def _commands(checked: CheckedPlugin, spec: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Commands from the manifest, with the spec's examples for a generated plugin."""
+    examples: dict[str, list[Any]] = {}
+    for command in (spec or {}).get("commands", []):
+        examples[command.get("name", "")] = command.get("examples", [])
+    result = []
+    for command in checked.manifest.commands:
+        entry = command.as_dict()
+        entry["examples"] = entry["examples"] or examples.get(command.name, [])
+        result.append(entry)
+    return result
+
+
+def _summary_embedding(name: str, summary: str) -> list[float] | None:
+    """The embedding searched by meaning; a failing embedder costs semantic search for this
+    plugin (full text still finds it), never the submission."""
+    from autocoder.lessons.embedder import EmbedderError, embed_text
+
+    try:
+        return [float(x) for x in embed_text(embedding_text(name, summary))]
+    except EmbedderError:
+        logger.exception("could not embed the summary of %s", name)
+        return None
+
+
+def embedding_text(name: str, summary: str) -> str:
+    return f"{name.replace('-', ' ').replace('_', ' ')}: {summary}"
+
+
+def _artifacts_store(plugin: Plugin, version: PluginVersion, checked: CheckedPlugin) -> None:
+    for built in checked.artifacts:
+        relpath = artifact_relpath(plugin.normalized_name, version.pk, built.filename)
+        artifact_write(relpath, built.data)
+        Artifact.objects.create(version=version, kind=built.kind, filename=built.filename,
+                                sha256=built.sha256, size=len(built.data), path=relpath)
+
+
+# -- the publish gate ----------------------------------------------------------------------------
+
+
+def plugin_version_decide(*, version: PluginVersion, user: AbstractBaseUser, approve: bool,
+                          comment: str = "") -> PluginVersion:
+    """A reviewer's decision on a pending version. Raises PermissionDenied, DecisionConflict."""
+    if version.approval_id:
+        return _decide_via_run_approval(version, user, approve, comment)
+    plugin = version.plugin
+    _check_may_decide(version, user)
+    with transaction.atomic():
+        locked = PluginVersion.objects.select_for_update().get(pk=version.pk)
+        if locked.status != PluginVersion.Status.PENDING:
+            raise DecisionConflict(f"{plugin.name} {locked.version} was already"
+                                   f" {locked.get_status_display().lower()}")
+        VersionDecision.objects.update_or_create(version=locked, user=user, defaults={
+            "approved": approve, "comment": comment.strip()})
+        audit_record(actor=user, action="plugin.approve" if approve else "plugin.reject",
+                     team=plugin.team, target=locked, after={"comment": comment.strip()})
+        if not approve:
+            _version_reject(locked, comment)
+        elif _approvals(locked) >= max(1, plugin.team.required_approvals):
+            _version_go_live(locked, user)
+    version.refresh_from_db()
+    return version
+
+
+def _check_may_decide(version: PluginVersion, user: AbstractBaseUser) -> None:
+    team = version.plugin.team
+    role = viewer_for(user).roles.get(team.id)
+    if role is None:
+        raise PermissionDenied("Only members of the plugin's team decide its publication.")
+    if role == Membership.Role.REQUESTER and not team.requester_may_approve:
+        raise PermissionDenied("Only reviewers and admins decide publications in this team.")
+    if version.submitted_by_id == user.pk and not team.requester_may_approve:
+        raise PermissionDenied("You submitted this version: another reviewer must decide it.")
+
+
+def _approvals(version: PluginVersion) -> int:
+    return version.decisions.filter(approved=True).count()
+
+
+def _decide_via_run_approval(version: PluginVersion, user: AbstractBaseUser, approve: bool,
+                             comment: str) -> PluginVersion:
+    from autocoder.engine.services import ApprovalConflict, approval_decide
+
+    approval = ApprovalRequest.objects.select_related("project__team").get(pk=version.approval_id)
+    if approval.status == ApprovalRequest.Status.PENDING:
+        try:
+            approval = approval_decide(approval=approval, user=user,
+                                       decision="approve" if approve else "reject",
+                                       comment=comment)
+        except ApprovalConflict as exc:
+            raise DecisionConflict(str(exc)) from exc
+    publish_approval_decided(approval=approval)
+    version.refresh_from_db()
+    return version
+
+
+def publish_approval_decided(*, approval: ApprovalRequest) -> list[PluginVersion]:
+    """Settle the versions waiting on a run's publish approval once it is decided: approved
+    publishes them, anything else rejects them. Idempotent; the approval screens call it too."""
+    if approval.kind != ApprovalRequest.Kind.PUBLISH:
+        return []
+    settled = []
+    with transaction.atomic():
+        waiting = (PluginVersion.objects.select_for_update()
+                   .filter(approval=approval, status=PluginVersion.Status.PENDING))
+        for version in waiting:
+            if approval.status == ApprovalRequest.Status.APPROVED:
+                _version_go_live(version, approval.decided_by)
+            elif approval.status != ApprovalRequest.Status.PENDING:
+                _version_reject(version, approval.comment)
+            settled.append(version)
+    return settled
+
+
+def _version_reject(version: PluginVersion, comment: str) -> None:
+    PluginVersion.objects.filter(pk=version.pk, status=PluginVersion.Status.PENDING).update(
+        status=PluginVersion.Status.REJECTED, decided_at=timezone.now(),
+        decision_comment=comment.strip())
+
+
+def _version_go_live(version: PluginVersion, approver: AbstractBaseUser | None) -> None:
+    now = timezone.now()
+    won = PluginVersion.objects.filter(pk=version.pk, status=PluginVersion.Status.PENDING).update(
+        status=PluginVersion.Status.PUBLISHED, published_at=now, decided_at=now)
+    if not won:
+        return
+    plugin = Plugin.objects.select_for_update().get(pk=version.plugin_id)
+    plugin.visibility, plugin.category, plugin.tags = (version.visibility, version.category,
+                                                       list(version.tags))
+    plugin.published_at = plugin.published_at or now
+    plugin.updated_at = now
+    plugin.save(update_fields=["visibility", "category", "tags", "published_at", "updated_at"])
+    plugin_listing_refresh(plugin=plugin)
+    audit_record(actor=approver, action="plugin.publish", team=plugin.team, target=version,
+                 after={"plugin": plugin.name, "version": version.version,
+                        "visibility": plugin.visibility,
+                        "files": list(version.artifacts.values_list("filename", "sha256"))})
+
+
+def plugin_listing_refresh(*, plugin: Plugin) -> Plugin:
+    """Point the plugin at its newest published, not yanked version and refresh what search
+    reads (summary, full-text vector, summary embedding) from it."""
+    candidates = list(plugin.versions.filter(status=PluginVersion.Status.PUBLISHED, yanked=False)
+                      .only("id", "version", "summary", "readme", "summary_embedding"))
+    latest = max(candidates, key=lambda v: Version(v.version), default=None)
+    plugin.latest_version = latest
+    fields = ["latest_version"]
+    if latest is not None:
+        plugin.summary = latest.summary
+        plugin.summary_embedding = latest.summary_embedding
+        fields += ["summary", "summary_embedding"]
+    plugin.save(update_fields=fields)
+    readme = latest.readme[:README_INDEX_CHARS] if latest else ""
+    Plugin.objects.filter(pk=plugin.pk).update(search_vector=search_vector_for(
+        name=plugin.name, summary=plugin.summary, tags=plugin.tags, readme=readme))
+    return plugin
+
+
+def search_vector_for(*, name: str, summary: str, tags: Iterable[str], readme: str) -> Any:
+    words = name.replace("-", " ").replace("_", " ")
+    return (SearchVector(Value(f"{name} {words}"), weight="A", config="english")
+            + SearchVector(Value(f"{summary} {' '.join(tags)}"), weight="B", config="english")
+            + SearchVector(Value(readme), weight="C", config="english"))
+
+
+# -- after publication ---------------------------------------------------------------------------
+
+
+def plugin_version_yank(*, version: PluginVersion, user: AbstractBaseUser,
+                        reason: str) -> PluginVersion:
+    """Mark a published version yanked (PEP 592): pip skips it unless pinned exactly. The files
+    stay, so existing pins keep installing; the reason is shown everywhere."""
+    reason = " ".join(reason.split())
+    if not reason:
+        raise PackageError(["a yanked version needs a reason (users see it in pip's warning)"])
+    if len(reason) > MAX_YANK_REASON_CHARS:
+        raise PackageError([f"the reason must be at most {MAX_YANK_REASON_CHARS} characters"])
+    _require_reviewer(user, version.plugin.team)
+    with transaction.atomic():
+        won = PluginVersion.objects.filter(
+            pk=version.pk, status=PluginVersion.Status.PUBLISHED, yanked=False).update(
+            yanked=True, yank_reason=reason, yanked_at=timezone.now(), yanked_by=user)
+        if not won:
+            raise DecisionConflict(f"{version} is not a published, unyanked version")
+        plugin = Plugin.objects.select_for_update().get(pk=version.plugin_id)
+        plugin_listing_refresh(plugin=plugin)
+        audit_record(actor=user, action="plugin.yank", team=plugin.team, target=version,
+                     after={"reason": reason})
+    version.refresh_from_db()
+    return version
+
+
+def plugin_version_unyank(*, version: PluginVersion, user: AbstractBaseUser) -> PluginVersion:
+    _require_reviewer(user, version.plugin.team)
+    with transaction.atomic():
+        won = PluginVersion.objects.filter(pk=version.pk, yanked=True).update(
+            yanked=False, yank_reason="", yanked_at=None, yanked_by=None)
+        if not won:
+            raise DecisionConflict(f"{version} is not yanked")
+        plugin = Plugin.objects.select_for_update().get(pk=version.plugin_id)
+        plugin_listing_refresh(plugin=plugin)
+        audit_record(actor=user, action="plugin.unyank", team=plugin.team, target=version)
+    version.refresh_from_db()
+    return version
+
+
+def plugin_settings_update(*, plugin: Plugin, user: AbstractBaseUser, visibility: str,
+                           category: str, tags: Sequence[str]) -> Plugin:
+    """Change who sees the plugin and how it is listed (team admins)."""
+    if viewer_for(user).roles.get(plugin.team_id) != Membership.Role.ADMIN:
+        raise PermissionDenied("Only the team's admins change a plugin's visibility.")
+    if visibility not in Plugin.Visibility.values or category not in Plugin.Category.values:
+        raise PackageError(["choose a visibility and a category from the lists"])
+    before = {"visibility": plugin.visibility, "category": plugin.category,
+              "tags": list(plugin.tags)}
+    plugin.visibility, plugin.category, plugin.tags = visibility, category, list(clean_tags(tags))
+    with transaction.atomic():
+        plugin.save(update_fields=["visibility", "category", "tags"])
+        plugin_listing_refresh(plugin=plugin)
+        audit_record(actor=user, action="plugin.settings_update", team=plugin.team,
+                     target=plugin, before=before,
+                     after={"visibility": visibility, "category": category,
+                            "tags": list(plugin.tags)})
+    return plugin
+
+
+def artifact_download_record(*, artifact: Artifact) -> None:
+    """Count a download; the plugin's install count is the sum over its files."""
+    Artifact.objects.filter(pk=artifact.pk).update(download_count=F("download_count") + 1)
+    Plugin.objects.filter(pk=artifact.version.plugin_id).update(
+        install_count=F("install_count") + 1)
+
+
+# -- reviews -------------------------------------------------------------------------------------
+
+
+def review_upsert(*, plugin: Plugin, user: AbstractBaseUser, rating: int,
+                  body: str = "") -> Review:
+    """Create or edit the user's review (one per user per plugin) and refresh the average.
+
+    Rules: the plugin must be published and visible to the user; its own team may not rate it;
+    the rating is a whole number from 1 to 5; the text is at most 5000 characters.
+    """
+    from marketplace.selectors import can_see
+
+    viewer = viewer_for(user)
+    if not can_see(viewer, plugin) or plugin.published_at is None:
+        raise PermissionDenied("This plugin cannot be reviewed.")
+    if viewer.is_member(plugin.team_id):
+        raise PermissionDenied("Members of the plugin's own team cannot review it.")
+    if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= 5:
+        raise PackageError(["rating: choose from 1 to 5 stars"])
+    if len(body) > MAX_REVIEW_CHARS:
+        raise PackageError([f"review: at most {MAX_REVIEW_CHARS} characters (got {len(body)})"])
+    latest = plugin.latest_version.version if plugin.latest_version_id else ""
+    with transaction.atomic():
+        locked = Plugin.objects.select_for_update().get(pk=plugin.pk)
+        review, _ = Review.objects.update_or_create(plugin=locked, user=user, defaults={
+            "rating": rating, "body": body.strip(), "version": latest})
+        _rating_refresh(locked)
+    return review
+
+
+def review_delete(*, review: Review, user: AbstractBaseUser) -> None:
+    if review.user_id != user.pk:
+        raise PermissionDenied("Only its author can delete a review.")
+    with transaction.atomic():
+        locked = Plugin.objects.select_for_update().get(pk=review.plugin_id)
+        review.delete()
+        _rating_refresh(locked)
+
+
+def _rating_refresh(plugin: Plugin) -> None:
+    stats = plugin.reviews.aggregate(count=Count("id"), avg=Avg("rating"))
+    Plugin.objects.filter(pk=plugin.pk).update(rating_count=stats["count"] or 0,
+                                               rating_avg=float(stats["avg"] or 0.0))
+
+
+# -- API tokens ----------------------------------------------------------------------------------
+
+
+def api_token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
+    """A new token for the package index; the raw token is returned once and never stored."""
+    name = " ".join(name.split())[:80]
+    if not name:
+        raise PackageError(["name the token (for example the machine that will use it)"])
+    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(user=user, name=name, prefix=raw[:12],
+                                    token_hash=token_hash(raw))
+    return token, raw
+
+
+def api_token_revoke(*, user: AbstractBaseUser, token_id: int) -> bool:
+    return bool(ApiToken.objects.filter(pk=token_id, user=user, revoked_at__isnull=True)
+                .update(revoked_at=timezone.now()))
+
+
+# -- "try it" ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TryResult:
+    ok: bool
+    output: Any = None
+    error: str = ""
+    stdout: str = ""
+    duration_ms: int = 0
+
+
+def try_rate_limit_hit(*, user_id: int) -> None:
+    """Count one try for the user; TryRateLimited (with seconds to wait) past the limit.
+
+    A fixed one-minute window per user in Redis (INCR + EXPIRE), shared by every web process.
+    """
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    key = f"marketplace:try:{user_id}"
+    pipe = client.pipeline()
+    pipe.incr(key)
+    pipe.expire(key, TRY_WINDOW_S, nx=True)
+    pipe.ttl(key)
+    count, _, ttl = pipe.execute()
+    if int(count) > TRY_PER_MINUTE:
+        raise TryRateLimited(retry_after=int(ttl) if int(ttl) > 0 else TRY_WINDOW_S)
+
+
+def plugin_try(*, version: PluginVersion, user: AbstractBaseUser, command: str,
+               payload: Any) -> TryResult:
+    """Run one command of a version with `payload` in the sandbox (counts against the limit)."""
+    if not isinstance(payload, dict):
+        raise PackageError(["payload: must be a JSON object, like {\"text\": \"hello\"}"])
+    names = [c.get("name") for c in version.commands] or [
+        c.get("name") for c in version.manifest.get("commands", [])]
+    if command not in names:
+        raise PackageError([f"command: {command!r} is not one of {', '.join(map(str, names))}"])
+    encoded = json.dumps(payload)
+    if len(encoded) > TRY_MAX_PAYLOAD_CHARS:
+        raise PackageError([f"payload: at most {TRY_MAX_PAYLOAD_CHARS} characters of JSON"])
+    try_rate_limit_hit(user_id=user.pk)
+    request = json.dumps({"entry": version.manifest.get("entry", ""), "command": command,
+                          "payload": payload})
+    files = {**version.files, "_autocoder_try.py": TRY_RUNNER, "_autocoder_try.json": request}
+    try:
+        result = sandbox_run(files, ["python", "-I", "_autocoder_try.py"], TRY_LIMITS,
+                             collect=[TRY_RESULT])
+    except (SandboxError, ValueError) as exc:
+        return TryResult(ok=False, error=f"The sandbox could not run the plugin: {exc}")
+    return _try_result(result)
+
+
+def _try_result(result: Any) -> TryResult:
+    stdout = (result.stdout or "")[-4000:]
+    if result.timed_out:
+        return TryResult(ok=False, error=f"Timed out after {TRY_LIMITS.timeout_s:g} seconds.",
+                         stdout=stdout, duration_ms=result.duration_ms)
+    raw = result.files.get(TRY_RESULT)
+    if raw is None:
+        why = result.killed_reason or f"exit code {result.exit_code}"
+        return TryResult(ok=False, error=f"The plugin stopped without an answer ({why}).\n"
+                         f"{(result.stderr or '')[-2000:]}".strip(), stdout=stdout,
+                         duration_ms=result.duration_ms)
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        return TryResult(ok=False, error="The plugin's answer was not readable.", stdout=stdout)
+    if answer.get("ok"):
+        return TryResult(ok=True, output=answer.get("output"), stdout=stdout,
+                         duration_ms=result.duration_ms)
+    return TryResult(ok=False, error=str(answer.get("error", "")), stdout=stdout,
+                     duration_ms=result.duration_ms)
+
+
+# Runs inside the sandbox (-I: isolated, so only the workdir added below is importable).
+TRY_RUNNER = '''import json, sys, traceback
+sys.path.insert(0, ".")
+RESULT = ".autocoder-try-result.json"
+
+
+def answer(data):
+    with open(RESULT, "w", encoding="utf-8") as stream:
+        json.dump(data, stream)
+
+
+def main():
+    with open("_autocoder_try.json", encoding="utf-8") as stream:
+        request = json.load(stream)
+    module_name, _, class_name = request["entry"].partition(":")
+    try:
+        module = __import__(module_name, fromlist=[class_name])
+        output = getattr(module, class_name)().on_command(request["command"], request["payload"])
+    except Exception as exc:
+        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        answer({"ok": False, "error": "".join(lines[-6:])[-3000:]})
+        return
+    try:
+        text = json.dumps({"ok": True, "output": output})
+    except (TypeError, ValueError) as exc:
+        answer({"ok": False, "error": "the command returned something that is not JSON: %s" % exc})
+        return
+    with open(RESULT, "w", encoding="utf-8") as stream:
+        stream.write(text)
+
+
+main()
+'''
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _require_member(user: AbstractBaseUser, team: Team) -> None:
+    if team.id not in viewer_for(user).member_of:
+        raise PermissionDenied(f"You are not a member of team {team.slug}.")
+
+
+def _require_reviewer(user: AbstractBaseUser, team: Team) -> None:
+    if not viewer_for(user).can_review(team.id):
+        raise PermissionDenied("Only the team's reviewers and admins can do this.")

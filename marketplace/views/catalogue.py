@@ -1,0 +1,306 @@
+"""Portal pages of the marketplace: catalogue, plugin and version pages, "try it", reviews,
+uploads, publishing a run, the publish gate for uploads, yanks, settings and API tokens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from marketplace import selectors, services
+from marketplace.forms import (
+    DecisionForm,
+    PluginSettingsForm,
+    PublishRunForm,
+    ReviewForm,
+    TokenForm,
+    TryForm,
+    UploadForm,
+    YankForm,
+)
+from marketplace.models import Plugin, PluginVersion
+from marketplace.validation import PackageError
+from projects.permissions import get_run_for_member
+from projects.selectors import teams_for_user
+
+
+def _plugin_or_404(request: HttpRequest, name: str) -> tuple[Plugin, selectors.Viewer]:
+    viewer = selectors.viewer_for(request.user)
+    plugin = selectors.plugin_for_viewer(viewer, name)
+    if plugin is None:
+        raise Http404("No such plugin")
+    return plugin, viewer
+
+
+def _version_or_404(plugin: Plugin, viewer: selectors.Viewer, version: str) -> PluginVersion:
+    found = selectors.plugin_version_for_viewer(plugin, viewer, version)
+    if found is None:
+        raise Http404("No such version")
+    return found
+
+
+def _render(request: HttpRequest, template: str, context: dict[str, Any],
+            partial: str = "") -> HttpResponse:
+    if partial and getattr(request, "htmx", False):
+        return render(request, f"{template}#{partial}", context)
+    return render(request, template, context)
+
+
+@login_required
+def catalogue(request: HttpRequest) -> HttpResponse:
+    viewer = selectors.viewer_for(request.user)
+    params = selectors.clean_params(**{key: request.GET.get(key, "") for key in
+                                       ("q", "category", "tag", "sort", "page")})
+    page = selectors.catalogue_search(viewer=viewer, params=params)
+    context = {"page": page, "params": params, "sorts": selectors.SORTS,
+               "categories": Plugin.Category.choices,
+               "facets": selectors.catalogue_facets(viewer)}
+    return _render(request, "marketplace/catalogue.html", context, "results")
+
+
+@login_required
+def plugin_detail(request: HttpRequest, name: str) -> HttpResponse:
+    plugin, viewer = _plugin_or_404(request, name)
+    if plugin.normalized_name != name:
+        return redirect("marketplace:plugin", name=plugin.normalized_name)
+    versions = selectors.plugin_versions(plugin, viewer)
+    shown = plugin.latest_version or next(iter(versions), None)
+    return render(request, "marketplace/plugin_detail.html",
+                  _plugin_context(request, plugin, viewer, versions, shown))
+
+
+@login_required
+def version_detail(request: HttpRequest, name: str, version: str) -> HttpResponse:
+    plugin, viewer = _plugin_or_404(request, name)
+    versions = selectors.plugin_versions(plugin, viewer)
+    shown = _version_or_404(plugin, viewer, version)
+    return render(request, "marketplace/plugin_detail.html",
+                  _plugin_context(request, plugin, viewer, versions, shown))
+
+
+def _plugin_context(request: HttpRequest, plugin: Plugin, viewer: selectors.Viewer,
+                    versions: list[PluginVersion], shown: PluginVersion | None) -> dict[str, Any]:
+    own_review = selectors.review_of(plugin, viewer.user_id)
+    commands = [c["name"] for c in shown.commands] if shown else []
+    first_example = next((c for c in shown.commands if c.get("examples")), None) if shown else None
+    index_url = request.build_absolute_uri(reverse("simple:index"))
+    return {
+        "plugin": plugin, "versions": versions, "shown": shown, "viewer": viewer,
+        "is_member": viewer.is_member(plugin.team_id),
+        "can_review_team": viewer.can_review(plugin.team_id),
+        "is_admin": viewer.is_admin(plugin.team_id),
+        "reviews": selectors.plugin_reviews(plugin), "own_review": own_review,
+        "review_form": ReviewForm(initial={"rating": own_review.rating, "body": own_review.body}
+                                  if own_review else None),
+        "try_form": TryForm(commands=commands, initial=_try_initial(first_example)),
+        "decision_form": DecisionForm(), "yank_form": YankForm(),
+        "index_url": index_url,
+        "needs_token": plugin.visibility != Plugin.Visibility.PUBLIC,
+    }
+
+
+def _try_initial(command: dict[str, Any] | None) -> dict[str, Any]:
+    import json
+
+    if not command:
+        return {"payload": "{}"}
+    return {"command": command["name"],
+            "payload": json.dumps(command["examples"][0].get("input", {}), indent=2)}
+
+
+@login_required
+@require_POST
+def plugin_try(request: HttpRequest, name: str, version: str) -> HttpResponse:
+    plugin, viewer = _plugin_or_404(request, name)
+    shown = _version_or_404(plugin, viewer, version)
+    form = TryForm(request.POST, commands=[c["name"] for c in shown.commands])
+    context = _plugin_context(request, plugin, viewer, selectors.plugin_versions(plugin, viewer),
+                              shown)
+    context["try_form"] = form
+    retry_after = 0
+    if form.is_valid():
+        try:
+            context["result"] = services.plugin_try(
+                version=shown, user=request.user, command=form.cleaned_data["command"],
+                payload=form.cleaned_data["payload"])
+        except services.TryRateLimited as exc:
+            context["rate_limited"], retry_after = exc, exc.retry_after
+        except PackageError as exc:
+            context["try_errors"] = exc.errors
+    response = _render(request, "marketplace/plugin_detail.html", context, "try")
+    if retry_after:
+        response.status_code = 429
+        response["Retry-After"] = str(retry_after)
+    return response
+
+
+@login_required
+@require_POST
+def review_save(request: HttpRequest, name: str) -> HttpResponse:
+    plugin, _ = _plugin_or_404(request, name)
+    form = ReviewForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose a rating from 1 to 5; the text is at most 5000"
+                       " characters.")
+        return redirect("marketplace:plugin", name=plugin.normalized_name)
+    try:
+        services.review_upsert(plugin=plugin, user=request.user, **form.cleaned_data)
+        messages.success(request, "Your review is saved.")
+    except (PermissionDenied, PackageError) as exc:
+        messages.error(request, _message(exc))
+    return redirect(f"{reverse('marketplace:plugin', args=[plugin.normalized_name])}#reviews")
+
+
+@login_required
+@require_POST
+def review_remove(request: HttpRequest, name: str) -> HttpResponse:
+    plugin, viewer = _plugin_or_404(request, name)
+    review = selectors.review_of(plugin, viewer.user_id)
+    if review is not None:
+        services.review_delete(review=review, user=request.user)
+        messages.success(request, "Your review was removed.")
+    return redirect("marketplace:plugin", name=plugin.normalized_name)
+
+
+@login_required
+@require_POST
+def version_decide(request: HttpRequest, name: str, version: str) -> HttpResponse:
+    plugin, viewer = _plugin_or_404(request, name)
+    shown = _version_or_404(plugin, viewer, version)
+    form = DecisionForm(request.POST)
+    if form.is_valid():
+        try:
+            decided = services.plugin_version_decide(
+                version=shown, user=request.user,
+                approve=form.cleaned_data["decision"] == "approve",
+                comment=form.cleaned_data["comment"])
+            messages.success(request, f"{plugin.name} {decided.version}:"
+                             f" {decided.get_status_display().lower()}.")
+        except (PermissionDenied, services.DecisionConflict) as exc:
+            messages.error(request, _message(exc))
+    return redirect("marketplace:version", name=plugin.normalized_name, version=shown.version)
+
+
+@login_required
+@require_POST
+def version_yank(request: HttpRequest, name: str, version: str) -> HttpResponse:
+    plugin, viewer = _plugin_or_404(request, name)
+    shown = _version_or_404(plugin, viewer, version)
+    undo = request.POST.get("undo") == "1"
+    form = YankForm(request.POST)
+    try:
+        if undo:
+            services.plugin_version_unyank(version=shown, user=request.user)
+            messages.success(request, f"{shown.version} is installable again.")
+        elif form.is_valid():
+            services.plugin_version_yank(version=shown, user=request.user,
+                                         reason=form.cleaned_data["reason"])
+            messages.success(request, f"{shown.version} is yanked.")
+        else:
+            messages.error(request, "Give a reason for yanking (users see it).")
+    except (PermissionDenied, PackageError, services.DecisionConflict) as exc:
+        messages.error(request, _message(exc))
+    return redirect("marketplace:version", name=plugin.normalized_name, version=shown.version)
+
+
+@login_required
+def plugin_settings(request: HttpRequest, name: str) -> HttpResponse:
+    plugin, viewer = _plugin_or_404(request, name)
+    if not viewer.is_admin(plugin.team_id):
+        raise PermissionDenied("Only the team's admins change a plugin's listing.")
+    form = PluginSettingsForm(request.POST or None, initial={
+        "visibility": plugin.visibility, "category": plugin.category,
+        "tags": ", ".join(plugin.tags)})
+    if request.method == "POST" and form.is_valid():
+        services.plugin_settings_update(plugin=plugin, user=request.user, **form.cleaned_data)
+        messages.success(request, "Listing saved.")
+        return redirect("marketplace:plugin", name=plugin.normalized_name)
+    return render(request, "marketplace/plugin_settings.html", {"plugin": plugin, "form": form})
+
+
+@login_required
+def upload(request: HttpRequest) -> HttpResponse:
+    teams = teams_for_user(request.user)
+    form = UploadForm(request.POST or None, request.FILES or None, teams=teams,
+                      initial={"team": getattr(request, "team", None)})
+    errors: list[str] = []
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        try:
+            version = services.plugin_upload_submit(
+                team=data["team"], user=request.user, filename=data["package"].name,
+                data=data["package"].read(), visibility=data["visibility"],
+                category=data["category"], tags=data["tags"], changelog=data["changelog"])
+        except (PackageError, PermissionDenied) as exc:
+            errors = exc.errors if isinstance(exc, PackageError) else [str(exc)]
+        else:
+            messages.success(request, f"{version.plugin.name} {version.version} passed the checks"
+                             " and awaits a reviewer's approval.")
+            return redirect("marketplace:version", name=version.plugin.normalized_name,
+                            version=version.version)
+    status = 400 if errors else 200
+    return render(request, "marketplace/upload.html", {"form": form, "errors": errors},
+                  status=status)
+
+
+@login_required
+def publish_run(request: HttpRequest, run_id: int) -> HttpResponse:
+    run, _ = get_run_for_member(request.user, run_id)
+    form = PublishRunForm(request.POST or None)
+    errors: list[str] = []
+    if request.method == "POST" and form.is_valid():
+        try:
+            version = services.plugin_version_publish(run=run, user=request.user,
+                                                      **form.cleaned_data)
+        except (PackageError, PermissionDenied) as exc:
+            errors = exc.errors if isinstance(exc, PackageError) else [str(exc)]
+        else:
+            messages.success(request, f"{version.plugin.name} {version.version}:"
+                             f" {version.get_status_display().lower()}.")
+            return redirect("marketplace:version", name=version.plugin.normalized_name,
+                            version=version.version)
+    return render(request, "marketplace/publish_run.html",
+                  {"run": run, "form": form, "errors": errors}, status=400 if errors else 200)
+
+
+@login_required
+def pending(request: HttpRequest) -> HttpResponse:
+    viewer = selectors.viewer_for(request.user)
+    return render(request, "marketplace/pending.html",
+                  {"versions": selectors.pending_versions_for(viewer), "viewer": viewer})
+
+
+@login_required
+def tokens(request: HttpRequest) -> HttpResponse:
+    form = TokenForm(request.POST or None)
+    created = ""
+    if request.method == "POST" and form.is_valid():
+        _, created = services.api_token_create(user=request.user, name=form.cleaned_data["name"])
+        form = TokenForm()
+    context = {"form": form, "created": created,
+               "tokens": selectors.api_tokens_of(request.user.pk),
+               "index_url": request.build_absolute_uri(reverse("simple:index"))}
+    response = render(request, "marketplace/tokens.html", context)
+    response["Cache-Control"] = "no-store"  # the page may show a token once
+    return response
+
+
+@login_required
+@require_POST
+def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+    if services.api_token_revoke(user=request.user, token_id=token_id):
+        messages.success(request, "The token is revoked; pip can no longer use it.")
+    return redirect("marketplace:tokens")
+
+
+def _message(exc: Exception) -> str:
+    if isinstance(exc, PackageError):
+        return "; ".join(exc.errors)
+    return str(exc)
+
