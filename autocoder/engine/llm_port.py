@@ -1,0 +1,116 @@
+"""Model calls on behalf of a run: the provider for each role, and the record of every call.
+
+The scripted provider's position is part of the run's durable state, so a step resumed by
+another worker continues the script where the last committed step left it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from autocoder.llm.types import CallRecord, Completion, LLMError, Message
+from projects.models import LLMCall, Run
+
+
+class Provider(Protocol):
+    def complete(self, messages: list[Message], *, role: str, max_tokens: int | None = None,
+                 temperature: float | None = None, timeout_s: float | None = None,
+                 record: Callable[[CallRecord], None] | None = None) -> Completion: ...
+
+
+ProviderFactory = Callable[[Run, str], Provider]
+
+
+def default_provider_factory(run: Run, role: str) -> Provider:
+    from autocoder.llm import provider_for_role
+
+    return provider_for_role(role, provider=run.provider)
+
+
+@dataclass
+class RunLLM:
+    """Calls the model for one step of `run`; tokens spent are summed for the checkpoint."""
+
+    run: Run
+    iteration: int
+    factory: ProviderFactory = default_provider_factory
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    _scripted: Any = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        if self.run.provider == "scripted":
+            from autocoder.llm import ScriptedProvider
+
+            self._scripted = ScriptedProvider(self.run.script or {})
+            if self.run.script_position:
+                self._scripted.restore(self.run.script_position)
+
+    @property
+    def tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def script_position(self) -> dict[str, int]:
+        return dict(self._scripted.position()) if self._scripted is not None else {}
+
+    def provider(self, role: str) -> Provider:
+        if self._scripted is not None:
+            return self._scripted  # type: ignore[no-any-return]
+        return self.factory(self.run, role)
+
+    def complete(self, role: str, messages: list[Message]) -> str:
+        """The reply text; every attempt is stored as an LLMCall row (costs are real even when
+        the step later dies), and the run's token counters move at once."""
+        records: list[CallRecord] = []
+        try:
+            completion = self.provider(role).complete(messages, role=role, record=records.append)
+        except LLMError as error:
+            self._store(role, messages, records, reply="", failure=error)
+            raise
+        self._store(role, messages, records, reply=completion.text, completion=completion)
+        return completion.text
+
+    def _store(self, role: str, messages: list[Message], records: list[CallRecord], *,
+               reply: str, completion: Completion | None = None,
+               failure: LLMError | None = None) -> None:
+        if not records:
+            records = [_record_from(role, completion, failure)]
+        sent = [{"role": m.role, "content": m.content} for m in messages]
+        rows = [LLMCall(
+            run=self.run, iteration=self.iteration, role=role, provider=rec.provider,
+            model=rec.model, prompt_tokens=rec.prompt_tokens,
+            completion_tokens=rec.completion_tokens, latency_ms=rec.latency_ms,
+            attempts=rec.attempts, error=rec.error or "", messages=sent,
+            reply=reply if rec.error is None else "",
+        ) for rec in records]
+        LLMCall.objects.bulk_create(rows)
+        prompt = sum(rec.prompt_tokens for rec in records)
+        completion_tokens = sum(rec.completion_tokens for rec in records)
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion_tokens
+        if prompt or completion_tokens:
+            from django.db.models import F
+
+            Run.objects.filter(id=self.run.id).update(
+                tokens_prompt=F("tokens_prompt") + prompt,
+                tokens_completion=F("tokens_completion") + completion_tokens,
+            )
+
+
+def _record_from(role: str, completion: Completion | None, failure: LLMError | None) -> CallRecord:
+    """A record for a provider that did not report through the callback."""
+    if completion is not None:
+        return CallRecord(role=role, provider=completion.provider, model=completion.model,
+                          prompt_tokens=completion.prompt_tokens,
+                          completion_tokens=completion.completion_tokens,
+                          latency_ms=completion.latency_ms, error=None, attempts=1)
+    return CallRecord(role=role, provider="unknown", model="", prompt_tokens=0,
+                      completion_tokens=0, latency_ms=0,
+                      error=f"{type(failure).__name__}: {failure}", attempts=1)
+
+
+def reply_hash(text: str) -> str:
+    return hashlib.sha256(text.strip().encode()).hexdigest()[:16]

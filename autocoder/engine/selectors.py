@@ -1,0 +1,69 @@
+"""Reads of the generation engine: a run's result, its candidate code, its prompts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from projects.models import ApprovalRequest, Iteration, LLMCall, Run
+
+
+def run_candidate(run: Run) -> Iteration | None:
+    """The code worth keeping: the best tested iteration, else the latest one that the safety
+    gate did not block and that holds code from the model. Blocked code is never a candidate."""
+    if run.best_iteration_id:
+        return run.best_iteration
+    usable = run.iterations.exclude(safety_verdict="block").exclude(tests_ran=False)
+    return usable.order_by("-number").first()
+
+
+def run_summary(run: Run, *, plugin_dir: str | None = None) -> dict[str, Any]:
+    """The `generate --json` object (DESIGN 4.5)."""
+    run.refresh_from_db()
+    candidate = run_candidate(run)
+    events = run.loop_events.order_by("id")
+    return {
+        "run_id": run.id,
+        "status": run.status,
+        "iterations": run.iteration,
+        "pass_rate": candidate.pass_rate if candidate else 0.0,
+        "loop_events": [{"type": e.type, "signature": e.signature, "confidence": e.confidence,
+                         "action": e.action, "iteration": e.iteration} for e in events],
+        "safety_blocks": run.iterations.filter(safety_verdict="block").count(),
+        "tokens": {"prompt": run.tokens_prompt, "completion": run.tokens_completion},
+        "lessons_written": run.lessons_written,
+        "plugin_dir": plugin_dir,
+        "error": run.error,
+        "pending_approval": pending_approval_kind(run),
+    }
+
+
+def pending_approval(run: Run) -> ApprovalRequest | None:
+    return run.approvals.filter(status=ApprovalRequest.Status.PENDING).order_by("-id").first()
+
+
+def pending_approval_kind(run: Run) -> str | None:
+    approval = pending_approval(run)
+    return approval.kind if approval else None
+
+
+def candidate_write(run: Run, directory: Path) -> Path | None:
+    """Write the run's candidate files under `directory`; None when there is no candidate."""
+    candidate = run_candidate(run)
+    if candidate is None:
+        return None
+    root = directory.resolve()
+    for relative, content in candidate.files.items():
+        target = (root / relative).resolve()
+        # Paths were normalized when the reply was parsed; checked again because this writes to
+        # the host's disk.
+        if not target.is_relative_to(root):
+            raise ValueError(f"refusing to write {relative!r} outside {root}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(content, encoding="utf-8")
+    return root
+
+
+def run_prompts(run: Run, *, role: str) -> list[LLMCall]:
+    """The calls of one role in order, with the messages as sent (review and tests)."""
+    return list(run.llm_calls.filter(role=role).order_by("id"))

@@ -1,0 +1,631 @@
+"""Writes of the generation engine: starting runs, performing their steps, cancel, pause,
+resume and the engine side of approvals.
+
+Durability rules (DESIGN 5), enforced here:
+- a step is keyed by the run's `step_token`; a message carrying another token is stale and
+  does nothing, so at-least-once delivery is harmless;
+- before a step does any work, its attempt is counted in its own committed transaction; a step
+  that keeps killing its worker (out of memory) is failed after ENGINE_STEP_MAX_ATTEMPTS;
+- a step's results, the next phase and the next token are committed together, under a row lock,
+  and the next message is sent only after that commit (`transaction.on_commit`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.utils import timezone
+
+from autocoder import realtime
+from autocoder.engine import loop
+from autocoder.engine.llm_port import ProviderFactory, RunLLM, default_provider_factory
+from autocoder.engine.spec import spec_from_dict
+from autocoder.llm.types import LLMError
+from projects.models import ApprovalRequest, Iteration, LoopEvent, Membership, Project, Run, Team
+
+logger = logging.getLogger(__name__)
+
+# run_id, token, delay in milliseconds
+Dispatch = Callable[[int, str, int], None]
+
+LLM_PHASES = frozenset({Run.Phase.PLAN, Run.Phase.IMPLEMENT, Run.Phase.TEST_WRITE,
+                        Run.Phase.REFLECT})
+DECISIONS = {
+    "approve": ApprovalRequest.Status.APPROVED,
+    "reject": ApprovalRequest.Status.REJECTED,
+    "request_changes": ApprovalRequest.Status.CHANGES_REQUESTED,
+    "answer": ApprovalRequest.Status.ANSWERED,
+}
+MAX_GUIDANCE_CHARS = 4000
+
+
+class RunStateError(Exception):
+    """The run is not in a state that allows this action (for example, already finished)."""
+
+
+class ApprovalConflict(Exception):
+    """Somebody else decided this approval request first."""
+
+
+class ApprovalInputError(ValueError):
+    """The decision does not fit the request (for example, an answer without text)."""
+
+
+def enqueue_step(run_id: int, token: str, delay_ms: int = 0) -> None:
+    """The default dispatch: one Dramatiq message for the next step."""
+    from autocoder.tasks import run_step
+
+    run_step.send_with_options(args=(run_id, token), delay=delay_ms or None)
+
+
+def _new_token() -> str:
+    return uuid.uuid4().hex
+
+
+def _max_attempts() -> int:
+    return int(loop.setting("ENGINE_STEP_MAX_ATTEMPTS", 3))
+
+
+# -- projects and runs ---------------------------------------------------------------------------
+
+
+def project_create(*, team: Team, requester: AbstractBaseUser, spec: dict[str, Any],
+                   name: str = "") -> Project:
+    """A project from a validated spec (SpecError otherwise, and nothing is written)."""
+    parsed = spec_from_dict(spec)
+    return Project.objects.create(team=team, requester=requester, name=name or parsed.name,
+                                  spec=parsed.as_dict(), status=Project.Status.QUEUED)
+
+
+def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | None = None,
+              autonomy: str = "", max_iterations: int | None = None,
+              max_tokens: int | None = None, max_wall_s: int | None = None,
+              use_lessons: bool = True, dispatch: Dispatch | None = enqueue_step) -> Run:
+    """Queue a new run of `project`; its first step is sent once this transaction commits."""
+    from django.conf import settings
+
+    spec = spec_from_dict(project.spec)
+    provider = provider or settings.LLM_PROVIDER
+    if provider == "scripted" and script is None:
+        script = _configured_script()
+    with transaction.atomic():
+        Project.objects.select_for_update().filter(id=project.id).first()
+        if project.runs.exclude(status__in=Run.TERMINAL).exists():
+            raise RunStateError("This project already has a run in progress.")
+        run = Run.objects.create(
+            project=project, provider=provider, script=script, autonomy=autonomy or spec.autonomy,
+            max_iterations=max_iterations or spec.max_iterations,
+            max_tokens=max_tokens if max_tokens is not None
+            else int(loop.setting("ENGINE_MAX_TOKENS", 200_000)),
+            max_wall_s=max_wall_s if max_wall_s is not None
+            else int(loop.setting("ENGINE_MAX_WALL_S", 3600)),
+            use_lessons=use_lessons, step_token=_new_token(), phase=Run.Phase.PLAN,
+        )
+        _project_set_status(project, Project.Status.QUEUED, queue=True)
+        _after_commit(run, dispatch, run.step_token)
+        _notify(run, {"kind": "run.queued"})
+    return run
+
+
+def _configured_script() -> dict[str, Any]:
+    from django.conf import settings
+
+    from autocoder.llm import ScriptedProvider
+    from autocoder.llm.types import LLMConfigError
+
+    if not settings.LLM_SCRIPT:
+        raise LLMConfigError("the scripted provider needs a script (--script FILE.json or "
+                             "LLM_SCRIPT)")
+    return ScriptedProvider.from_file(settings.LLM_SCRIPT).script
+
+
+def _project_set_status(project: Project, status: str, *, queue: bool = False) -> None:
+    now = timezone.now()
+    fields: dict[str, Any] = {"status": status, "updated_at": now}
+    if queue:
+        last = (Project.objects.filter(team_id=project.team_id, status=Project.Status.QUEUED)
+                .exclude(id=project.id).order_by("-queue_position").first())
+        fields["queue_position"] = (last.queue_position if last else 0) + 1
+    elif status != Project.Status.QUEUED:
+        fields["queue_position"] = 0
+    rows = Project.objects.filter(id=project.id)
+    if not rows.exclude(status=status).update(status_changed_at=now, **fields):
+        rows.update(**fields)
+
+
+PROJECT_STATUS_FOR_RUN = {
+    Run.Status.QUEUED: Project.Status.QUEUED,
+    Run.Status.RUNNING: Project.Status.GENERATING,
+    Run.Status.PAUSED: Project.Status.GENERATING,
+    Run.Status.AWAITING_APPROVAL: Project.Status.AWAITING_APPROVAL,
+    Run.Status.ESCALATED: Project.Status.ESCALATED,
+    # A successful run waits for its publish approval; approving it makes the project succeed.
+    Run.Status.SUCCEEDED: Project.Status.AWAITING_APPROVAL,
+    Run.Status.FAILED: Project.Status.FAILED,
+    Run.Status.ABORTED: Project.Status.FAILED,
+    Run.Status.CANCELLED: Project.Status.FAILED,
+}
+
+
+# -- one step ------------------------------------------------------------------------------------
+
+
+def run_step_perform(*, run_id: int, token: str, dispatch: Dispatch | None = enqueue_step,
+                     provider_factory: ProviderFactory | None = None) -> str | None:
+    """Perform the step `token` names, commit it and queue the next one.
+
+    Returns the token of the step to perform next when the run goes on (for in-process drivers
+    that pass dispatch=None), or None when the message was stale or the run stopped or waits.
+    """
+    run = _claim(run_id, token)
+    if run is None:
+        return None
+    phase = run.phase
+    started = time.monotonic()
+    llm = RunLLM(run=run, iteration=run.iteration + 1,
+                 factory=provider_factory or default_provider_factory)
+    try:
+        transition = _budget_transition(run) or loop.perform(loop.Step(
+            run=run, spec=spec_from_dict(run.project.spec), llm=llm,
+            cancelled=_cancel_check(run_id)))
+    except LLMError as error:
+        return _step_failed(run_id, token, phase, error, retryable=error.retryable,
+                            dispatch=dispatch)
+    except Exception as error:  # a bug or an infrastructure failure: retried, then failed
+        logger.exception("step %s of run %s failed", phase, run_id)
+        return _step_failed(run_id, token, phase, error, retryable=True, dispatch=dispatch)
+    elapsed_ms = int((time.monotonic() - started) * 1000)
+    return _commit(run_id, token, phase, transition, llm, elapsed_ms, dispatch)
+
+
+def _cancel_check(run_id: int, every_s: float = 1.0) -> Callable[[], bool]:
+    """A cheap "was the run cancelled?" for the sandbox, which asks ten times a second."""
+    last = {"at": 0.0, "answer": False}
+
+    def cancelled() -> bool:
+        now = time.monotonic()
+        if not last["answer"] and now - last["at"] >= every_s:
+            last["at"] = now
+            last["answer"] = Run.objects.filter(id=run_id, cancel_requested=True).exists()
+        return bool(last["answer"])
+
+    return cancelled
+
+
+def _claim(run_id: int, token: str) -> Run | None:
+    """Count this attempt (committed before any work) and hand out the run, or None."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("project").filter(id=run_id).first()
+        if run is None or not token or run.step_token != token:
+            return None
+        if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+            return None
+        if run.cancel_requested:
+            _finish(run, Run.Status.CANCELLED, "cancelled")
+            return None
+        if run.step_attempts >= _max_attempts():
+            _finish(run, Run.Status.FAILED,
+                    f"step '{run.phase}' of iteration {run.iteration + 1} was interrupted "
+                    f"{run.step_attempts} times (the worker was killed, for example for using "
+                    "too much memory); the run stops here")
+            return None
+        run.step_attempts += 1
+        fields = ["step_attempts"]
+        if run.status == Run.Status.QUEUED:
+            run.status, run.started_at = Run.Status.RUNNING, timezone.now()
+            fields += ["status", "started_at"]
+            _project_set_status(run.project, Project.Status.GENERATING)
+        run.save(update_fields=fields)
+    return run
+
+
+def _budget_transition(run: Run) -> loop.Transition | None:
+    """End the run when a budget ran out before a step that costs tokens or time."""
+    if run.phase not in LLM_PHASES | {Run.Phase.SANDBOX, Run.Phase.GATE}:
+        return None
+    reason = loop.wall_time_exhausted(run)
+    if not reason and run.max_tokens and run.tokens_total >= run.max_tokens:
+        reason = f"token budget exhausted: {run.tokens_total} of {run.max_tokens} tokens used"
+    if not reason:
+        return None
+    pending = {k: v for k, v in (run.pending or {}).items() if k in ("lesson_ids", "lessons")}
+    return loop.ending(pending, Run.Status.FAILED, reason)
+
+
+def _step_failed(run_id: int, token: str, phase: str, error: BaseException, *,
+                 retryable: bool, dispatch: Dispatch | None) -> str | None:
+    text = f"{type(error).__name__}: {error}"[:1000]
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(id=run_id).first()
+        if run is None or run.step_token != token:
+            return None
+        if retryable and run.step_attempts < _max_attempts():
+            run.error = f"step '{phase}' attempt {run.step_attempts} failed, retrying: {text}"
+            run.save(update_fields=["error"])
+            delay = int(loop.setting("ENGINE_RETRY_DELAY_MS", 2000)) * run.step_attempts
+            _after_commit(run, dispatch, token, delay)
+            return token
+        reason = (f"step '{phase}' of iteration {run.iteration + 1} failed "
+                  f"{run.step_attempts} times: {text}" if retryable
+                  else f"step '{phase}' of iteration {run.iteration + 1} failed: {text}")
+        if phase == Run.Phase.LEARN:
+            _finish(run, run.pending.get("outcome", {}).get("status", Run.Status.FAILED), reason)
+            return None
+    # The end of the run still goes through `learn`, so the failure is remembered.
+    pending = {k: v for k, v in (run.pending or {}).items() if k in ("lesson_ids", "lessons")}
+    return _commit(run_id, token, phase, loop.ending(pending, Run.Status.FAILED, reason),
+                   None, 0, dispatch)
+
+
+def _commit(run_id: int, token: str, phase: str, transition: loop.Transition,
+            llm: RunLLM | None, elapsed_ms: int, dispatch: Dispatch | None) -> str | None:
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("project").get(id=run_id)
+        if run.step_token != token:
+            return None  # another delivery of this step already committed it
+        if run.cancel_requested:
+            _finish(run, Run.Status.CANCELLED, "cancelled")
+            return None
+        _record_timing(transition, phase, llm, elapsed_ms)
+        if transition.checkpoint is not None:
+            _write_checkpoint(run, transition.checkpoint)
+        if transition.reflection is not None:
+            Iteration.objects.filter(run=run, number=run.iteration).update(
+                reflection=transition.reflection)
+        LoopEvent.objects.bulk_create([LoopEvent(run=run, **event)
+                                       for event in transition.events])
+        for name, value in transition.updates.items():
+            setattr(run, name, value)
+        if llm is not None and run.provider == "scripted":
+            run.script_position = llm.script_position()
+        run.phase, run.pending, run.step_attempts = transition.phase, transition.pending, 0
+        run.step_token = _new_token()
+        if transition.status:
+            _finish(run, transition.status, run.error)
+            next_token = None
+        elif transition.approval is not None:
+            _wait_for_approval(run, transition.approval)
+            next_token = None
+        elif run.pause_requested:
+            _wait(run, Run.Status.PAUSED)
+            next_token = None
+        else:
+            run.save()
+            _after_commit(run, dispatch, run.step_token)
+            next_token = run.step_token
+        _notify(run, {"kind": "run.step", "done": phase}, *transition.notes)
+    return next_token
+
+
+def _record_timing(transition: loop.Transition, phase: str, llm: RunLLM | None,
+                   elapsed_ms: int) -> None:
+    tokens = llm.tokens if llm is not None else 0
+    target = transition.checkpoint if transition.checkpoint is not None else transition.pending
+    timings = dict(target.get("timings") or {})
+    timings[phase] = int(timings.get(phase, 0)) + elapsed_ms
+    target["timings"] = timings
+    if transition.checkpoint is not None:
+        transition.checkpoint["tokens"] = int(transition.checkpoint.get("tokens", 0)) + tokens
+    else:
+        timings["tokens"] = int(timings.get("tokens", 0)) + tokens
+
+
+def _write_checkpoint(run: Run, fields: dict[str, Any]) -> None:
+    iteration = Iteration.objects.create(run=run, **fields)
+    run.iteration = iteration.number
+    best = run.best_iteration
+    if iteration.tests_ran and (best is None or (iteration.acceptance_passed, iteration.pass_rate)
+                                > (best.acceptance_passed, best.pass_rate)):
+        run.best_iteration = iteration
+
+
+def _after_commit(run: Run, dispatch: Dispatch | None, token: str, delay_ms: int = 0) -> None:
+    if dispatch is not None:
+        run_id = run.id
+        transaction.on_commit(lambda: dispatch(run_id, token, delay_ms))
+
+
+def _wait(run: Run, status: str) -> None:
+    run.status, run.waiting_since = status, timezone.now()
+    run.save()
+    _project_set_status(run.project, PROJECT_STATUS_FOR_RUN[status])
+
+
+def _wait_for_approval(run: Run, approval: loop.Approval) -> None:
+    kind = approval.kind
+    status = (Run.Status.ESCALATED if kind == ApprovalRequest.Kind.ESCALATION
+              else Run.Status.AWAITING_APPROVAL)
+    ApprovalRequest.objects.create(run=run, project=run.project, kind=kind,
+                                   iteration=run.iteration + (kind == "plan"),
+                                   payload=approval.payload)
+    _wait(run, status)
+    _notify(run, {"kind": "run.approval_requested", "approval_kind": kind})
+
+
+def _finish(run: Run, status: str, reason: str) -> None:
+    """Give the run its final status; a successful run asks for its publish approval."""
+    now = timezone.now()
+    run.status, run.finished_at, run.step_token = status, now, ""
+    run.phase = Run.Phase.DONE
+    if status != Run.Status.SUCCEEDED:
+        run.error = reason or run.error
+    if run.waiting_since:
+        run.waited_s += (now - run.waiting_since).total_seconds()
+        run.waiting_since = None
+    run.save()
+    ApprovalRequest.objects.filter(run=run, status=ApprovalRequest.Status.PENDING).update(
+        status=ApprovalRequest.Status.STALE)
+    if status == Run.Status.SUCCEEDED:
+        _request_publish(run)
+    _project_set_status(run.project, PROJECT_STATUS_FOR_RUN[status])
+    _notify(run, {"kind": "run.finished", "reason": reason})
+
+
+def _request_publish(run: Run) -> None:
+    best = run.best_iteration
+    ApprovalRequest.objects.create(run=run, project=run.project, kind=ApprovalRequest.Kind.PUBLISH,
+                                   iteration=best.number if best else run.iteration, payload={
+        "reasoning": f"The run succeeded at iteration {best.number if best else run.iteration}; "
+                     "approve to mark the plugin ready for the marketplace.",
+        "pass_rate": best.pass_rate if best else 0.0,
+        "files": sorted(best.files) if best else [],
+        "test_report": best.test_report if best else {},
+        "safety": best.safety_report if best else {},
+        "permissions": loop._permissions(best.files.get("plugin.toml", "")) if best else None,
+    })
+
+
+def _notify(run: Run, *payloads: dict[str, Any]) -> None:
+    """Publish after the commit: live pages must never show state that was rolled back."""
+    base = {"run_id": run.id, "project_id": run.project_id, "status": run.status,
+            "phase": run.phase, "iteration": run.iteration}
+    team_id = run.project.team_id
+    events = [{**base, **payload} for payload in payloads]
+
+    def send() -> None:
+        try:
+            for event in events:
+                realtime.publish(realtime.run_group(base["run_id"]),
+                                 {"kind": event["kind"], "data": event})
+            realtime.publish(realtime.team_group(team_id), {"kind": "run.updated", "data": base})
+        except Exception:  # the channel layer is a convenience; the database is the truth
+            logger.warning("could not publish run events for run %s", base["run_id"],
+                           exc_info=True)
+
+    transaction.on_commit(send)
+
+
+# -- in-process driving (generate, bench, tests) -------------------------------------------------
+
+
+def run_drive(*, run_id: int, provider_factory: ProviderFactory | None = None,
+              on_step: Callable[[Run], None] | None = None) -> Run:
+    """Perform the run's steps in this process until it finishes or waits for a person."""
+    run = Run.objects.get(id=run_id)
+    token: str | None = run.step_token if run.status in (Run.Status.QUEUED,
+                                                          Run.Status.RUNNING) else None
+    while token:
+        token = run_step_perform(run_id=run_id, token=token, dispatch=None,
+                                 provider_factory=provider_factory)
+        if on_step is not None:
+            on_step(Run.objects.get(id=run_id))
+    return Run.objects.get(id=run_id)
+
+
+# -- cancel, pause, resume -----------------------------------------------------------------------
+
+
+def run_cancel(*, run: Run) -> Run:
+    """Stop the run: at once when no step is executing, otherwise at the end of the current step
+    (a sandbox in progress is killed through its cancel check)."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().select_related("project").get(id=run.id)
+        if locked.is_terminal:
+            raise RunStateError(f"The run has already finished ({locked.status}).")
+        locked.cancel_requested = True
+        locked.save(update_fields=["cancel_requested"])
+        if locked.status != Run.Status.RUNNING:
+            _finish(locked, Run.Status.CANCELLED, "cancelled")
+        else:
+            _notify(locked, {"kind": "run.cancel_requested"})
+    return Run.objects.get(id=run.id)
+
+
+def run_pause(*, run: Run) -> Run:
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().select_related("project").get(id=run.id)
+        if locked.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+            raise RunStateError(f"Only a queued or running run can be paused ({locked.status}).")
+        locked.pause_requested = True
+        locked.save(update_fields=["pause_requested"])
+        _notify(locked, {"kind": "run.pause_requested"})
+    return Run.objects.get(id=run.id)
+
+
+def run_resume(*, run: Run, dispatch: Dispatch | None = enqueue_step) -> Run:
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().select_related("project").get(id=run.id)
+        if locked.status == Run.Status.PAUSED:
+            _continue(locked, dispatch)
+        elif locked.pause_requested and locked.status in (Run.Status.QUEUED, Run.Status.RUNNING):
+            locked.pause_requested = False
+            locked.save(update_fields=["pause_requested"])
+        else:
+            raise RunStateError(f"Only a paused run can be resumed ({locked.status}).")
+    return Run.objects.get(id=run.id)
+
+
+def _continue(run: Run, dispatch: Dispatch | None) -> None:
+    """Leave a waiting state: the run goes on with its current phase."""
+    now = timezone.now()
+    if run.waiting_since:
+        run.waited_s += (now - run.waiting_since).total_seconds()
+    run.status, run.waiting_since, run.pause_requested = Run.Status.RUNNING, None, False
+    run.step_token, run.step_attempts = _new_token(), 0
+    run.save()
+    _project_set_status(run.project, Project.Status.GENERATING)
+    _after_commit(run, dispatch, run.step_token)
+    _notify(run, {"kind": "run.resumed"})
+
+
+# -- approvals (the engine's side) ---------------------------------------------------------------
+
+
+def approval_decide(*, approval: ApprovalRequest, user: AbstractBaseUser, decision: str,
+                    comment: str = "", dispatch: Dispatch | None = enqueue_step,
+                    check_permission: bool = True) -> ApprovalRequest:
+    """Record a decision and move the run on. Exactly one of two concurrent decisions wins; the
+    other gets ApprovalConflict naming the decision that was already made."""
+    status = _decision_status(approval, decision, comment)
+    if check_permission:
+        _check_may_decide(approval, user)
+    with transaction.atomic():
+        won = ApprovalRequest.objects.filter(id=approval.id, status=ApprovalRequest.Status.PENDING
+                                             ).update(status=status, decided_by=user,
+                                                      decided_at=timezone.now(),
+                                                      comment=comment.strip())
+        if not won:
+            raise ApprovalConflict(_already_decided(approval))
+        decided = ApprovalRequest.objects.select_related("run", "project").get(id=approval.id)
+        run = Run.objects.select_for_update().select_related("project").get(id=decided.run_id)
+        _apply_decision(run, decided, dispatch)
+    return ApprovalRequest.objects.get(id=approval.id)
+
+
+def _decision_status(approval: ApprovalRequest, decision: str, comment: str) -> str:
+    if decision not in DECISIONS:
+        raise ApprovalInputError(f"Unknown decision {decision!r}; choose one of "
+                                 f"{', '.join(DECISIONS)}.")
+    kind = approval.kind
+    if kind == ApprovalRequest.Kind.ESCALATION and decision in ("answer", "approve"):
+        if not comment.strip():
+            raise ApprovalInputError("An escalation is answered with guidance: write what the "
+                                     "run should do differently.")
+        return ApprovalRequest.Status.ANSWERED
+    if decision == "answer":
+        raise ApprovalInputError("Only escalations are answered; approve, reject or request "
+                                 "changes instead.")
+    if kind == ApprovalRequest.Kind.PUBLISH and decision == "request_changes":
+        raise ApprovalInputError("A publish request is approved or rejected; to change the "
+                                 "plugin, reject it and start a new run.")
+    if decision == "request_changes" and not comment.strip():
+        raise ApprovalInputError("Say which changes you want: the comment goes to the model.")
+    return DECISIONS[decision]
+
+
+def _check_may_decide(approval: ApprovalRequest, user: AbstractBaseUser) -> None:
+    membership = Membership.objects.filter(team_id=approval.project.team_id, user=user).first()
+    if membership is None:
+        raise PermissionDenied("Only members of the project's team can decide its approvals.")
+    own = approval.project.requester_id == user.pk
+    if not (membership.can_review or (own and approval.project.team.requester_may_approve)):
+        raise PermissionDenied("Only reviewers and admins can decide approval requests.")
+
+
+def _already_decided(approval: ApprovalRequest) -> str:
+    current = ApprovalRequest.objects.select_related("decided_by").get(id=approval.id)
+    if current.status == ApprovalRequest.Status.STALE:
+        return "This request is no longer open: the run has moved on or finished."
+    who = current.decided_by.get_username() if current.decided_by else "someone"
+    when = current.decided_at.isoformat(timespec="seconds") if current.decided_at else ""
+    return f"This request was already decided ({current.status}) by {who} at {when}."
+
+
+def _apply_decision(run: Run, approval: ApprovalRequest, dispatch: Dispatch | None) -> None:
+    handlers = {
+        ApprovalRequest.Kind.PLAN: _decide_plan,
+        ApprovalRequest.Kind.CHANGE: _decide_change,
+        ApprovalRequest.Kind.ESCALATION: _decide_escalation,
+        ApprovalRequest.Kind.PUBLISH: _decide_publish,
+    }
+    handlers[approval.kind](run, approval, dispatch)
+    _notify(run, {"kind": "run.approval_decided", "approval_id": approval.id,
+                  "approval_kind": approval.kind, "decision": approval.status})
+
+
+def _add_guidance(run: Run, approval: ApprovalRequest) -> None:
+    who = approval.decided_by.get_username() if approval.decided_by else "a reviewer"
+    note = f"[{approval.kind}, iteration {approval.iteration}, {who}] {approval.comment}"
+    run.guidance = f"{run.guidance}\n{note}".strip()[-MAX_GUIDANCE_CHARS:]
+
+
+def _decide_plan(run: Run, approval: ApprovalRequest, dispatch: Dispatch | None) -> None:
+    if approval.status != ApprovalRequest.Status.APPROVED:
+        # A rejected plan is planned again, with the reviewer's comment as guidance.
+        if approval.comment:
+            _add_guidance(run, approval)
+        run.phase = Run.Phase.PLAN
+    _continue(run, dispatch)
+
+
+def _decide_change(run: Run, approval: ApprovalRequest, dispatch: Dispatch | None) -> None:
+    carry = {k: v for k, v in run.pending.items() if k in ("lesson_ids", "lessons")}
+    if approval.status == ApprovalRequest.Status.REJECTED:
+        who = approval.decided_by.get_username() if approval.decided_by else "a reviewer"
+        reason = f"change of iteration {approval.iteration} rejected by {who}"
+        run.phase = Run.Phase.LEARN
+        run.pending = {**carry, "outcome": {"status": Run.Status.FAILED,
+                                            "reason": f"{reason}: {approval.comment}".strip(": ")}}
+    elif approval.status == ApprovalRequest.Status.CHANGES_REQUESTED:
+        _add_guidance(run, approval)
+        if run.phase == Run.Phase.LEARN:  # the iteration passed, but not to the reviewer's taste
+            exhausted = loop.budget_exhausted(run, run.iteration)
+            run.pending = ({**carry, "outcome": {"status": Run.Status.FAILED,
+                                                 "reason": exhausted}}
+                           if exhausted else carry)
+            run.phase = Run.Phase.LEARN if exhausted else Run.Phase.IMPLEMENT
+    _continue(run, dispatch)
+
+
+def _decide_escalation(run: Run, approval: ApprovalRequest, dispatch: Dispatch | None) -> None:
+    if approval.status == ApprovalRequest.Status.REJECTED:
+        who = approval.decided_by.get_username() if approval.decided_by else "a reviewer"
+        run.phase = Run.Phase.LEARN
+        run.pending = {**run.pending, "outcome": {
+            "status": Run.Status.ABORTED,
+            "reason": f"stopped by {who} at an escalation: {approval.comment}".strip(": ")}}
+    else:
+        _add_guidance(run, approval)
+        run.escalations_answered += 1
+        run.escape_in_force = "escalate"
+        run.since_iteration = run.iteration  # judge the guided attempts on their own
+        run.phase = Run.Phase.PLAN
+    _continue(run, dispatch)
+
+
+def _decide_publish(run: Run, approval: ApprovalRequest, dispatch: Dispatch | None) -> None:
+    status = (Project.Status.SUCCEEDED if approval.status == ApprovalRequest.Status.APPROVED
+              else Project.Status.FAILED)
+    _project_set_status(run.project, status)
+
+
+# -- one run in this process (generate, bench) ---------------------------------------------------
+
+
+def generation_run(*, team: Team, requester: AbstractBaseUser, spec: dict[str, Any],
+                   provider: str = "", script: dict[str, Any] | None = None,
+                   max_iterations: int | None = None, autonomy: str = "",
+                   use_lessons: bool = True, provider_factory: ProviderFactory | None = None,
+                   on_step: Callable[[Run], None] | None = None) -> Run:
+    """Create a project and run it here, step by step, through the same services a worker
+    uses, until it finishes or waits for a person."""
+    project = project_create(team=team, requester=requester, spec=spec)
+    run = run_start(project=project, provider=provider, script=script, autonomy=autonomy,
+                    max_iterations=max_iterations, use_lessons=use_lessons, dispatch=None)
+    return run_drive(run_id=run.id, provider_factory=provider_factory, on_step=on_step)
+
+
+def team_requester(team: Team) -> AbstractBaseUser:
+    """Who a command-line run is requested by: a requester of the team, else its admin."""
+    for role in (Membership.Role.REQUESTER, Membership.Role.ADMIN, Membership.Role.REVIEWER):
+        membership = team.memberships.filter(role=role).select_related("user").first()
+        if membership is not None:
+            return membership.user
+    raise RunStateError(f"Team {team.slug!r} has no members to request a run.")

@@ -1,0 +1,116 @@
+"""`manage.py generate SPEC.json [--provider P] [--script S.json] [--out DIR] [--json]`.
+
+Runs one generation run in this process through the same services the workers use (DESIGN 4.5)
+and writes the best candidate's files to --out.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+from autocoder.engine import selectors, services
+from autocoder.engine.spec import SpecError, spec_from_json
+from autocoder.llm import ScriptedProvider
+from autocoder.llm.types import LLMConfigError
+from projects.models import Run, Team
+from projects.services import demo_data_ensure
+
+# Statuses after which the command reports failure through its exit code.
+FAILED = {Run.Status.FAILED, Run.Status.ABORTED, Run.Status.CANCELLED}
+
+
+class Command(BaseCommand):
+    help = "Generate a plugin from a spec file in this process and print the run's result."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("spec", help="path of the spec JSON file (DESIGN 4.1)")
+        parser.add_argument("--provider", default="", help="LLM provider (default: LLM_PROVIDER)")
+        parser.add_argument("--script", default="", help="scripted replies (provider scripted)")
+        parser.add_argument("--out", default="", help="directory for the plugin's files")
+        parser.add_argument("--max-iterations", type=int, default=None)
+        parser.add_argument("--autonomy", choices=["guided", "semi", "full"], default="",
+                            help="override the spec's autonomy")
+        parser.add_argument("--team", default="", help="team slug (default: the demo team)")
+        parser.add_argument("--no-lessons", action="store_true",
+                            help="neither retrieve nor write lessons")
+        parser.add_argument("--json", action="store_true", help="print one JSON object")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        spec = self._spec(Path(options["spec"]))
+        provider = options["provider"] or settings.LLM_PROVIDER
+        script = self._script(options["script"]) if provider == "scripted" else None
+        if options["max_iterations"] is not None and options["max_iterations"] < 1:
+            raise CommandError("--max-iterations must be at least 1")
+        team = self._team(options["team"])
+        quiet = options["json"]
+        run = services.generation_run(
+            team=team, requester=services.team_requester(team), spec=spec, provider=provider,
+            script=script, max_iterations=options["max_iterations"],
+            autonomy=options["autonomy"], use_lessons=not options["no_lessons"],
+            on_step=None if quiet else self._progress,
+        )
+        out = Path(options["out"] or settings.VAR_DIR / "plugins" / f"{run.project.name}-{run.id}")
+        written = selectors.candidate_write(run, out)
+        summary = selectors.run_summary(run, plugin_dir=str(written) if written else None)
+        if quiet:
+            self.stdout.write(json.dumps(summary))
+        else:
+            self._report(summary)
+        if summary["status"] in FAILED:
+            raise SystemExit(1)
+
+    def _spec(self, path: Path) -> dict[str, Any]:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise CommandError(f"cannot read the spec file {path}: {error}") from None
+        try:
+            return spec_from_json(text).as_dict()
+        except SpecError as error:
+            for message in error.errors:
+                self.stderr.write(f"{path}: {message}")
+            raise SystemExit(2) from None
+
+    def _script(self, path: str) -> dict[str, Any]:
+        path = path or settings.LLM_SCRIPT
+        if not path:
+            raise CommandError("the scripted provider needs --script FILE.json (or LLM_SCRIPT); "
+                               "to use a model, pass --provider openai|anthropic|llamacpp")
+        try:
+            return ScriptedProvider.from_file(path).script
+        except LLMConfigError as error:
+            raise CommandError(str(error)) from None
+
+    def _team(self, slug: str) -> Team:
+        if not slug:
+            return demo_data_ensure(password=settings.DEMO_PASSWORD).team
+        team = Team.objects.filter(slug=slug).first()
+        if team is None:
+            raise CommandError(f"no team with slug {slug!r}")
+        return team
+
+    def _progress(self, run: Run) -> None:
+        self.stdout.write(f"run {run.id}: iteration {run.iteration}, next {run.phase}, "
+                          f"{run.status}")
+
+    def _report(self, summary: dict[str, Any]) -> None:
+        self.stdout.write(f"status      {summary['status']}")
+        self.stdout.write(f"iterations  {summary['iterations']}")
+        self.stdout.write(f"pass rate   {summary['pass_rate']:.0%}")
+        for event in summary["loop_events"]:
+            self.stdout.write(f"loop event  iteration {event['iteration']}: {event['type']} "
+                              f"-> {event['action']}")
+        tokens = summary["tokens"]
+        self.stdout.write(f"tokens      {tokens['prompt']} prompt, {tokens['completion']} "
+                          "completion")
+        if summary["error"]:
+            self.stdout.write(f"reason      {summary['error']}")
+        if summary["pending_approval"]:
+            self.stdout.write(f"waiting     for a {summary['pending_approval']} approval "
+                              f"(manage.py approve {summary['run_id']} --as USERNAME)")
+        self.stdout.write(f"plugin      {summary['plugin_dir'] or '(no candidate)'}")

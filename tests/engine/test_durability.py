@@ -1,0 +1,244 @@
+"""Durable runs: one step per message, idempotent re-delivery, resume after a killed worker,
+the out-of-memory guard, cancel and pause, and a provider that times out.
+
+A worker "killed" mid-step is simulated exactly where it matters: the step's attempt counter
+was committed (services._claim) and nothing else, then the same message is delivered again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from autocoder.engine import services
+from autocoder.llm import ScriptedProvider
+from autocoder.llm.types import LLMAuthError, LLMTimeout, Message
+from projects.models import Iteration, LLMCall, Project, Run
+from tests.engine.conftest import DispatchRecorder, iterations, load_script
+
+pytestmark = pytest.mark.django_db
+
+
+def step(run: Run, dispatch: DispatchRecorder) -> str | None:
+    """Deliver the message the services last sent for `run`."""
+    run_id, token, _ = dispatch.sent[-1]
+    assert run_id == run.id
+    return services.run_step_perform(run_id=run_id, token=token, dispatch=dispatch)
+
+
+def test_each_message_performs_one_step_and_sends_the_next(
+        start_run: Callable[..., Run], django_capture_on_commit_callbacks: Any) -> None:
+    dispatch = DispatchRecorder()
+    with django_capture_on_commit_callbacks(execute=True):
+        run = start_run("success", dispatch=dispatch)
+    # The first message is sent when run_start's transaction commits, not before.
+    assert dispatch.sent == [(run.id, run.step_token, 0)]
+    phases = []
+    while True:
+        phases.append(Run.objects.get(id=run.id).phase)
+        with django_capture_on_commit_callbacks(execute=True):
+            next_token = step(run, dispatch)
+        if next_token is None:
+            break
+        assert dispatch.sent[-1] == (run.id, next_token, 0)
+    assert phases == ["plan", "implement", "test_write", "gate", "sandbox", "verify", "learn"]
+    assert len(dispatch.sent) == len(phases)
+    assert Run.objects.get(id=run.id).status == Run.Status.SUCCEEDED
+
+
+def test_a_redelivered_message_does_nothing(
+        start_run: Callable[..., Run], django_capture_on_commit_callbacks: Any) -> None:
+    dispatch = DispatchRecorder()
+    run = start_run("success")
+    first = run.step_token
+    with django_capture_on_commit_callbacks(execute=True):
+        services.run_step_perform(run_id=run.id, token=first, dispatch=dispatch)
+    after_first = Run.objects.get(id=run.id)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        assert services.run_step_perform(run_id=run.id, token=first, dispatch=dispatch) is None
+    again = Run.objects.get(id=run.id)
+    assert (again.phase, again.step_token, again.plan) == (
+        after_first.phase, after_first.step_token, after_first.plan)
+    assert LLMCall.objects.filter(run=run, role="architect").count() == 1
+    assert dispatch.sent == [(run.id, after_first.step_token, 0)]
+
+
+@pytest.mark.slow
+def test_a_killed_worker_resumes_from_the_last_checkpoint(
+        start_run: Callable[..., Run]) -> None:
+    """Kill during implement of iteration 2 (after iteration 1's checkpoint), then re-deliver:
+    iteration 1 is not redone and the script continues where the committed steps left it."""
+    run = start_run("fixed_on_second")
+    token: str | None = run.step_token
+    while Run.objects.get(id=run.id).iteration < 1 or \
+            Run.objects.get(id=run.id).phase != Run.Phase.IMPLEMENT:
+        assert token is not None
+        token = services.run_step_perform(run_id=run.id, token=token, dispatch=None)
+    assert token is not None
+    first = Iteration.objects.get(run=run, number=1)
+
+    claimed = services._claim(run.id, token)  # the worker took the message and died
+    assert claimed is not None and Run.objects.get(id=run.id).step_attempts == 1
+
+    final = services.run_drive(run_id=run.id)  # the broker delivers the message again
+    assert final.status == Run.Status.SUCCEEDED
+    assert [it.number for it in iterations(final)] == [1, 2]
+    assert Iteration.objects.get(run=run, number=1).created_at == first.created_at
+    # The replayed implement step got the second scripted reply (the fix), not a third.
+    assert final.script_position["implementer"] == 2
+    assert final.step_attempts == 0
+
+
+@pytest.mark.slow
+def test_a_step_abandoned_after_its_model_call_replays_the_same_reply(
+        start_run: Callable[..., Run]) -> None:
+    """The worker died after the model answered but before the step committed: the model call
+    is on record (it cost tokens), and the re-delivered step gets the same scripted reply."""
+    run = start_run("fixed_on_second")
+    token = services.run_step_perform(run_id=run.id, token=run.step_token, dispatch=None)
+    assert Run.objects.get(id=run.id).phase == Run.Phase.IMPLEMENT
+    claimed = services._claim(run.id, token)
+    llm = services.RunLLM(run=claimed, iteration=1)
+    llm.complete("implementer", [Message("user", "anything")])  # answered, then the kill
+
+    final = services.run_drive(run_id=run.id)
+    assert final.status == Run.Status.SUCCEEDED
+    assert run.llm_calls.filter(role="implementer").count() == 3
+    assert [it.number for it in iterations(final)] == [1, 2]
+    assert not iterations(final)[0].succeeded
+
+
+def test_a_step_that_keeps_killing_its_worker_is_failed(start_run: Callable[..., Run]) -> None:
+    run = start_run("success")
+    token = run.step_token
+    for _ in range(3):
+        assert services._claim(run.id, token) is not None  # out of memory, three times
+
+    assert services.run_step_perform(run_id=run.id, token=token, dispatch=None) is None
+    failed = Run.objects.get(id=run.id)
+    assert failed.status == Run.Status.FAILED
+    assert "interrupted 3 times" in failed.error
+    assert failed.llm_calls.count() == 0
+    assert failed.project.status == Project.Status.FAILED
+
+
+class TimingOutProvider(ScriptedProvider):
+    """A provider whose endpoint times out (the hosted LLM is the boundary stood in for)."""
+
+    name = "flaky"
+
+    def __init__(self, script: dict[str, list[str]], *, failures: int) -> None:
+        super().__init__(script)
+        self.failures = failures
+
+    def _attempt(self, messages: list[Message], **kwargs: Any) -> Any:
+        if kwargs["role"] == "implementer" and self.failures:
+            self.failures -= 1
+            raise LLMTimeout("the model did not answer within 120s")
+        return super()._attempt(messages, **kwargs)
+
+
+@pytest.mark.slow
+def test_a_provider_timeout_is_retried_and_the_run_succeeds(
+        start_run: Callable[..., Run]) -> None:
+    provider = TimingOutProvider(load_script("success"), failures=1)
+    run = start_run(None, provider="flaky")
+    final = services.run_drive(run_id=run.id, provider_factory=lambda run, role: provider)
+
+    assert final.status == Run.Status.SUCCEEDED
+    timeout = final.llm_calls.get(role="implementer", error__startswith="LLMTimeout")
+    assert timeout.attempts == 1
+    assert final.llm_calls.filter(role="implementer", error="").count() == 1
+
+
+def test_a_provider_that_always_times_out_fails_the_run_clearly(
+        start_run: Callable[..., Run]) -> None:
+    provider = TimingOutProvider(load_script("success"), failures=100)
+    run = start_run(None, provider="flaky")
+    final = services.run_drive(run_id=run.id, provider_factory=lambda run, role: provider)
+
+    assert final.status == Run.Status.FAILED
+    assert "step 'implement' of iteration 1 failed 3 times" in final.error
+    assert "LLMTimeout" in final.error
+    assert final.llm_calls.filter(role="implementer").count() == 3
+    assert final.iteration == 0
+
+
+def test_a_provider_refusing_the_key_fails_at_once(start_run: Callable[..., Run]) -> None:
+    class Refusing(ScriptedProvider):
+        def _attempt(self, messages: list[Message], **kwargs: Any) -> Any:
+            raise LLMAuthError("HTTP 401: invalid key (check the API key for this provider)")
+
+    provider = Refusing({})
+    run = start_run(None, provider="refusing")
+    final = services.run_drive(run_id=run.id, provider_factory=lambda run, role: provider)
+
+    assert final.status == Run.Status.FAILED
+    assert "check the API key" in final.error
+    assert final.llm_calls.count() == 1
+
+
+def test_cancel_between_steps(start_run: Callable[..., Run]) -> None:
+    run = start_run("fixed_on_second")
+    token = services.run_step_perform(run_id=run.id, token=run.step_token, dispatch=None)
+    services.run_cancel(run=run)
+
+    assert services.run_step_perform(run_id=run.id, token=token, dispatch=None) is None
+    cancelled = Run.objects.get(id=run.id)
+    assert cancelled.status == Run.Status.CANCELLED
+    assert cancelled.finished_at is not None
+    with pytest.raises(services.RunStateError, match="already finished"):
+        services.run_cancel(run=cancelled)
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_cancel_kills_a_running_sandbox(start_run: Callable[..., Run], settings: Any) -> None:
+    settings.ENGINE_SANDBOX_TIMEOUT_S = 120
+    run = start_run("hang_then_ok")
+    token: str | None = run.step_token
+    while Run.objects.get(id=run.id).phase != Run.Phase.SANDBOX:
+        assert token is not None
+        token = services.run_step_perform(run_id=run.id, token=token, dispatch=None)
+    assert token is not None
+    result: dict[str, Any] = {}
+
+    def worker() -> None:
+        started = time.monotonic()
+        try:
+            result["next"] = services.run_step_perform(run_id=run.id, token=token, dispatch=None)
+        finally:
+            result["seconds"] = time.monotonic() - started
+            connection.close()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    time.sleep(2)
+    services.run_cancel(run=run)
+    thread.join(timeout=60)
+
+    assert not thread.is_alive()
+    assert result["next"] is None and result["seconds"] < 30
+    assert Run.objects.get(id=run.id).status == Run.Status.CANCELLED
+
+
+def test_pause_and_resume(start_run: Callable[..., Run]) -> None:
+    dispatch = DispatchRecorder()
+    run = start_run("success")
+    services.run_pause(run=run)
+    assert services.run_step_perform(run_id=run.id, token=run.step_token,
+                                     dispatch=dispatch) is None
+    paused = Run.objects.get(id=run.id)
+    assert paused.status == Run.Status.PAUSED and paused.phase == Run.Phase.IMPLEMENT
+    assert dispatch.sent == []
+
+    services.run_resume(run=paused, dispatch=None)
+    resumed = services.run_drive(run_id=run.id)
+    assert resumed.status == Run.Status.SUCCEEDED
+    assert resumed.llm_calls.filter(role="architect").count() == 1
