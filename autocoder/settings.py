@@ -7,6 +7,7 @@ from pathlib import Path
 import environ
 
 from autocoder import config
+from autocoder.llm import env as llm_env
 
 BASE_DIR: Path = config.BASE_DIR
 env = environ.Env()
@@ -156,6 +157,12 @@ LLM_PROVIDER = env.str("LLM_PROVIDER", default="scripted")
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
 LLM_API_KEY = env.str("LLM_API_KEY", default="")
 LLM_MODEL = env.str("LLM_MODEL", default="")
+LLM_TIMEOUT_S = env.float("LLM_TIMEOUT_S", default=120.0)
+LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
+LLM_SCRIPT = env.str("LLM_SCRIPT", default="")
+LLM_N_CTX = env.int("LLM_N_CTX", default=4096)
+# LLM_<FIELD>_<ROLE> (LLM_MODEL_IMPLEMENTER, LLM_PROVIDER_REFLECTOR, ...): see docs/llm.md.
+LLM_ROLE_OVERRIDES = llm_env.role_env_overrides()
 EMBEDDER = env.str("EMBEDDER", default="minilm")
 
 LOGGING = {

@@ -1,0 +1,120 @@
+"""Which model each role uses: environment defaults <- per-role environment <- team override.
+
+Also the factory that turns a ProviderConfig into a provider. SDK-backed providers are imported
+only when built, so the project runs without llama-cpp-python and starts fast.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from pathlib import Path
+
+from django.conf import settings
+
+from autocoder.llm.scripted import ScriptedProvider
+from autocoder.llm.types import (
+    PROVIDERS,
+    ROLES,
+    LLMConfigError,
+    Provider,
+    ProviderConfig,
+)
+
+# Spellings people use for the same OpenAI-compatible wire protocol.
+PROVIDER_ALIASES: dict[str, str] = {
+    "openai-compatible": "openai", "openai_compatible": "openai", "ollama": "openai",
+    "vllm": "openai", "lmstudio": "openai", "llama.cpp-server": "openai",
+    "llama-cpp": "llamacpp", "llama_cpp": "llamacpp",
+}
+
+
+def normalize_provider(name: str) -> str:
+    name = name.strip().lower()
+    return PROVIDER_ALIASES.get(name, name)
+
+
+def default_config() -> ProviderConfig:
+    return ProviderConfig(
+        provider=normalize_provider(settings.LLM_PROVIDER),
+        model=settings.LLM_MODEL,
+        base_url=settings.LLM_BASE_URL,
+        api_key=settings.LLM_API_KEY,
+        timeout_s=settings.LLM_TIMEOUT_S,
+        max_retries=settings.LLM_MAX_RETRIES,
+    )
+
+
+def layer(config: ProviderConfig, values: Mapping[str, object]) -> ProviderConfig:
+    """`config` with the non-empty `values` on top.
+
+    A key belongs to its endpoint: when a layer moves the role to another provider or URL
+    without naming a key, the key below is dropped rather than sent to a different server.
+    """
+    changes = {name: value for name, value in values.items() if value not in ("", None)}
+    if "provider" in changes:
+        changes["provider"] = normalize_provider(str(changes["provider"]))
+    moved = any(changes.get(name, getattr(config, name)) != getattr(config, name)
+                for name in ("provider", "base_url"))
+    if moved and "api_key" not in changes:
+        changes["api_key"] = ""
+    return dataclasses.replace(config, **changes)  # type: ignore[arg-type]
+
+
+def role_config(role: str, *, team_id: int | None = None) -> ProviderConfig:
+    """The configuration for `role`, with the team's override when `team_id` is given."""
+    if role not in ROLES:
+        raise LLMConfigError(f"unknown role {role!r}; roles are {', '.join(ROLES)}")
+    config = layer(default_config(), settings.LLM_ROLE_OVERRIDES.get(role, {}))
+    if team_id is not None:
+        from autocoder.llm.selectors import team_model_override_get
+
+        override = team_model_override_get(team_id=team_id, role=role)
+        if override is not None:
+            config = layer(config, override.as_layer())
+    return config
+
+
+def build_provider(config: ProviderConfig, *,
+                   script: dict[str, list[str]] | None = None) -> Provider:
+    """A provider for `config`. Passing `script` selects the scripted provider.
+
+    Note: a ScriptedProvider keeps its position per instance; build it once per run (or
+    save `position()` and `restore()` it) instead of calling this for every step.
+    """
+    provider = normalize_provider(config.provider)
+    if script is not None or provider == "scripted":
+        return _scripted(script)
+    if provider == "openai":
+        from autocoder.llm.openai_compat import OpenAICompatibleProvider
+
+        return OpenAICompatibleProvider(config)
+    if provider == "anthropic":
+        from autocoder.llm.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(config)
+    if provider == "llamacpp":
+        from autocoder.llm.llamacpp import LlamaCppProvider
+
+        return LlamaCppProvider(config, n_ctx=settings.LLM_N_CTX)
+    raise LLMConfigError(f"unknown LLM provider {config.provider!r}; "
+                         f"choose one of {', '.join(PROVIDERS)}")
+
+
+def provider_for_role(role: str, *, team_id: int | None = None,
+                      script: dict[str, list[str]] | None = None,
+                      provider: str | None = None) -> Provider:
+    """The provider `role` should use; `provider` (a run's choice) replaces the configured one."""
+    config = role_config(role, team_id=team_id)
+    if provider:
+        config = layer(config, {"provider": provider})
+    return build_provider(config, script=script)
+
+
+def _scripted(script: dict[str, list[str]] | None) -> ScriptedProvider:
+    if script is not None:
+        return ScriptedProvider(script)
+    if settings.LLM_SCRIPT:
+        return ScriptedProvider.from_file(Path(settings.LLM_SCRIPT))
+    raise LLMConfigError("the scripted provider needs a script: pass --script FILE.json or set "
+                         "LLM_SCRIPT; to use a real model set LLM_PROVIDER (see docs/llm.md)")

@@ -1,0 +1,66 @@
+"""Per-role overrides read from the environment; Django-free so settings.py can import it.
+
+`LLM_<FIELD>_<ROLE>` overrides one field of the global `LLM_<FIELD>` for one role, e.g.
+`LLM_MODEL_IMPLEMENTER=qwen2.5-coder:32b` or `LLM_PROVIDER_REFLECTOR=anthropic`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from autocoder.llm.types import ROLES
+
+# Longest names first, so LLM_BASE_URL_X is not read as field BASE with role URL_X.
+FIELDS: dict[str, str] = {
+    "BASE_URL": "base_url",
+    "API_KEY": "api_key",
+    "TIMEOUT_S": "timeout_s",
+    "MAX_RETRIES": "max_retries",
+    "PROVIDER": "provider",
+    "MODEL": "model",
+}
+
+
+class LLMSettingsError(ValueError):
+    """A per-role variable is misspelt or malformed; raised while settings load, at start-up."""
+
+
+def role_env_overrides(environ: Mapping[str, str] = os.environ) -> dict[str, dict[str, object]]:
+    """{role: {field: value}} from every non-empty `LLM_<FIELD>_<ROLE>` variable."""
+    overrides: dict[str, dict[str, object]] = {}
+    for name, value in environ.items():
+        parsed = _parse_name(name)
+        if parsed is None or not value.strip():
+            continue
+        field, role = parsed
+        overrides.setdefault(role, {})[field] = _parse_value(name, field, value.strip())
+    return overrides
+
+
+def _parse_name(name: str) -> tuple[str, str] | None:
+    for prefix, field in FIELDS.items():
+        head = f"LLM_{prefix}_"
+        if not name.startswith(head):
+            continue
+        suffix = name[len(head):].lower()
+        if suffix in ROLES:
+            return field, suffix
+        # A misspelt role would otherwise be ignored silently and the wrong model used.
+        if suffix:
+            raise LLMSettingsError(
+                f"{name}: unknown role {suffix!r}; roles are {', '.join(ROLES)}")
+    return None
+
+
+def _parse_value(name: str, field: str, value: str) -> object:
+    try:
+        if field == "timeout_s":
+            return float(value)
+        if field == "max_retries":
+            return int(value)
+    except ValueError:
+        raise LLMSettingsError(f"{name}={value!r} is not a number") from None
+    if field == "provider":
+        return value.lower()
+    return value

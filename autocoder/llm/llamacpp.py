@@ -1,0 +1,159 @@
+"""A GGUF model inside the worker process through llama-cpp-python (`pip install .[local]`).
+
+llama_cpp is imported only when this provider is built, so the project runs without it. A
+loaded model is shared by every provider instance for the same file (loading takes seconds and
+memory); llama.cpp contexts are not thread-safe, so calls on one model are serialized.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from autocoder.llm.base import BaseProvider, Reply, TextCallback
+from autocoder.llm.types import (
+    LLMBadRequest,
+    LLMConfigError,
+    LLMServerError,
+    LLMTimeout,
+    Message,
+    ProviderConfig,
+)
+
+INSTALL_HINT = "install the local extra: pip install .[local]"
+# llama.cpp generates until the context is full when no cap is given; keep replies bounded.
+DEFAULT_MAX_TOKENS = 1024
+
+_models: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
+_models_lock = threading.Lock()
+
+
+class _TokenMeter:
+    """A llama.cpp logits processor: runs once per generated token, so it counts and can stop.
+
+    It runs inside a ctypes callback where exceptions are swallowed, so past the deadline it
+    forces the end-of-sequence token instead, and the caller raises the timeout.
+    """
+
+    def __init__(self, deadline: float, eos_token: int) -> None:
+        self.deadline = deadline
+        self.eos_token = eos_token
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
+        self.expired = False
+
+    def __call__(self, input_ids: Any, scores: Any) -> Any:
+        if self.completion_tokens == 0:
+            self.prompt_tokens = len(input_ids)  # on the first token the context is the prompt
+        self.completion_tokens += 1
+        if self.expired or time.monotonic() > self.deadline:
+            self.expired = True
+            scores[:] = -float("inf")
+            scores[self.eos_token] = 0.0
+        return scores
+
+
+def load_model(path: Path, *, n_ctx: int) -> tuple[Any, threading.Lock]:
+    """The shared llama_cpp.Llama for `path` and the lock that serializes its use."""
+    key = (str(path.resolve()), n_ctx)
+    with _models_lock:
+        if key not in _models:
+            try:
+                import llama_cpp
+            except ImportError:
+                raise LLMConfigError(f"llama-cpp-python is not installed; {INSTALL_HINT}") \
+                    from None
+            try:
+                model = llama_cpp.Llama(model_path=key[0], n_ctx=n_ctx, verbose=False)
+            except (ValueError, RuntimeError) as error:
+                raise LLMConfigError(f"cannot load GGUF model {path}: {error}") from None
+            _pick_chat_format(model)
+            _models[key] = (model, threading.Lock())
+        return _models[key]
+
+
+def _pick_chat_format(model: Any) -> None:
+    """Use the architecture's chat format when the GGUF carries no chat template.
+
+    llama-cpp-python otherwise falls back to the llama-2 format, and a Gemma or Qwen model
+    prompted that way mostly answers with an immediate end-of-turn.
+    """
+    if model.metadata.get("tokenizer.chat_template") or model.chat_handler is not None:
+        return
+    from llama_cpp import llama_chat_format
+
+    architecture = model.metadata.get("general.architecture", "").rstrip("0123456789")
+    if architecture in llama_chat_format.LlamaChatCompletionHandlerRegistry()._chat_handlers:
+        model.chat_format = architecture
+
+
+class LlamaCppProvider(BaseProvider):
+    name = "llamacpp"
+
+    def __init__(self, config: ProviderConfig, *, n_ctx: int = 4096,
+                 retry_base_delay_s: float = 0.5) -> None:
+        super().__init__(config, retry_base_delay_s=retry_base_delay_s)
+        if not config.model:
+            raise LLMConfigError("the llamacpp provider needs the path of a .gguf file in "
+                                 "LLM_MODEL (or LLM_MODEL_<ROLE>)")
+        self.path = Path(config.model).expanduser()
+        if not self.path.is_file():
+            raise LLMConfigError(f"GGUF model file not found: {self.path}")
+        self.n_ctx = n_ctx
+        self._model, self._lock = load_model(self.path, n_ctx=n_ctx)
+
+    @property
+    def model_name(self) -> str:
+        return self.path.name
+
+    def _attempt(self, messages: list[Message], *, role: str, max_tokens: int | None,
+                 temperature: float | None, timeout_s: float,
+                 on_text: TextCallback | None) -> Reply:
+        deadline = time.monotonic() + timeout_s
+        if not self._lock.acquire(timeout=timeout_s):
+            raise LLMTimeout(f"{self.path.name} stayed busy with other calls for {timeout_s:g}s")
+        meter = _TokenMeter(deadline, self._model.token_eos())
+        try:
+            reply = self._generate(messages, max_tokens=max_tokens, temperature=temperature,
+                                   meter=meter, on_text=on_text)
+        except ValueError as error:
+            # llama-cpp-python signals a prompt longer than the context window this way.
+            raise LLMBadRequest(f"{self.path.name}: {error}") from None
+        except RuntimeError as error:
+            raise LLMServerError(f"{self.path.name}: {error}") from None
+        finally:
+            self._lock.release()
+        if meter.expired:
+            raise LLMTimeout(f"{self.path.name} did not finish within {timeout_s:g}s")
+        return reply
+
+    def _generate(self, messages: list[Message], *, max_tokens: int | None,
+                  temperature: float | None, meter: _TokenMeter,
+                  on_text: TextCallback | None) -> Reply:
+        import llama_cpp
+
+        request: dict[str, Any] = {
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
+            "logits_processor": llama_cpp.LogitsProcessorList([meter]),
+            "stream": on_text is not None,
+        }
+        if temperature is not None:
+            request["temperature"] = temperature
+        if on_text is None:
+            response = self._model.create_chat_completion(**request)
+            usage = response["usage"]
+            return Reply(text=response["choices"][0]["message"].get("content") or "",
+                         prompt_tokens=usage["prompt_tokens"],
+                         completion_tokens=usage["completion_tokens"], model=self.path.name)
+        parts: list[str] = []
+        for chunk in self._model.create_chat_completion(**request):
+            piece = chunk["choices"][0]["delta"].get("content") if chunk["choices"] else None
+            if piece:
+                parts.append(piece)
+                on_text("".join(parts))
+        # Streams carry no usage; the meter saw every token, which is the exact count.
+        return Reply(text="".join(parts), prompt_tokens=meter.prompt_tokens,
+                     completion_tokens=meter.completion_tokens, model=self.path.name)

@@ -1,0 +1,66 @@
+"""Per-team model choices, edited in the Django admin; they win over the environment."""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from autocoder.llm.types import ROLES, safe_url
+
+
+def validate_base_url(value: str) -> None:
+    # Not URLField: compose service names such as http://ollama:11434 have no dot in the host.
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ValidationError("Enter an http:// or https:// URL, e.g. http://ollama:11434/v1.")
+
+
+class TeamModelOverride(models.Model):
+    """One team's model for one role; blank fields keep what the environment says."""
+
+    class Provider(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible (OpenAI, Ollama, vLLM, llama.cpp, LM Studio)"
+        ANTHROPIC = "anthropic", "Anthropic"
+        LLAMACPP = "llamacpp", "llama.cpp in the worker (GGUF file)"
+
+    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE,
+                             related_name="model_overrides")
+    role = models.CharField(max_length=16, choices=[(role, role.title()) for role in ROLES])
+    provider = models.CharField(max_length=16, choices=Provider.choices, blank=True,
+                                help_text="Blank: the provider configured for this role.")
+    model = models.CharField(max_length=200, blank=True,
+                             help_text="Model name, or the .gguf path for llama.cpp. "
+                                       "Blank: the model configured for this role.")
+    base_url = models.CharField(max_length=500, blank=True, validators=[validate_base_url],
+                                verbose_name="base URL",
+                                help_text="Blank: the endpoint configured for this role.")
+    # Write-only in the admin and never logged; stored as given (protect database backups).
+    api_key = models.CharField(max_length=500, blank=True, verbose_name="API key")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "role"], name="unique_team_model_override"),
+        ]
+        ordering = ["team", "role"]
+        verbose_name = "team model override"
+
+    def __str__(self) -> str:
+        return f"{self.team} / {self.role}"
+
+    def __repr__(self) -> str:
+        return (f"<TeamModelOverride team={self.team_id} role={self.role} "
+                f"provider={self.provider!r} model={self.model!r} "
+                f"base_url={safe_url(self.base_url)!r} api_key={self.api_key_status}>")
+
+    @property
+    def api_key_status(self) -> str:
+        return "set" if self.api_key else "not set"
+
+    def as_layer(self) -> dict[str, object]:
+        """The fields this row sets, in the shape role_config layers over the environment."""
+        fields = {"provider": self.provider, "model": self.model, "base_url": self.base_url,
+                  "api_key": self.api_key}
+        return {name: value for name, value in fields.items() if value}
