@@ -28,7 +28,9 @@ def normalize_error_signature(text: str) -> str:
     """Reduce an error text to its stable shape: the last non-empty line carries the error."""
     lines = [line.strip() for line in (text or "").splitlines()
              if line.strip() and not _DECORATION.match(line.strip())]
-    signature = lines[-1] if lines else ""
+    # Cut before matching: the path rule backtracks quadratically on a long run of word
+    # characters (a 100 kB line took over a minute), and only the head can survive anyway.
+    signature = lines[-1][:MAX_SIGNATURE_CHARS * 4] if lines else ""
     for pattern, replacement in _RULES:
         signature = pattern.sub(replacement, signature)
     return signature.strip()[:MAX_SIGNATURE_CHARS]

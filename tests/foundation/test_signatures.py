@@ -38,3 +38,12 @@ def test_numbers_with_units_are_stripped_but_the_unit_kept() -> None:
     assert normalize_error_signature("TimeoutError: timed out after 30s").endswith("<n>s")
     # Digits inside identifiers are part of the name, not a value.
     assert "utf8" in normalize_error_signature("LookupError: unknown encoding utf8")
+
+
+def test_a_huge_single_line_is_normalised_quickly() -> None:
+    import time
+
+    started = time.perf_counter()
+    signature = normalize_error_signature("MemoryError: " + "y" * 1_000_000)
+    assert time.perf_counter() - started < 1.0
+    assert signature.startswith("MemoryError: yyy") and len(signature) <= 300
