@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from autocoder import config
 from autocoder.engine import selectors, services
 from autocoder.engine.spec import SpecError, spec_from_json
 from autocoder.llm import ScriptedProvider
@@ -22,6 +24,22 @@ from projects.services import demo_data_ensure
 
 # Statuses after which the command reports failure through its exit code.
 FAILED = {Run.Status.FAILED, Run.Status.ABORTED, Run.Status.CANCELLED}
+
+
+def ensure_schema() -> None:
+    """Bring the embedded database up to date on first use; never migrate a configured one
+    behind its operator's back."""
+    from django.core.management import call_command
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    executor = MigrationExecutor(connection)
+    if not executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        return
+    # manage.py has already pointed DATABASE_URL at the embedded server when none was given.
+    if str(config.embedded_pg_dir()) not in unquote(config.database_url()):
+        raise CommandError("the database has unapplied migrations: run manage.py migrate first")
+    call_command("migrate", interactive=False, verbosity=0)
 
 
 class Command(BaseCommand):
@@ -46,6 +64,7 @@ class Command(BaseCommand):
         script = self._script(options["script"]) if provider == "scripted" else None
         if options["max_iterations"] is not None and options["max_iterations"] < 1:
             raise CommandError("--max-iterations must be at least 1")
+        ensure_schema()
         team = self._team(options["team"])
         quiet = options["json"]
         run = services.generation_run(
@@ -95,8 +114,9 @@ class Command(BaseCommand):
         return team
 
     def _progress(self, run: Run) -> None:
-        self.stdout.write(f"run {run.id}: iteration {run.iteration}, next {run.phase}, "
-                          f"{run.status}")
+        if run.status == Run.Status.RUNNING:
+            self.stdout.write(f"run {run.id}  iteration {run.iteration + 1}/{run.max_iterations}"
+                              f"  next: {run.phase}")
 
     def _report(self, summary: dict[str, Any]) -> None:
         self.stdout.write(f"status      {summary['status']}")
