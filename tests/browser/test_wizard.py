@@ -1,0 +1,231 @@
+"""The requester's interview in a real browser (Chromium via Playwright) against a live server.
+
+Nothing is mocked: daphne serves the portal on the test database, the analyst and the run use
+the scripted provider (a recorded script, DESIGN 4.4), and a real Dramatiq worker in this
+process executes the run that "Start" queues (sandbox: bubblewrap).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from projects.models import Interview, Project, Run
+from tests.browser.conftest import SCREENSHOTS
+from tests.factories import PASSWORD, MembershipFactory, TeamFactory, UserFactory
+from tests.live import LiveServer
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+REQUEST = "I need something that greets a person by name, politely."
+
+
+@pytest.fixture
+def people() -> dict[str, Any]:
+    team = TeamFactory(slug="acme", name="Acme")
+    requester, reviewer = UserFactory(username="rita"), UserFactory(username="rob")
+    MembershipFactory(team=team, user=requester, role="requester")
+    MembershipFactory(team=team, user=reviewer, role="reviewer")
+    return {"team": team, "requester": requester, "reviewer": reviewer}
+
+
+def log_in(page: Page, server: LiveServer, username: str) -> None:
+    page.goto(f"{server.url}login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name=f"Welcome, {username}")).to_be_visible()
+
+
+def log_out(page: Page) -> None:
+    page.get_by_role("button", name="Log out").click()
+    expect(page.get_by_role("heading", name="Log in")).to_be_visible()
+
+
+def describe(page: Page, text: str = REQUEST) -> None:
+    page.get_by_role("link", name="New request").first.click()
+    expect(page.get_by_role("heading", name="What do you need?")).to_be_visible()
+    page.get_by_label("What do you need?").fill(text)
+    page.get_by_role("button", name="Continue").click()
+    expect(page.get_by_text("What separate actions should it offer?")).to_be_visible()
+
+
+def continue_(page: Page) -> None:
+    page.locator(".actions").get_by_role("button", name="Save and continue").click()
+
+
+def answer_actions(page: Page) -> None:
+    page.get_by_label("What separate actions should it offer?").fill(
+        "greet: say hello to someone by name")
+    continue_(page)
+    expect(page.get_by_text("What information does \u201cgreet\u201d need?")).to_be_visible()
+
+
+def fill_example(page: Page, number: int, given: str, result: str) -> None:
+    example = page.get_by_role("group", name=f"Example {number}", exact=True)
+    example.get_by_label("What goes in").fill(given)
+    example.get_by_label("What should come back").fill(result)
+
+
+def wait_for(condition: Any, timeout_s: float = 60, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
+
+
+def test_requester_journey_through_the_wizard_ends_with_a_running_project(
+        server: LiveServer, worker: Any, people: dict, context_factory: Any) -> None:
+    page = context_factory().new_page()
+    log_in(page, server, "rita")
+    page.get_by_role("link", name="New request").first.click()
+    expect(page.get_by_role("heading", name="What do you need?")).to_be_visible()
+    page.get_by_label("What do you need?").fill(REQUEST)
+    page.screenshot(path=str(SCREENSHOTS / "wizard-step1.png"), full_page=True)
+    page.get_by_role("button", name="Continue").click()
+
+    # The project shows on the board from step 1 on.
+    expect(page.get_by_text("What separate actions should it offer?")).to_be_visible()
+    project = Project.objects.get(requester=people["requester"])
+    assert project.status == Project.Status.INTERVIEWING
+
+    answer_actions(page)
+    page.get_by_label("What information does \u201cgreet\u201d need?").fill("name")
+    page.get_by_role("button", name=re.compile("^Skip this question")).nth(1).click()
+    expect(page.get_by_text("We will assume: \u201cgreet\u201d gives back exactly what its "
+                            "examples show.")).to_be_visible()
+    continue_(page)
+
+    expect(page.get_by_text("Give at least two concrete examples")).to_be_visible()
+    fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
+    fill_example(page, 2, "name: Linus", "message: Hello, Linus!")
+    page.get_by_label("What should \u201cgreet\u201d do with unusual input?").fill(
+        "Refuse an empty name with a clear message.")
+    page.screenshot(path=str(SCREENSHOTS / "wizard-questions.png"), full_page=True)
+    continue_(page)
+
+    expect(page.get_by_text("How much may the machine do on its own?")).to_be_visible()
+    page.get_by_label("Semi-automatic").check()
+    continue_(page)
+
+    # The analyst's questions come after the checklist; go back once and return.
+    formal = page.get_by_label("Should the greeting be formal or casual?")
+    formal.fill("Casual and friendly.")
+    page.get_by_role("button", name="Back").click()
+    expect(page.get_by_label("Semi-automatic")).to_be_checked()
+    continue_(page)
+    expect(formal).to_have_value("Casual and friendly.")
+    continue_(page)
+
+    expect(page.get_by_role("heading", name="Check your request")).to_be_visible()
+    assumptions = page.locator(".assumptions")
+    expect(assumptions.get_by_text("gives back exactly what its examples show")).to_be_visible()
+    expect(assumptions.get_by_text("One person per request.")).to_be_visible()  # blank, nice
+    page.screenshot(path=str(SCREENSHOTS / "wizard-summary.png"), full_page=True)
+
+    page.get_by_role("link", name="Edit", exact=True).click()
+    page.get_by_label("Short name").fill("greeter")
+    page.get_by_role("button", name="Save changes").click()
+    expect(page.get_by_role("heading", name="Check your request")).to_be_visible()
+    expect(page.locator(".summary-list dd").first).to_have_text("greeter")
+
+    page.get_by_role("button", name="Start").click()
+    expect(page.get_by_text("Started.", exact=False)).to_be_visible()
+    project.refresh_from_db()
+    assert project.spec["name"] == "greeter" and project.spec["autonomy"] == "semi"
+    assert Interview.objects.get(project=project).step == Interview.Step.STARTED
+    run = Run.objects.get(project=project)
+    # The worker takes the queued run; in semi-automatic mode it stops for the plan approval.
+    wait_for(lambda: Project.objects.get(pk=project.pk).status != Project.Status.QUEUED,
+             what="the worker to take the run")
+    wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.AWAITING_APPROVAL,
+             what="the plan approval")
+    assert Project.objects.get(pk=project.pk).status == Project.Status.AWAITING_APPROVAL
+
+
+def test_a_half_finished_interview_resumes_after_logging_out_and_in(
+        server: LiveServer, people: dict, context_factory: Any) -> None:
+    page = context_factory().new_page()
+    log_in(page, server, "rita")
+    describe(page)
+    answer_actions(page)
+    page.get_by_label("What information does \u201cgreet\u201d need?").fill("name")
+    log_out(page)  # the typed, unsaved answer is gone; the saved ones are not
+
+    log_in(page, server, "rita")
+    expect(page.get_by_role("heading", name="Continue where you left off")).to_be_visible()
+    page.get_by_role("link", name="greets-person-name").click()
+    expect(page.get_by_text("What information does \u201cgreet\u201d need?")).to_be_visible()
+    expect(page.get_by_label("What information does \u201cgreet\u201d need?")).to_have_value("")
+    page.get_by_role("button", name="Back").click()
+    expect(page.get_by_label("What separate actions should it offer?")).to_have_value(
+        "greet: say hello to someone by name")
+
+
+def test_validation_errors_are_in_plain_words_next_to_the_field(
+        server: LiveServer, people: dict, context_factory: Any) -> None:
+    page = context_factory().new_page()
+    log_in(page, server, "rita")
+    describe(page)
+    answer_actions(page)
+    page.get_by_label("What information does \u201cgreet\u201d need?").fill("name")
+    page.get_by_label("What should \u201cgreet\u201d give back?").fill("message")
+    continue_(page)
+
+    fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
+    fill_example(page, 2, "name: Linus\njust words", "")
+    continue_(page)
+    no_result = page.get_by_role("group", name="Example 2", exact=True).get_by_label(
+        "What should come back")
+    expect(no_result).to_have_attribute("aria-invalid", "true")
+    error = page.locator("#ex-c1-1-out-error")
+    expect(error).to_have_text(re.compile(
+        "Example 2 has no result: say what should come back for this input."))
+    expect(no_result).to_have_attribute("aria-describedby", re.compile("ex-c1-1-out-error"))
+    expect(page.locator("#ex-c1-1-in-error")).to_have_text(re.compile(
+        "Line 2 \\(\u201cjust words\u201d\\) needs a name, a colon and a value"))
+    # The error summary is announced and focused, and its links lead to the fields.
+    expect(page.get_by_role("alert")).to_be_focused()
+    page.get_by_role("link", name=re.compile("Example 2 has no result")).click()
+    expect(page).to_have_url(re.compile("#ex-c1-1-out$"))
+    # Nothing typed was lost.
+    expect(page.get_by_role("group", name="Example 2", exact=True).get_by_label(
+        "What goes in")).to_have_value("name: Linus\njust words")
+
+
+def test_step_one_can_be_completed_with_the_keyboard_alone(
+        server: LiveServer, people: dict, context_factory: Any) -> None:
+    page = context_factory().new_page()
+    log_in(page, server, "rita")
+    page.goto(f"{server.url}t/acme/new/")
+    textarea = page.get_by_label("What do you need?")
+    for _ in range(20):
+        page.keyboard.press("Tab")
+        if textarea.evaluate("el => el === document.activeElement"):
+            break
+    expect(textarea).to_be_focused()
+    page.keyboard.type(REQUEST)
+    page.keyboard.press("Tab")
+    expect(page.get_by_role("button", name="Continue")).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.get_by_text("What separate actions should it offer?")).to_be_visible()
+    assert Interview.objects.get(requester=people["requester"]).request == REQUEST
+
+
+def test_the_basic_path_works_without_javascript(
+        server: LiveServer, people: dict, context_factory: Any) -> None:
+    page = context_factory(java_script_enabled=False).new_page()
+    log_in(page, server, "rita")
+    describe(page)
+    page.get_by_role("button", name=re.compile("^Skip this question")).first.click()
+    expect(page.get_by_text("We will assume: It offers one action, called \u201crun\u201d"
+                            )).to_be_visible()
+    continue_(page)
+    expect(page.get_by_text("What information does \u201crun\u201d need?")).to_be_visible()
+    assert "/questions/?group=1" in page.url
