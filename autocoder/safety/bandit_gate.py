@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import tempfile
+import warnings
 from pathlib import Path
 
 from autocoder.safety.types import Finding
@@ -18,14 +19,16 @@ def _config():  # type: ignore[no-untyped-def]
 
 
 def _bandit_manager_module():  # type: ignore[no-untyped-def]
-    # bandit's INFO chatter is not for users, and stevedore reports at ERROR level that
-    # bandit's optional SARIF formatter is not installed, which the gate never uses.
-    logging.getLogger("bandit").setLevel(logging.ERROR)
+    # bandit's log is not for users: a file it cannot scan becomes a finding instead, and
+    # stevedore reports at ERROR level that bandit's optional SARIF formatter is missing.
+    logging.getLogger("bandit").setLevel(logging.CRITICAL)
     stevedore = logging.getLogger("stevedore.extension")
     level = stevedore.level
     stevedore.setLevel(logging.CRITICAL)
     try:
-        from bandit.core import manager
+        with warnings.catch_warnings():  # stevedore deprecations, nothing about scanned code
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from bandit.core import manager
     finally:
         stevedore.setLevel(level)
     return manager
