@@ -631,7 +631,8 @@ def run_outcome(run: Run, spec: Spec, status: str) -> lessons_port.RunOutcome:
         fixed = following is not None and following.error_signature != it.error_signature \
             and (following.succeeded or following.pass_rate > it.pass_rate)
         reflections.append(lessons_port.Reflection(
-            iteration=it.number, error_text="\n".join(it.failures)[:2000],
+            # The signature goes last: lessons key a mistake by the error text's last line.
+            iteration=it.number, error_text="\n".join([*it.failures, it.error_signature])[-2000:],
             failed_approach=it.plan[:2000], reflection=it.reflection, fixed_by_next=fixed,
             fix_summary=(following.reply_prose or following.diff[:1500]) if fixed and following
             else "",
