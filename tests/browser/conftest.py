@@ -18,6 +18,7 @@ from typing import Any
 import dramatiq
 import pytest
 
+from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.live import LiveServer, live_asgi_server
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -98,6 +99,16 @@ def worker(clean_redis: Any) -> Iterator[dramatiq.Worker]:
         yield running
     finally:
         running.stop()
+
+
+@pytest.fixture
+def people(transactional_db: None) -> dict[str, Any]:
+    """Team "acme" with a requester (rita) and a reviewer (rob)."""
+    team = TeamFactory(slug="acme", name="Acme")
+    requester, reviewer = UserFactory(username="rita"), UserFactory(username="rob")
+    MembershipFactory(team=team, user=requester, role="requester")
+    MembershipFactory(team=team, user=reviewer, role="reviewer")
+    return {"team": team, "requester": requester, "reviewer": reviewer}
 
 
 @pytest.fixture

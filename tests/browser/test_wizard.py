@@ -8,77 +8,26 @@ process executes the run that "Start" queues (sandbox: bubblewrap).
 from __future__ import annotations
 
 import re
-import time
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from projects.models import Interview, Project, Run
 from tests.browser.conftest import SCREENSHOTS
-from tests.factories import PASSWORD, MembershipFactory, TeamFactory, UserFactory
+from tests.browser.pages import (
+    REQUEST,
+    answer_actions,
+    continue_,
+    describe,
+    fill_example,
+    log_in,
+    log_out,
+    wait_for,
+)
 from tests.live import LiveServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-REQUEST = "I need something that greets a person by name, politely."
-
-
-@pytest.fixture
-def people() -> dict[str, Any]:
-    team = TeamFactory(slug="acme", name="Acme")
-    requester, reviewer = UserFactory(username="rita"), UserFactory(username="rob")
-    MembershipFactory(team=team, user=requester, role="requester")
-    MembershipFactory(team=team, user=reviewer, role="reviewer")
-    return {"team": team, "requester": requester, "reviewer": reviewer}
-
-
-def log_in(page: Page, server: LiveServer, username: str) -> None:
-    page.goto(f"{server.url}login/")
-    page.get_by_label("Username").fill(username)
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Log in").click()
-    expect(page.get_by_role("heading", name=f"Welcome, {username}")).to_be_visible()
-
-
-def log_out(page: Page) -> None:
-    page.get_by_role("button", name="Log out").click()
-    expect(page.get_by_role("heading", name="Log in")).to_be_visible()
-
-
-def describe(page: Page, text: str = REQUEST) -> None:
-    page.get_by_role("link", name="New request").first.click()
-    expect(page.get_by_role("heading", name="What do you need?")).to_be_visible()
-    page.get_by_label("What do you need?").fill(text)
-    page.get_by_role("button", name="Continue").click()
-    expect(page.get_by_text("What separate actions should it offer?")).to_be_visible()
-
-
-def continue_(page: Page) -> None:
-    page.locator(".actions").get_by_role("button", name="Save and continue").click()
-
-
-def answer_actions(page: Page) -> None:
-    page.get_by_label("What separate actions should it offer?").fill(
-        "greet: say hello to someone by name")
-    continue_(page)
-    expect(page.get_by_text("What information does \u201cgreet\u201d need?")).to_be_visible()
-
-
-def fill_example(page: Page, number: int, given: str, result: str) -> None:
-    example = page.get_by_role("group", name=f"Example {number}", exact=True)
-    example.get_by_label("What goes in").fill(given)
-    example.get_by_label("What should come back").fill(result)
-
-
-def wait_for(condition: Any, timeout_s: float = 60, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")
-
 
 def test_requester_journey_through_the_wizard_ends_with_a_running_project(
         server: LiveServer, worker: Any, people: dict, context_factory: Any) -> None:

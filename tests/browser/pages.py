@@ -1,0 +1,61 @@
+"""Steps a person takes in the browser, shared by the browser tests."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from playwright.sync_api import Page, expect
+
+from tests.factories import PASSWORD
+from tests.live import LiveServer
+
+REQUEST = "I need something that greets a person by name, politely."
+
+
+def log_in(page: Page, server: LiveServer, username: str) -> None:
+    page.goto(f"{server.url}login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name=f"Welcome, {username}")).to_be_visible()
+
+
+def log_out(page: Page) -> None:
+    page.get_by_role("button", name="Log out").click()
+    expect(page.get_by_role("heading", name="Log in")).to_be_visible()
+
+
+def describe(page: Page, text: str = REQUEST) -> None:
+    page.get_by_role("link", name="New request").first.click()
+    expect(page.get_by_role("heading", name="What do you need?")).to_be_visible()
+    page.get_by_label("What do you need?").fill(text)
+    page.get_by_role("button", name="Continue").click()
+    expect(page.get_by_text("What separate actions should it offer?")).to_be_visible()
+
+
+def continue_(page: Page) -> None:
+    page.locator(".actions").get_by_role("button", name="Save and continue").click()
+
+
+def answer_actions(page: Page) -> None:
+    page.get_by_label("What separate actions should it offer?").fill(
+        "greet: say hello to someone by name")
+    continue_(page)
+    expect(page.get_by_text("What information does \u201cgreet\u201d need?")).to_be_visible()
+
+
+def fill_example(page: Page, number: int, given: str, result: str) -> None:
+    example = page.get_by_role("group", name=f"Example {number}", exact=True)
+    example.get_by_label("What goes in").fill(given)
+    example.get_by_label("What should come back").fill(result)
+
+
+def wait_for(condition: Callable[[], bool], timeout_s: float = 60,
+             what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")

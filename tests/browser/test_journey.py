@@ -1,0 +1,113 @@
+"""The whole journey in two browsers: a requester's interview, a reviewer's live board and the
+approvals, until the run has succeeded and its publish request is approved.
+
+Nothing is mocked: daphne on the test database, Redis channel layer for the live pages, the
+scripted provider replaying a recorded script (DESIGN 4.4), a real Dramatiq worker in this
+process, bubblewrap as the sandbox for the plugin's tests.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from projects.models import ApprovalRequest, Project, Run
+from tests.browser.pages import (
+    answer_actions,
+    continue_,
+    describe,
+    fill_example,
+    log_in,
+    wait_for,
+)
+from tests.live import LiveServer
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+LIVE_S = 60_000  # ms: a run step includes a sandboxed pytest run on a shared 2-core machine
+
+
+def interview_to_summary(page: Page) -> None:
+    describe(page)
+    answer_actions(page)
+    page.get_by_label("What information does \u201cgreet\u201d need?").fill("name")
+    page.get_by_label("What should \u201cgreet\u201d give back?").fill("message")
+    continue_(page)
+    fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
+    fill_example(page, 2, "name: Linus", "message: Hello, Linus!")
+    page.get_by_label("What should \u201cgreet\u201d do with unusual input?").fill(
+        "Refuse an empty name with a clear message.")
+    continue_(page)
+    page.get_by_label("Semi-automatic").check()
+    page.get_by_label("Is there anything it must always or never do?").fill(
+        "Standard library only")
+    continue_(page)
+    page.get_by_label("Should the greeting be formal or casual?").fill("Casual.")
+    continue_(page)
+    expect(page.get_by_role("heading", name="Check your request")).to_be_visible()
+
+
+def card(board: Page, column: str, name: str) -> Any:
+    return board.locator(f"#col-{column}").get_by_role("heading", name=name)
+
+
+def approve_from_board(board: Page, kind: str) -> None:
+    """Open the card's pending request from the board, look at the diff, approve it."""
+    board.locator("#col-awaiting_approval").get_by_role(
+        "link", name=re.compile("Needs a human")).click()
+    expect(board.get_by_role("heading", name=f"{kind} request: greeter")).to_be_visible()
+    if kind == "Publish":
+        diff = board.get_by_role("region", name=re.compile("^Code"))
+        expect(diff).to_contain_text("greeter/plugin.py")
+        expect(diff).to_contain_text("Hello, {name}!")
+    board.get_by_label("Approve", exact=True).check()
+    board.get_by_role("button", name="Send decision").click()
+    expect(board.locator(".messages")).to_be_visible()
+
+
+def test_request_to_succeeded_run_across_wizard_board_and_approvals(
+        server: LiveServer, worker: Any, people: dict, context_factory: Any) -> None:
+    reviewer = context_factory().new_page()
+    log_in(reviewer, server, "rob")
+    reviewer.goto(f"{server.url}t/acme/board/")
+    expect(reviewer.get_by_role("heading", name="Acme board")).to_be_visible()
+    reviewer.evaluate("window.__sameDocument = true")  # gone if the board page ever reloads
+
+    requester = context_factory().new_page()
+    log_in(requester, server, "rita")
+    interview_to_summary(requester)
+    expect(card(reviewer, "interviewing", "greets-person-name")).to_be_visible(timeout=LIVE_S)
+
+    requester.get_by_role("link", name="Edit", exact=True).click()
+    requester.get_by_label("Short name").fill("greeter")
+    requester.get_by_role("button", name="Save changes").click()
+    expect(card(reviewer, "interviewing", "greeter")).to_be_visible(timeout=LIVE_S)
+
+    requester.get_by_role("button", name="Start").click()
+    expect(requester.get_by_role("heading", name=re.compile("greeter"))).to_be_visible()
+    project = Project.objects.get(name="greeter")
+    run = Run.objects.get(project=project)
+    assert requester.url.endswith(f"/runs/{run.pk}/")
+
+    # Semi-automatic: the plan waits for a reviewer; the board moved the card by itself.
+    expect(card(reviewer, "awaiting_approval", "greeter")).to_be_visible(timeout=LIVE_S)
+    assert reviewer.evaluate("window.__sameDocument === true")
+    approve_from_board(reviewer, "Plan")
+
+    wait_for(lambda: ApprovalRequest.objects.filter(
+        run=run, kind=ApprovalRequest.Kind.PUBLISH, status="pending").exists(),
+        timeout_s=240, what="the run to succeed and ask for its publish approval")
+    assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
+    reviewer.get_by_role("link", name="Acme board").click()
+    expect(card(reviewer, "awaiting_approval", "greeter")).to_be_visible()
+    approve_from_board(reviewer, "Publish")
+
+    wait_for(lambda: Project.objects.get(pk=project.pk).status == Project.Status.SUCCEEDED,
+             what="the publish approval to finish the project")
+    assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
+    expect(requester.locator("main")).to_contain_text("Succeeded", timeout=LIVE_S)
+    reviewer.get_by_role("link", name="Acme board").click()
+    expect(card(reviewer, "succeeded", "greeter")).to_be_visible()
