@@ -178,3 +178,14 @@ LOGGING = {
 EMBEDDINGS_BASE_URL = env.str("EMBEDDINGS_BASE_URL", default="")
 EMBEDDINGS_MODEL = env.str("EMBEDDINGS_MODEL", default="")
 EMBEDDINGS_API_KEY = env.str("EMBEDDINGS_API_KEY", default="")
+
+# Generation engine (docs/engine.md): run budgets, the sandbox limits of one test run, when a
+# change counts as major (semi autonomy), and how often a step may fail before the run does.
+ENGINE_MAX_TOKENS = env.int("ENGINE_MAX_TOKENS", default=200_000)
+ENGINE_MAX_WALL_S = env.int("ENGINE_MAX_WALL_S", default=3600)
+ENGINE_SANDBOX_TIMEOUT_S = env.float("ENGINE_SANDBOX_TIMEOUT_S", default=60.0)
+ENGINE_SANDBOX_MEMORY_MB = env.int("ENGINE_SANDBOX_MEMORY_MB", default=512)
+ENGINE_MAJOR_DIFF_LINES = env.int("ENGINE_MAJOR_DIFF_LINES", default=400)
+ENGINE_STEP_MAX_ATTEMPTS = env.int("ENGINE_STEP_MAX_ATTEMPTS", default=3)
+ENGINE_RETRY_DELAY_MS = env.int("ENGINE_RETRY_DELAY_MS", default=2000)
+ENGINE_PROMPT_BUDGET_CHARS = env.int("ENGINE_PROMPT_BUDGET_CHARS", default=24000)
