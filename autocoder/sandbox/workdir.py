@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import functools
 import os
 import shutil
 import stat
@@ -85,6 +86,11 @@ class Workdir:
         if self.mounted:
             _umount(self.path)
             self.mounted = False
+            try:  # the detached tmpfs took the job's files with it: an empty mountpoint
+                os.rmdir(self.path)
+                return
+            except OSError:
+                pass
         remove_tree(self.path)
 
     def write(self, files: dict[str, str | bytes]) -> None:
@@ -116,6 +122,7 @@ class Workdir:
             os.chown(path, *self.owner, follow_symlinks=False)
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL:
     return ctypes.CDLL(None, use_errno=True)
 
