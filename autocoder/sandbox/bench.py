@@ -76,7 +76,7 @@ def plugin_source(lines: int = 500) -> str:
     return "\n".join(out) + "\n"
 
 
-def gate(runs: int = 20) -> dict[str, float]:
+def gate(runs: int = 20) -> dict[str, float | str]:
     from autocoder.safety import scan_files
 
     files = {"bench_plugin/plugin.py": plugin_source()}

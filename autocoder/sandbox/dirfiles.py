@@ -11,12 +11,12 @@ from autocoder.sandbox.types import Limits
 SKIPPED_DIRS = frozenset({"__pycache__", ".git", ".pytest_cache", ".mypy_cache", ".ruff_cache"})
 
 
-def read_job_dir(root: Path, limits: Limits) -> dict[str, bytes]:
+def read_job_dir(root: Path, limits: Limits) -> dict[str, str | bytes]:
     """Regular files under root (symlinks skipped: they could point anywhere on the host)."""
     if not root.is_dir():
         raise ValueError(f"{root} is not a directory")
     budget = limits.workdir_mb * 1024 * 1024
-    files: dict[str, bytes] = {}
+    files: dict[str, str | bytes] = {}
     for current, dirs, names in os.walk(root):
         dirs[:] = sorted(d for d in dirs if d not in SKIPPED_DIRS
                          and not os.path.islink(os.path.join(current, d)))

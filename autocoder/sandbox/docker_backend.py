@@ -109,24 +109,25 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
         collect: list[str] | None = None, cancel_check: Callable[[], bool] | None = None,
         client: Any = None, image: str | None = None) -> RunResult:
     """`client` is a docker.DockerClient (docker.from_env() when omitted)."""
-    import docker
+    from docker.client import from_env
+    from docker.errors import DockerException
 
     marker = f"@@autocoder-frame-{secrets.token_hex(8)}@@"
     argv = entry_command(files, command, limits, collect or [], marker)
     try:
-        client = client or docker.from_env()
+        client = client or from_env()
         container = client.containers.create(**container_kwargs(
             image=image or default_image(), command=argv, limits=limits))
-    except docker.errors.DockerException as exc:
+    except DockerException as exc:
         raise SandboxError(f"docker could not create the sandbox container: {exc}") from exc
     try:
         return _drive(container, limits, marker, cancel_check)
-    except docker.errors.DockerException as exc:
+    except DockerException as exc:
         raise SandboxError(f"docker failed during the run: {exc}") from exc
     finally:
         try:
             container.remove(force=True)
-        except docker.errors.DockerException:
+        except DockerException:
             pass  # already gone; nothing of the run survives it
 
 

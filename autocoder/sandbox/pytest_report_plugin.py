@@ -9,7 +9,7 @@ import os
 
 REPORT_PATH = os.path.join(".autocoder", "pytest-report.json")
 MAX_MESSAGE = 2000
-_outcomes = {}
+_outcomes: dict = {}  # nodeid -> outcome record
 
 
 def _message(report):
