@@ -98,14 +98,16 @@ class Workdir:
             rel = safe_relpath(name)
             data = content.encode("utf-8") if isinstance(content, str) else bytes(content)
             target = self.path.joinpath(*rel.parts)
-            self._make_parents(target.parent)
             try:
+                self._make_parents(target.parent)
                 target.write_bytes(data)
             except OSError as exc:
                 if exc.errno in (errno.ENOSPC, errno.EFBIG):
                     raise ValueError(f"the job's files do not fit in the {self.size_mb} MB "
                                      f"workdir ({name})") from exc
-                raise
+                # e.g. both "a" and "a/b" given: one path is a file and a directory
+                raise ValueError(f"cannot write {name!r} into the workdir: "
+                                 f"{exc.strerror}") from exc
             self._own(target)
 
     def _make_parents(self, directory: Path) -> None:

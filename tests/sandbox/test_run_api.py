@@ -53,6 +53,12 @@ def test_file_paths_escaping_the_workdir_raise(name: str) -> None:
     assert our_workdirs() == []
 
 
+def test_a_path_that_is_both_file_and_directory_raises() -> None:
+    with pytest.raises(ValueError, match="cannot write"):
+        run({"a": "file", "a/b": "inside"}, ["python", "-c", "pass"], QUICK)
+    assert our_workdirs() == []
+
+
 def test_collect_patterns_escaping_the_workdir_raise() -> None:
     with pytest.raises(ValueError):
         run({}, ["python", "-c", "pass"], QUICK, collect=["../*"])
