@@ -31,7 +31,8 @@ def board_filters(params: QueryDict) -> BoardFilters:
 @login_required
 def board(request: HttpRequest, slug: str) -> HttpResponse:
     team, membership = get_team_for_member(request.user, slug)
-    request.session[SESSION_KEY] = team.slug
+    if request.session.get(SESSION_KEY) != team.slug:  # the board's team becomes the current one
+        request.session[SESSION_KEY] = team.slug
     context = _context(team, membership, board_filters(request.GET))
     template = "projects/board.html#board" if request.htmx else "projects/board.html"
     return render(request, template, context)
@@ -55,12 +56,13 @@ def queue_move(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 
 
 def _context(team: Team, membership: Membership, filters: BoardFilters) -> dict[str, Any]:
+    limit = None if filters.status else COLUMN_LIMIT
     return {
         "team": team, "membership": membership, "filters": filters,
-        "board": board_for(team=team, membership=membership, filters=filters),
+        "board": board_for(team=team, membership=membership, filters=filters, limit=limit),
         "may_reorder": membership.can_review, "move_directions": ("up", "down"),
+        "move_url_prefix": reverse("board_queue_move", args=[team.slug, 0])[:-len("0/move/")],
         "column_choices": [(column.key, column.label) for column in COLUMNS],
-        "column_limit": None if filters.status else COLUMN_LIMIT,
     }
 
 
