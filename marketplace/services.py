@@ -317,16 +317,22 @@ def _approvals(version: PluginVersion) -> int:
 
 def _decide_via_run_approval(version: PluginVersion, user: AbstractBaseUser, approve: bool,
                              comment: str) -> PluginVersion:
-    from autocoder.engine.services import ApprovalConflict, approval_decide
+    """A generated version's gate is its run's publish request: the vote goes through the
+    approval screens' service (N approvals, audit, notifications, the engine's decision)."""
+    from projects.selectors.approvals import approval_candidate
+    from projects.services.approvals import AlreadyDecided, ApprovalError, approval_vote_cast
 
     approval = ApprovalRequest.objects.select_related("project__team").get(pk=version.approval_id)
     if approval.status == ApprovalRequest.Status.PENDING:
         try:
-            approval = approval_decide(approval=approval, user=user,
-                                       decision="approve" if approve else "reject",
-                                       comment=comment)
-        except ApprovalConflict as exc:
+            approval_vote_cast(approval=approval, user=user,
+                               decision="approve" if approve else "reject", comment=comment,
+                               candidate=approval_candidate(approval))
+        except AlreadyDecided as exc:
             raise DecisionConflict(str(exc)) from exc
+        except ApprovalError as exc:
+            raise PermissionDenied(str(exc)) from exc
+        approval.refresh_from_db()
     publish_approval_decided(approval=approval)
     version.refresh_from_db()
     return version
