@@ -181,7 +181,7 @@ def is_answered(question: Mapping[str, Any], state: Mapping[str, Any]) -> bool:
         return bool(command and str(command.get(kind, "")).strip())
     if kind == "examples":
         command = command_by_key(state, question["command"])
-        return bool(command) and not examples_errors(command)
+        return command is not None and not examples_errors(command)
     return bool(str(question.get("answer", "")).strip())
 
 
@@ -302,10 +302,11 @@ def parse_example_output(text: str, json_mode: bool) -> tuple[Any, list[str]]:
 def _parse_json(text: str) -> tuple[Any, str]:
     try:
         value = json.loads(text)
-    except ValueError as error:
-        where = f" (line {error.lineno}, column {error.colno})" if hasattr(error, "lineno") else ""
-        reason = error.msg if hasattr(error, "msg") else str(error)
-        return None, f"This is not valid JSON{where}: {reason}."
+    except json.JSONDecodeError as error:
+        return None, (f"This is not valid JSON (line {error.lineno}, column {error.colno}): "
+                      f"{error.msg}.")
+    except (ValueError, RecursionError) as error:
+        return None, f"This is not valid JSON: {error}."
     if isinstance(value, float) and not math.isfinite(value):
         return None, "This is not valid JSON: numbers must be finite."
     return value, ""
@@ -412,11 +413,11 @@ def examples_from_form(data: Mapping[str, Any], command_key: str) -> list[dict[s
     for index in range(MAX_EXAMPLES_PER_COMMAND + 5):
         if example_field(command_key, index, "in") not in data:
             break
-        row = {"input": str(data.get(example_field(command_key, index, "in"), "")),
-               "output": str(data.get(example_field(command_key, index, "out"), "")),
-               "json": bool(data.get(example_field(command_key, index, "json")))}
-        if row["input"].strip() or row["output"].strip():
-            rows.append(row)
+        given = str(data.get(example_field(command_key, index, "in"), ""))
+        result = str(data.get(example_field(command_key, index, "out"), ""))
+        if given.strip() or result.strip():
+            rows.append({"input": given, "output": result,
+                         "json": bool(data.get(example_field(command_key, index, "json")))})
     return rows
 
 
@@ -592,19 +593,20 @@ def assemble(request: str, state: Mapping[str, Any],
         commands.append(_spec_command(command))
         example_rows.append(_example_rows(command))
     stated = assumptions(questions, state)
-    spec = {
+    constraints = _constraints(state, questions, stated)
+    spec: dict[str, Any] = {
         "name": str(state.get("name", "")).strip(),
         "summary": str(state.get("summary", "")).strip() or request.strip(),
         "commands": commands,
-        "constraints": _constraints(state, questions, stated),
+        "constraints": constraints,
         "autonomy": state.get("autonomy") or "semi",
         "quality_threshold": 0.85,
         "max_iterations": 10,
     }
-    if len(spec["constraints"]) > MAX_CONSTRAINTS:
+    if len(constraints) > MAX_CONSTRAINTS:
         errors.setdefault(FIELD_CONSTRAINTS, []).append(
             f"Please keep the rules, answers and assumptions to at most {MAX_CONSTRAINTS} lines "
-            f"in all (there are {len(spec['constraints'])}).")
+            f"in all (there are {len(constraints)}).")
     if not errors:
         _spec_errors(spec, state, example_rows, errors)
     return Assembly(spec=spec, errors=errors, assumptions=stated)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -34,7 +35,7 @@ class QuestionView:
     assumption: str
     priority_label: str
     command: dict[str, Any] | None = None
-    examples: list[dict[str, Any]] = field(default_factory=list)
+    examples: list[dict[str, Any]] = dataclass_field(default_factory=list)
     placeholder: str = ""
 
 

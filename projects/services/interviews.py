@@ -7,6 +7,7 @@ each other's answers.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -24,7 +25,8 @@ from projects.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
 
-ANALYST_TIMEOUT_S = 45.0
+ANALYST_TIMEOUT_S = 30.0
+ANALYST_MAX_RETRIES = 1
 ANALYST_MAX_TOKENS = 800
 
 ProviderFor = Callable[[Interview], Provider]
@@ -51,9 +53,13 @@ class Saved:
 
 
 def _analyst_provider(interview: Interview) -> Provider:
-    from autocoder.llm import provider_for_role
+    """The team's analyst model, kept short: a person is waiting for the next page."""
+    from autocoder.llm import build_provider, role_config
 
-    return provider_for_role("analyst", team_id=interview.team_id)
+    config = role_config("analyst", team_id=interview.team_id)
+    config = dataclasses.replace(config, timeout_s=min(config.timeout_s, ANALYST_TIMEOUT_S),
+                                 max_retries=min(config.max_retries, ANALYST_MAX_RETRIES))
+    return build_provider(config)
 
 
 def interview_create(*, team: Team, requester: AbstractBaseUser, request_text: str,

@@ -6,15 +6,17 @@ URL pushed), plain form posts get a redirect, so the basic path needs no JavaScr
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url
+from django_htmx.middleware import HtmxDetails
 
 from projects import interview_logic as logic
 from projects.models import Interview, Membership, Run
@@ -32,12 +34,21 @@ SUMMARY = "projects/interviews/summary.html"
 CLOSED = "This request has already started, so its answers can no longer change."
 
 
-def _render(request: HttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+def _user(request: HttpRequest) -> AbstractBaseUser:
+    # Every view here is behind login_required.
+    return cast(AbstractBaseUser, request.user)
+
+
+def _render(request: HtmxHttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
     name = f"{template}#wizard" if request.htmx else template
     return render(request, name, context)
 
 
-def _go(request: HttpRequest, url: str, page: HttpResponse | None = None) -> HttpResponse:
+def _go(request: HtmxHttpRequest, url: str, page: HttpResponse | None = None) -> HttpResponse:
     """After a successful post: htmx swaps in the next page and pushes its URL; without
     JavaScript the browser follows a redirect (post/redirect/get)."""
     if request.htmx and page is not None:
@@ -50,7 +61,7 @@ def _questions_url(interview: Interview, group: int | None) -> str:
     return url if group is None else f"{url}?group={group}"
 
 
-def _closed(request: HttpRequest, interview: Interview) -> HttpResponse:
+def _closed(request: HtmxHttpRequest, interview: Interview) -> HttpResponse:
     messages.info(request, CLOSED)
     url = reverse("interview_summary", args=[interview.pk])
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
@@ -60,7 +71,7 @@ def _closed(request: HttpRequest, interview: Interview) -> HttpResponse:
 
 
 @login_required
-def interview_new_current(request: HttpRequest) -> HttpResponse:
+def interview_new_current(request: HtmxHttpRequest) -> HttpResponse:
     """The nav's "New request": the wizard for the team the user is working in."""
     team = request.team  # type: ignore[attr-defined]
     if not team:
@@ -70,12 +81,12 @@ def interview_new_current(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def interview_new(request: HttpRequest, slug: str) -> HttpResponse:
+def interview_new(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     team, _ = get_team_for_member(request.user, slug)
     text = request.POST.get("request", "")
     errors = {logic.FIELD_REQUEST: logic.request_errors(text)} if request.method == "POST" else {}
     if request.method == "POST" and not errors[logic.FIELD_REQUEST]:
-        interview = services.interview_create(team=team, requester=request.user,
+        interview = services.interview_create(team=team, requester=_user(request),
                                               request_text=text)
         return _go(request, _questions_url(interview, None),
                    _questions_response(request, interview, None, {}))
@@ -85,7 +96,7 @@ def interview_new(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-def interview_describe(request: HttpRequest, pk: int) -> HttpResponse:
+def interview_describe(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     interview, _ = get_interview_for_editor(request.user, pk)
     if interview.is_started:
         return _closed(request, interview)
@@ -113,7 +124,7 @@ def _present(errors: dict[str, list[str]]) -> dict[str, list[str]]:
 
 
 @login_required
-def interview_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def interview_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     """Where a half-finished interview goes on: the step it was left at."""
     interview, membership = get_interview_for_member(request.user, pk)
     if interview.step == Interview.Step.QUESTIONS and _may_edit(request, interview, membership):
@@ -123,7 +134,7 @@ def interview_detail(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("interview_summary", pk=interview.pk)
 
 
-def _may_edit(request: HttpRequest, interview: Interview, membership: Membership) -> bool:
+def _may_edit(request: HtmxHttpRequest, interview: Interview, membership: Membership) -> bool:
     return not interview.is_started and (
         interview.requester_id == request.user.pk or membership.can_review)
 
@@ -132,7 +143,7 @@ def _may_edit(request: HttpRequest, interview: Interview, membership: Membership
 
 
 @login_required
-def interview_questions(request: HttpRequest, pk: int) -> HttpResponse:
+def interview_questions(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     interview, _ = get_interview_for_editor(request.user, pk)
     if interview.is_started:
         return _closed(request, interview)
@@ -148,7 +159,7 @@ def _group_param(value: str | None) -> int | None:
         return None
 
 
-def _questions_post(request: HttpRequest, interview: Interview) -> HttpResponse:
+def _questions_post(request: HtmxHttpRequest, interview: Interview) -> HttpResponse:
     group = _group_param(request.POST.get("group")) or 0
     try:
         saved = services.interview_answers_save(
@@ -173,7 +184,7 @@ def _questions_post(request: HttpRequest, interview: Interview) -> HttpResponse:
                _questions_response(request, interview, saved.group, {}))
 
 
-def _questions_response(request: HttpRequest, interview: Interview, group: int | None,
+def _questions_response(request: HtmxHttpRequest, interview: Interview, group: int | None,
                         errors: dict[str, list[str]]) -> HttpResponse:
     if group is None:
         group = logic.first_open_group(interview.questions, interview.state)
@@ -189,7 +200,7 @@ def _questions_response(request: HttpRequest, interview: Interview, group: int |
 
 
 @login_required
-def interview_summary(request: HttpRequest, pk: int) -> HttpResponse:
+def interview_summary(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     interview, membership = get_interview_for_member(request.user, pk)
     editable = _may_edit(request, interview, membership)
     if request.method == "POST":
@@ -211,7 +222,7 @@ def interview_summary(request: HttpRequest, pk: int) -> HttpResponse:
     return _summary_response(request, interview, edit=edit, editable=editable)
 
 
-def _summary_response(request: HttpRequest, interview: Interview, *,
+def _summary_response(request: HtmxHttpRequest, interview: Interview, *,
                       errors: dict[str, list[str]] | None = None, edit: bool = False,
                       editable: bool = True, saved: bool = False) -> HttpResponse:
     context = {"interview": interview, "team": interview.team,
@@ -225,12 +236,12 @@ def _summary_response(request: HttpRequest, interview: Interview, *,
 
 @login_required
 @require_POST
-def interview_start(request: HttpRequest, pk: int) -> HttpResponse:
+def interview_start(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     interview, _ = get_interview_for_editor(request.user, pk)
     if interview.is_started:
         return _closed(request, interview)
     try:
-        run = services.interview_start(interview=interview, user=request.user)
+        run = services.interview_start(interview=interview, user=_user(request))
     except services.InterviewClosed:
         return _closed(request, interview)
     except services.InterviewInvalid as invalid:

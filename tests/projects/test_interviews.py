@@ -402,3 +402,20 @@ def test_start_without_a_configured_model_explains_and_keeps_the_answers(
     interview.refresh_from_db()
     assert interview.step == Interview.Step.SUMMARY
     assert Project.objects.get(pk=interview.project_id).status == "interviewing"
+
+
+def test_an_unreachable_model_does_not_stop_the_interview(
+        team_with_roles: dict, settings: Any) -> None:
+    """A real OpenAI-compatible provider pointed at a port nobody listens on."""
+    from tests.live import free_port
+
+    settings.LLM_PROVIDER, settings.LLM_MODEL = "openai", "analyst-model"
+    settings.LLM_BASE_URL = f"http://127.0.0.1:{free_port()}/v1"
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    interview.refresh_from_db()
+    assert not [q for q in interview.questions if q["source"] == "analyst"]
+    call = LLMCall.objects.get(role="analyst")
+    assert call.error and call.provider == "openai" and call.reply == ""
+    response = answer_checklist(client, interview)
+    assert response["Location"] == reverse("interview_summary", args=[interview.pk])
