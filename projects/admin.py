@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
-from projects.models import AuditEntry, Membership, Team
+from projects.models import AuditEntry, Interview, Membership, Team
 
 
 class MembershipInline(admin.TabularInline):
@@ -37,3 +37,12 @@ class AuditEntryAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False
+
+
+@admin.register(Interview)
+class InterviewAdmin(admin.ModelAdmin):
+    list_display = ["project", "team", "requester", "step", "analyst_rounds", "updated_at"]
+    list_filter = ["step", "team"]
+    search_fields = ["request", "project__name", "requester__username"]
+    raw_id_fields = ["project", "requester"]
+    readonly_fields = ["created_at", "updated_at"]

@@ -419,3 +419,10 @@ def test_an_unreachable_model_does_not_stop_the_interview(
     assert call.error and call.provider == "openai" and call.reply == ""
     response = answer_checklist(client, interview)
     assert response["Location"] == reverse("interview_summary", args=[interview.pk])
+
+
+def test_operators_find_interviews_in_the_admin(team_with_roles: dict, no_model: None) -> None:
+    interview = start_interview(client_for(team_with_roles["member"]))
+    admin_user = UserFactory(is_staff=True, is_superuser=True)
+    html = page(client_for(admin_user).get(reverse("admin:projects_interview_changelist")))
+    assert interview.project.name in html
