@@ -108,6 +108,10 @@ def latest_checkpoint(run: Run) -> Iteration | None:
 
 
 def current_files(run: Run, spec: Spec) -> dict[str, str]:
+    """The code the next change applies to: the latest checkpoint's, or after reset_context
+    the best code so far (a fresh start should not inherit the state that got stuck)."""
+    if run.escape_in_force == "reset_context" and run.best_iteration is not None:
+        return dict(run.best_iteration.files)
     latest = latest_checkpoint(run)
     return dict(latest.files) if latest is not None else scaffold_files(spec)
 
