@@ -348,7 +348,8 @@ def verify_phase(step: Step) -> Transition:
         "timings": {k: v for k, v in (pending.get("timings") or {}).items() if k != "tokens"},
         **result,
     }
-    carry = {key: pending[key] for key in ("lesson_ids", "lessons") if key in pending}
+    carry: dict[str, Any] = {key: pending[key] for key in ("lesson_ids", "lessons")
+                             if key in pending}
     updates: dict[str, Any] = {"escape_in_force": ""}
     if result["succeeded"]:
         transition = ending(carry, Run.Status.SUCCEEDED,

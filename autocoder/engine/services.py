@@ -140,7 +140,7 @@ def _project_set_status(project: Project, status: str, *, queue: bool = False) -
         rows.update(**fields)
 
 
-PROJECT_STATUS_FOR_RUN = {
+PROJECT_STATUS_FOR_RUN: dict[str, str] = {
     Run.Status.QUEUED: Project.Status.QUEUED,
     Run.Status.RUNNING: Project.Status.GENERATING,
     Run.Status.PAUSED: Project.Status.GENERATING,
@@ -384,20 +384,19 @@ def _request_publish(run: Run) -> None:
 
 def _notify(run: Run, *payloads: dict[str, Any]) -> None:
     """Publish after the commit: live pages must never show state that was rolled back."""
-    base = {"run_id": run.id, "project_id": run.project_id, "status": run.status,
-            "phase": run.phase, "iteration": run.iteration}
-    team_id = run.project.team_id
+    run_id, team_id = run.id, run.project.team_id
+    base: dict[str, Any] = {"run_id": run_id, "project_id": run.project_id,
+                            "status": run.status, "phase": run.phase, "iteration": run.iteration}
     events = [{**base, **payload} for payload in payloads]
 
     def send() -> None:
         try:
             for event in events:
-                realtime.publish(realtime.run_group(base["run_id"]),
+                realtime.publish(realtime.run_group(run_id),
                                  {"kind": event["kind"], "data": event})
             realtime.publish(realtime.team_group(team_id), {"kind": "run.updated", "data": base})
         except Exception:  # the channel layer is a convenience; the database is the truth
-            logger.warning("could not publish run events for run %s", base["run_id"],
-                           exc_info=True)
+            logger.warning("could not publish run events for run %s", run_id, exc_info=True)
 
     transaction.on_commit(send)
 
@@ -539,7 +538,7 @@ def _already_decided(approval: ApprovalRequest) -> str:
 
 
 def _apply_decision(run: Run, approval: ApprovalRequest, dispatch: Dispatch | None) -> None:
-    handlers = {
+    handlers: dict[str, Callable[[Run, ApprovalRequest, Dispatch | None], None]] = {
         ApprovalRequest.Kind.PLAN: _decide_plan,
         ApprovalRequest.Kind.CHANGE: _decide_change,
         ApprovalRequest.Kind.ESCALATION: _decide_escalation,

@@ -105,6 +105,8 @@ class Command(BaseCommand):
         # A team of its own keeps the bench's lessons out of the demo team's.
         admin = demo_data_ensure(password=settings.DEMO_PASSWORD).team.memberships.filter(
             role=Membership.Role.ADMIN).select_related("user").first()
+        if admin is None:
+            raise CommandError("the demo team has no admin; pass --team SLUG")
         team, _ = Team.objects.get_or_create(slug=BENCH_TEAM_SLUG,
                                              defaults={"name": "HumanEval bench"})
         membership_add(team=team, user=admin.user, role=Membership.Role.ADMIN)
