@@ -461,6 +461,18 @@ def run_resume(*, run: Run, dispatch: Dispatch | None = enqueue_step) -> Run:
     return Run.objects.get(id=run.id)
 
 
+def run_kick(*, run: Run, dispatch: Dispatch | None = enqueue_step) -> Run:
+    """Send the current step again (an operator's "it seems stuck"): a message lost between a
+    step's commit and its send would otherwise leave the run waiting for nothing. A duplicate
+    is harmless: only one delivery of a step can commit."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(id=run.id)
+        if locked.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+            raise RunStateError(f"Only a queued or running run can be kicked ({locked.status}).")
+        _after_commit(locked, dispatch, locked.step_token)
+    return locked
+
+
 def _continue(run: Run, dispatch: Dispatch | None) -> None:
     """Leave a waiting state: the run goes on with its current phase."""
     now = timezone.now()

@@ -242,3 +242,15 @@ def test_pause_and_resume(start_run: Callable[..., Run]) -> None:
     resumed = services.run_drive(run_id=run.id)
     assert resumed.status == Run.Status.SUCCEEDED
     assert resumed.llm_calls.filter(role="architect").count() == 1
+
+
+def test_a_lost_message_is_sent_again_by_a_kick(
+        start_run: Callable[..., Run], django_capture_on_commit_callbacks: Any) -> None:
+    run = start_run("success")  # its first message was never sent (no dispatch)
+    dispatch = DispatchRecorder()
+    with django_capture_on_commit_callbacks(execute=True):
+        services.run_kick(run=run, dispatch=dispatch)
+    assert dispatch.sent == [(run.id, run.step_token, 0)]
+    assert services.run_drive(run_id=run.id).status == Run.Status.SUCCEEDED
+    with pytest.raises(services.RunStateError, match="Only a queued or running run"):
+        services.run_kick(run=run, dispatch=dispatch)
