@@ -1,0 +1,89 @@
+"""The audit log page: admins and reviewers read and filter it; requesters 403, outsiders 404."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from projects.models import AuditEntry
+from projects.services.audit import audit_record
+from tests.projects.conftest import Portal
+
+pytestmark = pytest.mark.django_db
+
+
+def url(query: str = "") -> str:
+    return reverse("audit_log", args=["acme"]) + query
+
+
+@pytest.fixture
+def entries(portal: Portal) -> None:
+    team = portal.team
+    audit_record(actor=portal.reviewer, action="approval.approve", team=team,
+                 target_type="approvalrequest", target_id="7", target_repr="change of csv-tool",
+                 before={"status": "pending"}, after={"status": "approved"})
+    audit_record(actor=portal.admin, action="team.settings_update", team=team, target=team,
+                 before={"required_approvals": 1}, after={"required_approvals": 2})
+    audit_record(actor=portal.admin, action="run.cancel", team=team,
+                 target_type="run", target_id="3", target_repr="run 3 of pdf-merger")
+    # An old entry is written old (entries cannot be updated to backdate them).
+    AuditEntry.objects.bulk_create([AuditEntry(
+        team=team, actor_name="alice", action="run.retry", target_type="run", target_id="4",
+        target_repr="run 4 of pdf-merger", created_at=timezone.now() - timedelta(days=10))])
+    audit_record(actor=portal.outsider, action="approval.reject",
+                 team=portal.outsider.memberships.get().team, target_type="approvalrequest",
+                 target_id="99", target_repr="another team's secret")
+
+
+def test_admin_and_reviewer_read_requester_403_outsider_404(portal: Portal, entries: None) -> None:
+    for user in (portal.admin, portal.reviewer):
+        html = portal.client(user).get(url()).content.decode()
+        assert "approval.approve" in html and "change of csv-tool" in html
+        assert "another team&#x27;s secret" not in html and "another team's secret" not in html
+    assert portal.client(portal.requester).get(url()).status_code == 403
+    assert portal.client(portal.outsider).get(url()).status_code == 404
+
+
+def test_before_and_after_are_shown(portal: Portal, entries: None) -> None:
+    html = portal.client(portal.admin).get(url()).content.decode()
+    assert "<dt>required_approvals</dt><dd>1</dd>" in html
+    assert "<dt>required_approvals</dt><dd>2</dd>" in html
+
+
+def test_filters_by_action_prefix_actor_text_and_dates(portal: Portal, entries: None) -> None:
+    client = portal.client(portal.admin)
+
+    def actions(query: str) -> list[str]:
+        html = client.get(url(query)).content.decode()
+        return sorted(set(a for a in ("approval.approve", "team.settings_update", "run.cancel",
+                                      "run.retry") if f"<code>{a}</code>" in html))
+
+    assert actions("?action=approval") == ["approval.approve"]
+    assert actions("?action=run") == ["run.cancel", "run.retry"]
+    assert actions("?actor=rita") == ["approval.approve"]
+    assert actions("?q=pdf-merger") == ["run.cancel", "run.retry"]
+    week_ago = (timezone.localdate() - timedelta(days=7)).isoformat()
+    assert "run.retry" not in actions(f"?since={week_ago}")
+    assert actions(f"?until={week_ago}") == ["run.retry"]
+    bad = client.get(url(f"?since={timezone.localdate()}&until={week_ago}")).content.decode()
+    assert "“Until” must be on or after “From”." in bad
+    assert "No entry matches" in client.get(url("?action=nothing")).content.decode()
+
+
+def test_pagination_of_a_long_log(portal: Portal) -> None:
+    AuditEntry.objects.bulk_create([AuditEntry(team=portal.team, actor_name="alice",
+                                               action=f"test.entry{i}", target_type="x")
+                                    for i in range(120)])
+    client = portal.client(portal.admin)
+    first = client.get(url()).content.decode()
+    assert "Page 1 of 3" in first and "Older" in first
+    third = client.get(url("?action=test&page=3")).content.decode()
+    assert "Page 3 of 3" in third and third.count("<code>test.entry") == 20
+
+
+def test_empty_log_explains_what_will_appear(portal: Portal) -> None:
+    html = portal.client(portal.reviewer).get(url()).content.decode()
+    assert "Nothing recorded yet" in html

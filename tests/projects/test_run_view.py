@@ -1,0 +1,180 @@
+"""The run view: access, timeline, iterations, any-against-any diffs, findings on their lines,
+and the control buttons with their permissions."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from projects.diffs import code_lines, split_rows, unified_rows
+from projects.models import AuditEntry, Project, Run
+from tests.projects.conftest import Portal
+from tests.projects.portal_factories import (
+    PLUGIN_V1,
+    PLUGIN_V2,
+    ProjectFactory,
+    approval_for,
+    run_with_history,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def run(portal: Portal) -> Run:
+    project = ProjectFactory(team=portal.team, requester=portal.requester,
+                             name="weekly-scheduler", status=Project.Status.GENERATING)
+    return run_with_history(project=project)
+
+
+def page(portal: Portal, user: Any, run: Run, query: str = "") -> str:
+    response = portal.client(user).get(reverse("run_detail", args=[run.pk]) + query)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_members_see_the_run_outsiders_get_404(portal: Portal, run: Run) -> None:
+    for user in (portal.admin, portal.reviewer, portal.requester, portal.colleague):
+        assert "weekly-scheduler" in page(portal, user, run)
+    url = reverse("run_detail", args=[run.pk])
+    assert portal.client(portal.outsider).get(url).status_code == 404
+    assert portal.client(portal.outsider).get(reverse("run_detail", args=[9999])).status_code \
+        == 404
+
+
+def test_timeline_shows_iterations_loop_events_and_usage(portal: Portal, run: Run) -> None:
+    approval_for(run)
+    html = " ".join(page(portal, portal.reviewer, run).split())
+    assert "Iteration 1</a>: 50% of tests pass" in html
+    assert "Iteration 2</a>: 100% of tests pass, acceptance tests pass" in html
+    assert "repeated_error" in html and "escape chosen: <strong>reset_context</strong>" in html
+    assert "7000" in html and "5200 prompt, 1800 completion" in html  # tokens
+    assert "Waiting for a person" in html and "Change request" in html
+    assert 'ws-connect="/ws/runs/' in html and 'aria-live="polite"' in html
+
+
+def test_latest_iteration_details_tests_and_findings(portal: Portal, run: Run) -> None:
+    html = page(portal, portal.reviewer, run)
+    assert "<h2 id=\"iteration-heading\">Iteration 2</h2>" in html
+    assert "test_example_2" in html and "Why it failed" in html
+    assert "B602" in html and "weekly_scheduler/plugin.py line 8" in html
+    assert "implement</dt><dd>1800 ms" in html  # timings per phase
+
+
+def test_diff_of_any_iteration_against_any(portal: Portal, run: Run) -> None:
+    unified = page(portal, portal.reviewer, run, "?iteration=2&against=1&view=unified")
+    assert "+</span>" not in unified  # markers are plain text after the hidden label
+    assert re.search(r'<tr class="add">.*subprocess\.run\(payload', unified)
+    reverse_diff = page(portal, portal.reviewer, run, "?iteration=1&against=2&view=unified")
+    assert re.search(r'<tr class="del">.*subprocess\.run\(payload', reverse_diff)
+    whole = page(portal, portal.reviewer, run, "?iteration=1&against=0")
+    assert "new file mode" not in whole and "1 line" not in whole
+    split = page(portal, portal.reviewer, run, "?iteration=2&against=1&view=split")
+    assert "Side-by-side diff" in split and "Iteration 1</th>" in split
+
+
+def test_code_view_highlights_the_flagged_line(portal: Portal, run: Run) -> None:
+    html = page(portal, portal.reviewer, run, "?iteration=2&view=code")
+    flagged = re.search(r'<tr id="L(\d+)" class="finding">', html)
+    assert flagged and flagged.group(1) == "8"
+    assert "safety finding: high B602" in html
+
+
+def test_run_without_iterations_explains_what_will_appear(portal: Portal) -> None:
+    fresh = Run.objects.create(project=ProjectFactory(team=portal.team))
+    assert "No iteration yet" in page(portal, portal.reviewer, fresh)
+
+
+def test_htmx_live_part_is_only_the_live_fragment(portal: Portal, run: Run) -> None:
+    response = portal.client(portal.reviewer).get(
+        reverse("run_detail", args=[run.pk]) + "?part=live", HTTP_HX_REQUEST="true")
+    html = response.content.decode()
+    assert html.lstrip().startswith('<div id="run-live"') and "<html" not in html
+
+
+# -- controls ----------------------------------------------------------------------------------
+
+
+def control(portal: Portal, user: Any, run: Run, action: str) -> Any:
+    return portal.client(user).post(reverse("run_control", args=[run.pk, action]), follow=True)
+
+
+def test_controls_requester_and_reviewers_yes_colleague_403_outsider_404(
+        portal: Portal, run: Run) -> None:
+    assert control(portal, portal.colleague, run, "pause").status_code == 403
+    assert control(portal, portal.outsider, run, "pause").status_code == 404
+    assert "Pause" not in page(portal, portal.colleague, run).split("Run controls")[-1][:50]
+    run.refresh_from_db()
+    assert not run.pause_requested
+    response = control(portal, portal.requester, run, "pause")
+    assert "Pause requested" in response.content.decode()
+    run.refresh_from_db()
+    assert run.pause_requested
+    assert control(portal, portal.reviewer, run, "resume").status_code == 200
+    run.refresh_from_db()
+    assert not run.pause_requested
+
+
+def test_emergency_stop_cancels_and_is_audited(portal: Portal, run: Run) -> None:
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.PAUSED)
+    response = control(portal, portal.admin, run, "cancel")
+    assert "Run cancelled" in response.content.decode()
+    run.refresh_from_db()
+    assert run.status == Run.Status.CANCELLED and run.cancel_requested
+    entry = AuditEntry.objects.get(action="run.cancel")
+    assert entry.before == {"status": "paused"} and entry.after["status"] == "cancelled"
+
+
+def test_retry_starts_a_new_run_of_a_finished_one(portal: Portal, run: Run) -> None:
+    running = control(portal, portal.reviewer, run, "retry")
+    assert "Only a finished run can be retried" in running.content.decode()
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.FAILED)
+    Project.objects.filter(pk=run.project_id).update(
+        spec={"name": "weekly-scheduler", "summary": "Plans a week.", "commands": [
+            {"name": "plan", "description": "d", "examples": [
+                {"input": {"a": 1}, "output": {"b": 2}}, {"input": {"a": 2}, "output": {"b": 3}}
+            ]}]})
+    Run.objects.filter(pk=run.pk).update(script={"implementer": ["nothing"]})
+    response = control(portal, portal.requester, run, "retry")
+    assert "A new run of this project has been queued." in response.content.decode()
+    newest = Run.objects.filter(project=run.project).order_by("-id").first()
+    assert newest.pk != run.pk and newest.status == Run.Status.QUEUED
+    assert newest.script == {"implementer": ["nothing"]}
+    assert response.redirect_chain[-1][0] == reverse("run_detail", args=[newest.pk])
+
+
+def test_unknown_action_is_refused(portal: Portal, run: Run) -> None:
+    response = control(portal, portal.reviewer, run, "explode")
+    assert "Unknown action" in response.content.decode()
+
+
+# -- the diff helpers --------------------------------------------------------------------------
+
+
+def test_unified_rows_number_both_sides() -> None:
+    view = unified_rows({"p.py": PLUGIN_V1}, {"p.py": PLUGIN_V2})
+    added = [r for r in view.rows if r.kind == "add"]
+    assert view.added == len(added) and view.removed >= 0
+    shell = next(r for r in added if "shell=True" in r.text)
+    assert shell.new_no == PLUGIN_V2.splitlines().index(shell.text) + 1
+    assert view.rows[0].kind == "file" and view.rows[0].text == "p.py"
+
+
+def test_split_rows_pair_old_and_new_lines() -> None:
+    rows = split_rows({"a.py": "x = 1\ny = 2\n"}, {"a.py": "x = 1\ny = 3\nz = 4\n"})
+    kinds = [r.kind for r in rows]
+    assert kinds[:2] == ["file", "hunk"]
+    replaced = next(r for r in rows if r.kind == "replace")
+    assert (replaced.left, replaced.right, replaced.left_no, replaced.right_no) == (
+        "y = 2", "y = 3", 2, 2)
+    inserted = next(r for r in rows if r.kind == "insert")
+    assert (inserted.left_no, inserted.right, inserted.right_no) == (None, "z = 4", 3)
+    assert split_rows({"a": "same"}, {"a": "same"}) == []
+
+
+def test_code_lines_carry_findings() -> None:
+    lines = code_lines("a\nb\nc", {2: ["high B602: shell"]})
+    assert [line.findings for line in lines] == [(), ("high B602: shell",), ()]
