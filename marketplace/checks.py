@@ -58,7 +58,7 @@ def plugin_package_check(*, team: Team, files: Mapping[str, str],
     if safety["verdict"] == "block":
         raise PackageError(_blocked(safety))
     tests = test_report if test_report is not None else tests_run(files)
-    failures = test_failures(tests)
+    failures = failing_tests(tests)
     if failures:
         raise PackageError(failures)
     try:
@@ -114,10 +114,10 @@ def tests_run(files: Mapping[str, str]) -> dict[str, Any]:
         report = run_pytest(dict(files), limits=TEST_LIMITS)
     except (SandboxError, ValueError) as exc:
         raise PackageError([f"tests: the sandbox could not run them ({exc})"]) from None
-    return test_report_dict(report)
+    return sandbox_report_dict(report)
 
 
-def test_report_dict(report: Any) -> dict[str, Any]:
+def sandbox_report_dict(report: Any) -> dict[str, Any]:
     """The same shape the generation loop stores on an iteration, so pages show both alike."""
     result = report.run
     return {
@@ -132,7 +132,7 @@ def test_report_dict(report: Any) -> dict[str, Any]:
     }
 
 
-def test_failures(report: Mapping[str, Any]) -> list[str]:
+def failing_tests(report: Mapping[str, Any]) -> list[str]:
     """Why a test report does not allow publication ([] when every test passed)."""
     if report.get("timed_out"):
         return ["tests: timed out in the sandbox"]

@@ -123,7 +123,9 @@ def plugin_version_publish(*, run: Run, user: AbstractBaseUser, visibility: str,
         raise PackageError([f"run {run.pk} is {run.status}; only a succeeded run can be"
                             " published"])
     approval = _publish_approval(run)
-    iteration = run.best_iteration or run.iterations.filter(succeeded=True).last()
+    # Exactly the candidate the publish request is about, so the approval covers these files.
+    iteration = (run.iterations.filter(number=approval.iteration).first()
+                 or run.best_iteration)
     if iteration is None or not iteration.files:
         raise PackageError([f"run {run.pk} has no successful iteration to publish"])
     if PluginVersion.objects.filter(run=run).exclude(status=PluginVersion.Status.REJECTED).exists():
@@ -320,7 +322,12 @@ def _decide_via_run_approval(version: PluginVersion, user: AbstractBaseUser, app
     """A generated version's gate is its run's publish request: the vote goes through the
     approval screens' service (N approvals, audit, notifications, the engine's decision)."""
     from projects.selectors.approvals import approval_candidate
-    from projects.services.approvals import AlreadyDecided, ApprovalError, approval_vote_cast
+    from projects.services.approvals import (
+        AlreadyDecided,
+        ApprovalError,
+        StaleCandidate,
+        approval_vote_cast,
+    )
 
     approval = ApprovalRequest.objects.select_related("project__team").get(pk=version.approval_id)
     if approval.status == ApprovalRequest.Status.PENDING:
@@ -328,7 +335,7 @@ def _decide_via_run_approval(version: PluginVersion, user: AbstractBaseUser, app
             approval_vote_cast(approval=approval, user=user,
                                decision="approve" if approve else "reject", comment=comment,
                                candidate=approval_candidate(approval))
-        except AlreadyDecided as exc:
+        except (AlreadyDecided, StaleCandidate) as exc:
             raise DecisionConflict(str(exc)) from exc
         except ApprovalError as exc:
             raise PermissionDenied(str(exc)) from exc
@@ -560,9 +567,11 @@ def try_rate_limit_hit(*, user_id: int) -> None:
     key = f"marketplace:try:{user_id}"
     pipe = client.pipeline()
     pipe.incr(key)
-    pipe.expire(key, TRY_WINDOW_S, nx=True)
     pipe.ttl(key)
-    count, _, ttl = pipe.execute()
+    count, ttl = pipe.execute()
+    if int(ttl) < 0:  # a new window (EXPIRE NX needs Redis 7; the embedded one is 6.2)
+        client.expire(key, TRY_WINDOW_S)
+        ttl = TRY_WINDOW_S
     if int(count) > TRY_PER_MINUTE:
         raise TryRateLimited(retry_after=int(ttl) if int(ttl) > 0 else TRY_WINDOW_S)
 

@@ -81,6 +81,31 @@ def private_artifact_store(request: pytest.FixtureRequest, settings: Any, tmp_pa
         settings.VAR_DIR = tmp_path / "var"
 
 
+_BUILDS: dict[str, Any] = {}
+
+
+@pytest.fixture(autouse=True)
+def reuse_identical_builds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`python -m build` in the sandbox is the slowest check (seconds on a loaded machine) and
+    deterministic for the same files: the first build of each distinct tree in the session is
+    real and later identical trees reuse its wheel and sdist. Modules that test the build
+    itself set REAL_BUILDS."""
+    if getattr(request.module, "REAL_BUILDS", False):
+        return
+    from marketplace import checks
+    from marketplace.validation import source_sha256
+
+    real = checks.build_artifacts
+
+    def cached(files: dict[str, str], manifest: Any) -> Any:
+        key = source_sha256(files)
+        if key not in _BUILDS:
+            _BUILDS[key] = real(files, manifest)
+        return _BUILDS[key]
+
+    monkeypatch.setattr(checks, "build_artifacts", cached)
+
+
 @pytest.fixture
 def market(db: None) -> dict[str, Any]:
     """Team acme (admin, reviewer, requester), team other (admin), and a user in no team."""

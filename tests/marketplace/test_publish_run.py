@@ -1,0 +1,156 @@
+"""Publishing the result of a generation run: the run's publish approval request is the gate,
+and the version records its provenance (run, spec, models, iterations, test and safety reports).
+
+The run rows are written here as the engine leaves them after a successful run; the iteration's
+test report comes from the real pytest runner in the sandbox on the same files.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from autocoder.sandbox.pytest_runner import run_pytest
+from marketplace import services
+from marketplace.checks import safety_scan, sandbox_report_dict
+from marketplace.models import Plugin, PluginVersion
+from marketplace.selectors import catalogue_search, clean_params, viewer_for
+from marketplace.validation import PackageError, check_plugin_files
+from projects.models import ApprovalRequest, AuditEntry, Iteration, LLMCall, Project, Run
+from projects.selectors.approvals import approval_candidate
+from projects.services.approvals import approval_vote_cast
+from tests.marketplace.conftest import WORD_COUNT_SPEC, client_for, plugin_tree
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(scope="module")
+def sandbox_report() -> dict[str, Any]:
+    return sandbox_report_dict(run_pytest(plugin_tree()))
+
+
+@pytest.fixture
+def succeeded_run(market: dict, sandbox_report: dict) -> Run:
+    files = plugin_tree()
+    project = Project.objects.create(team=market["acme"], requester=market["requester"],
+                                     name="Word count", spec=WORD_COUNT_SPEC,
+                                     status=Project.Status.AWAITING_APPROVAL)
+    run = Run.objects.create(project=project, status=Run.Status.SUCCEEDED, iteration=3,
+                             phase=Run.Phase.DONE)
+    for number in (1, 2):
+        Iteration.objects.create(run=run, number=number, files={"plugin.toml": "draft"})
+    best = Iteration.objects.create(
+        run=run, number=3, files=files, test_report=sandbox_report, pass_rate=1.0,
+        acceptance_passed=True, tests_ran=True, succeeded=True,
+        safety_report=safety_scan(files, check_plugin_files(files)), safety_verdict="pass")
+    run.best_iteration = best
+    run.save()
+    for role, model in (("architect", "plan-model"), ("implementer", "code-model"),
+                        ("implementer", "code-model")):
+        LLMCall.objects.create(run=run, iteration=3, role=role, provider="openai", model=model)
+    ApprovalRequest.objects.create(run=run, project=project, kind=ApprovalRequest.Kind.PUBLISH,
+                                   iteration=3, payload={"files": sorted(files)})
+    return run
+
+
+def publish_request(run: Run) -> ApprovalRequest:
+    return ApprovalRequest.objects.get(run=run, kind=ApprovalRequest.Kind.PUBLISH)
+
+
+def approve_on_the_approval_screen(run: Run, user: Any) -> ApprovalRequest:
+    approval = publish_request(run)
+    approval_vote_cast(approval=approval, user=user, decision="approve",
+                       candidate=approval_candidate(approval))
+    approval.refresh_from_db()
+    return approval
+
+
+def test_an_approved_run_is_published_with_its_provenance(market: dict, succeeded_run: Run,
+                                                          sandbox_report: dict) -> None:
+    approve_on_the_approval_screen(succeeded_run, market["reviewer"])
+    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                              visibility="public", tags=["text"])
+    assert version.status == PluginVersion.Status.PUBLISHED
+    assert version.run == succeeded_run and version.iterations == 3
+    assert version.spec == WORD_COUNT_SPEC
+    assert version.models_used == [
+        {"role": "architect", "provider": "openai", "model": "plan-model", "calls": 1},
+        {"role": "implementer", "provider": "openai", "model": "code-model", "calls": 2}]
+    assert version.test_report == sandbox_report
+    assert version.safety_report["verdict"] == "pass"
+    assert version.commands[0]["examples"] == WORD_COUNT_SPEC["commands"][0]["examples"]
+    assert version.artifacts.count() == 2
+    published = AuditEntry.objects.get(action="plugin.publish")
+    assert published.actor == market["reviewer"] and published.after["version"] == "0.1.0"
+    page = catalogue_search(viewer=viewer_for(market["loner"]), params=clean_params(q="words"))
+    assert [p.name for p in page.results] == ["word-count"]
+
+
+def test_a_pending_publish_request_holds_the_version_until_a_reviewer_approves(
+        market: dict, succeeded_run: Run) -> None:
+    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                              visibility="team", version="1.0.0")
+    assert version.status == PluginVersion.Status.PENDING and version.version == "1.0.0"
+    assert 'version = "1.0.0"' in version.files["plugin.toml"]
+    assert Plugin.objects.get().latest_version is None
+
+    with pytest.raises(services.PermissionDenied):
+        services.plugin_version_decide(version=version, user=market["requester"], approve=True)
+    decided = services.plugin_version_decide(version=version, user=market["admin"],
+                                             approve=True, comment="ship it")
+    assert decided.status == PluginVersion.Status.PUBLISHED
+    approval = publish_request(succeeded_run)
+    assert approval.status == ApprovalRequest.Status.APPROVED
+    assert approval.decided_by == market["admin"]
+    assert Project.objects.get().status == Project.Status.SUCCEEDED
+    assert Plugin.objects.get().latest_version == decided
+
+
+def test_a_rejection_on_the_approval_screen_rejects_the_waiting_version(
+        market: dict, succeeded_run: Run) -> None:
+    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                              visibility="team")
+    approval = publish_request(succeeded_run)
+    approval_vote_cast(approval=approval, user=market["reviewer"], decision="reject",
+                       comment="not yet", candidate=approval_candidate(approval))
+    approval.refresh_from_db()
+    settled = services.publish_approval_decided(approval=approval)
+    assert [v.pk for v in settled] == [version.pk]
+    version.refresh_from_db()
+    assert version.status == PluginVersion.Status.REJECTED
+    assert services.publish_approval_decided(approval=approval) == []  # idempotent
+    assert Plugin.objects.get().published_at is None
+
+
+def test_only_succeeded_runs_with_an_open_or_approved_request_are_published(
+        market: dict, succeeded_run: Run) -> None:
+    Run.objects.filter(pk=succeeded_run.pk).update(status=Run.Status.FAILED)
+    succeeded_run.refresh_from_db()
+    with pytest.raises(PackageError, match="is failed; only a succeeded run can be published"):
+        services.plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                        visibility="team")
+    Run.objects.filter(pk=succeeded_run.pk).update(status=Run.Status.SUCCEEDED)
+    succeeded_run.refresh_from_db()
+    services.plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                    visibility="team")
+    with pytest.raises(PackageError, match="was already submitted to the marketplace"):
+        services.plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                        visibility="team")
+    with pytest.raises(services.PermissionDenied):
+        services.plugin_version_publish(run=succeeded_run, user=market["outsider"],
+                                        visibility="team")
+
+
+def test_the_publish_page_is_for_the_run_team_only(market: dict, succeeded_run: Run) -> None:
+    url = reverse("marketplace:publish_run", args=[succeeded_run.pk])
+    assert client_for(market["outsider"]).get(url).status_code == 404
+    member = client_for(market["requester"])
+    assert member.get(url).status_code == 200
+    response = member.post(url, {"version": "", "visibility": "team", "tags": "text"},
+                           follow=True)
+    assert response.status_code == 200
+    assert "word-count 0.1.0: awaiting approval." in response.content.decode()
+    assert reverse("approval_detail", args=[publish_request(succeeded_run).pk]) in (
+        response.content.decode())
