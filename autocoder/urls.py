@@ -10,5 +10,6 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("simple/", include("marketplace.index_urls")),
     path("marketplace/", include("marketplace.urls")),
+    path("lessons/", include("autocoder.lessons.urls")),
     path("", include("projects.urls")),
 ]

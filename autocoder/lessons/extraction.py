@@ -84,6 +84,11 @@ def _keyword_tags(*texts: str) -> list[str]:
     return [tag for tag, needles in _KEYWORD_TAGS if any(n in haystack for n in needles)]
 
 
+def exception_name(signature: str) -> str | None:
+    match = _EXCEPTION_NAME.search(signature or "")
+    return match.group(1) if match else None
+
+
 def error_head(signature: str) -> str:
     match = _EXCEPTION_NAME.search(signature)
     return match.group(1) if match else (clip(signature, 60) or "Failure")
@@ -258,10 +263,16 @@ def identity_text(*, kind: str, error_signature: str, failed_approach: str,
             f"Fix: {clip(resolution, 400)}")
 
 
+QUERY_CONTEXT_LINES = 12
+
+
 def query_text(query: str) -> str:
-    """A retrieval query: an error text leads with its normalised last line (the error itself),
-    which a long traceback would otherwise push past the model's 256-token window."""
-    lines = [line for line in (query or "").splitlines() if line.strip()]
+    """A retrieval query. An error text leads with its normalised last line (the error itself),
+    which a long traceback would otherwise push past the model's 256-token window, followed by
+    its last lines with paths, numbers and values stripped: a run's directory names (its
+    plugin's name) made lessons of that task outrank the lesson about the same mistake."""
+    lines = [line.strip() for line in (query or "").splitlines() if line.strip()]
     if len(lines) <= 1:
         return clip(query, 1500)
-    return f"Error: {normalize_error_signature(query)}\n{query.strip()[-1500:]}"
+    tail = [normalize_error_signature(line) for line in lines[-QUERY_CONTEXT_LINES:-1]]
+    return clip(f"Error: {normalize_error_signature(query)}\n" + "\n".join(tail), 1500)

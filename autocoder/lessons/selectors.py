@@ -16,19 +16,26 @@ from django.db.models import Q, QuerySet, Value
 from pgvector.django import CosineDistance
 
 from autocoder.lessons.embedder import embed_text
-from autocoder.lessons.extraction import clip, query_text
+from autocoder.lessons.extraction import clip, exception_name, query_text
 from autocoder.lessons.models import Lesson, LessonSource
 from autocoder.lessons.types import RetrievedLesson
+from autocoder.signatures import normalize_error_signature
 
 __all__ = ["RetrievedLesson", "lessons_prompt_block", "lessons_retrieve"]
 
 # Below this cosine similarity a lesson is noise for the query. Tuned with the real MiniLM
 # embedder on example lessons: the same mistake asked with another run's traceback scored
-# 0.44-0.78, unrelated errors (ZeroDivisionError, PermissionError against lessons about
-# KeyError, missing modules, JSON) at most 0.34.
-RETRIEVAL_MIN_SIMILARITY = 0.36
+# 0.44-0.78, a similar task's approach 0.54, unrelated errors (ZeroDivisionError,
+# PermissionError against lessons about KeyError, missing modules, JSON) at most 0.34.
+RETRIEVAL_MIN_SIMILARITY = 0.38
+# For an error query, a mistake with the same exception gets this much extra relevance: by
+# cosine alone a lesson about another exception often came close (a dateutil import lesson
+# scored 0.44 for a KeyError traceback, as much as the right lesson worded differently).
+SAME_ERROR_BONUS = 0.1
 # MMR trade-off: 1.0 ranks by relevance only, lower values favour lessons unlike those chosen.
-MMR_LAMBDA = 0.7
+# At 0.6 a near copy (cosine 0.99) of a chosen lesson loses to a distinct lesson that is up to
+# about 0.25 less similar to the query; at 0.7 near copies still won against 0.18 less.
+MMR_LAMBDA = 0.6
 # Reliability scales relevance between x0.8 (never helped) and x1.2 (always helped), so a
 # proven lesson beats a slightly closer unproven one but never an unrelated one.
 RELIABILITY_SPREAD = 0.4
@@ -76,19 +83,21 @@ def lessons_nearest(*, team_id: int | None, vector: Sequence[float] | np.ndarray
     return [ScoredLesson(lesson=row, similarity=1.0 - float(row.distance)) for row in rows]
 
 
-def _rank(scored: ScoredLesson) -> float:
-    factor = 1.0 - RELIABILITY_SPREAD / 2 + RELIABILITY_SPREAD * float(scored.lesson.reliability)
-    return scored.similarity * factor
+def _rank(scored: ScoredLesson, query_error: str | None) -> float:
+    lesson = scored.lesson
+    factor = 1.0 - RELIABILITY_SPREAD / 2 + RELIABILITY_SPREAD * float(lesson.reliability)
+    same_error = query_error is not None and exception_name(lesson.error_signature) == query_error
+    return scored.similarity * factor + (SAME_ERROR_BONUS if same_error else 0.0)
 
 
-def mmr_select(candidates: list[ScoredLesson], k: int,
-               lambda_: float = MMR_LAMBDA) -> list[ScoredLesson]:
+def mmr_select(candidates: list[ScoredLesson], k: int, lambda_: float = MMR_LAMBDA,
+               query_error: str | None = None) -> list[ScoredLesson]:
     """Maximal marginal relevance: each pick is relevant and unlike the lessons already chosen."""
     if not candidates or k <= 0:
         return []
     vectors = np.array([np.asarray(c.lesson.embedding, dtype=np.float32) for c in candidates])
     pairwise = vectors @ vectors.T
-    relevance = np.array([_rank(c) for c in candidates])
+    relevance = np.array([_rank(c, query_error) for c in candidates])
     chosen: list[int] = []
     remaining = list(range(len(candidates)))
     while remaining and len(chosen) < k:
@@ -115,7 +124,8 @@ def lessons_retrieve(*, team_id: int, query: str, k: int = 5,
     pool = max(k * CANDIDATE_POOL_FACTOR, MIN_CANDIDATE_POOL)
     candidates = [c for c in lessons_nearest(team_id=team_id, vector=vector, limit=pool)
                   if c.similarity >= threshold]
-    return [_retrieved(c) for c in mmr_select(candidates, k)]
+    query_error = exception_name(normalize_error_signature(query))
+    return [_retrieved(c) for c in mmr_select(candidates, k, query_error=query_error)]
 
 
 def _retrieved(scored: ScoredLesson) -> RetrievedLesson:
