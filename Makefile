@@ -3,31 +3,42 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
-STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | cksum | cut -d' ' -f1)
+HASH := $(shell cksum pyproject.toml Makefile | cksum | cut -d' ' -f1)
+RUN_STAMP := $(VENV)/.run-$(HASH)
+TEST_STAMP := $(VENV)/.test-$(HASH)
+# llama.cpp is compiled for a portable x86-64 (AVX2) target: a native build picks up CPU
+# features (AMX) that some virtual machines report but do not allow, and then segfaults.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
 .PHONY: run test install lint typecheck clean-var
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(PY) manage.py up
 
-test: $(STAMP)
+test: $(TEST_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-install: $(STAMP)
+install: $(RUN_STAMP)
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
 
 # torch first, pinned: left to sentence-transformers, pip would fetch a multi-GB CUDA build.
-$(STAMP): pyproject.toml
-	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
-	$(PIP) install -q --upgrade pip
+$(RUN_STAMP): pyproject.toml $(VENV)/bin/python
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[dev]'
-	rm -f $(VENV)/.installed-*
+	$(PIP) install -q -e .
 	touch $@
 
-lint: $(STAMP)
+# The test extras add the local model runtime (llama-cpp-python compiles once, then pip caches it).
+$(TEST_STAMP): $(RUN_STAMP)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q -e '.[dev,local]'
+	touch $@
+
+lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
 
-typecheck: $(STAMP)
+typecheck: $(TEST_STAMP)
 	$(VENV)/bin/mypy autocoder projects marketplace
 
 clean-var:
