@@ -1,0 +1,107 @@
+"""The team board, the run view and the review page in Chromium: live updates without reloading,
+the queue reordered by keyboard and by dragging, and the screenshots in docs/screenshots."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from projects.models import Membership, Project
+from projects.selectors.board import queued_projects
+from tests.browser.conftest import SCREENSHOTS
+from tests.browser.pages import log_in, wait_for
+from tests.factories import MembershipFactory, TeamFactory, UserFactory
+from tests.live import LiveServer
+from tests.projects import demo_data
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+@pytest.fixture
+def demo(transactional_db: None) -> dict[str, Any]:
+    team = TeamFactory(slug="acme", name="Acme")
+    users = {name: UserFactory(username=name) for name in ("quinn", "colin", "rob", "alice")}
+    for name, role in (("quinn", "requester"), ("colin", "requester"), ("rob", "reviewer"),
+                       ("alice", "admin")):
+        MembershipFactory(team=team, user=users[name], role=role)
+    data = demo_data.build(team, users["quinn"], users["colin"])
+    return {"team": team, "data": data, **users}
+
+
+def queue(page: Page) -> list[str]:
+    return page.locator("#col-queued .card-name").all_inner_texts()
+
+
+def db_queue(team: Any) -> list[str]:
+    return [p.name for p in queued_projects(team)]
+
+
+def open_board(context_factory: Any, server: LiveServer, username: str) -> Page:
+    page = context_factory().new_page()
+    log_in(page, server, username)
+    page.goto(f"{server.url}t/acme/board/")
+    expect(page.get_by_role("heading", name="Acme board")).to_be_visible()
+    page.wait_for_function("document.querySelector('[ws-connect]') && window.htmx")
+    page.wait_for_timeout(500)  # the websocket opens after the page has loaded
+    page.evaluate("window.__sameDocument = true")  # gone if the page ever reloads
+    return page
+
+
+def test_board_updates_live_and_the_queue_moves_by_keyboard_and_drag(
+        server: LiveServer, demo: dict[str, Any], context_factory: Any) -> None:
+    team = demo["team"]
+    reviewer = open_board(context_factory, server, "rob")
+    colleague = open_board(context_factory, server, "quinn")
+    assert queue(reviewer) == ["meeting-notes", "crm-export", "holiday-planner"]
+    expect(colleague.locator("#col-queued").get_by_role("button")).to_have_count(0)
+
+    # Keyboard: focus "Move down" on the first card and press Enter; focus stays with it.
+    reviewer.locator(f"#move-down-{demo['data'].queued[0].pk}").focus()
+    reviewer.keyboard.press("Enter")
+    expect(reviewer.locator("#col-queued .card-name").first).to_have_text("crm-export")
+    wait_for(lambda: db_queue(team) == ["crm-export", "meeting-notes", "holiday-planner"],
+             what="the move to be saved")
+    focused = reviewer.evaluate("document.activeElement.id")
+    assert focused == f"move-down-{demo['data'].queued[0].pk}"
+
+    # The requester's open board follows by itself, and says so in its live region.
+    expect(colleague.locator("#col-queued .card-name").first).to_have_text("crm-export",
+                                                                          timeout=3000)
+    expect(colleague.locator("#live-status")).to_contain_text("board reordered by rob")
+
+    # Drag the last card to the top.
+    reviewer.locator("#col-queued li[data-project]").last.drag_to(
+        reviewer.locator("#col-queued li[data-project]").first)
+    wait_for(lambda: db_queue(team)[0] == "holiday-planner", what="the drop to be saved")
+    expect(reviewer.locator("#col-queued .card-name").first).to_have_text("holiday-planner")
+    expect(colleague.locator("#col-queued .card-name").first).to_have_text("holiday-planner",
+                                                                          timeout=3000)
+    assert reviewer.evaluate("window.__sameDocument === true")
+    assert colleague.evaluate("window.__sameDocument === true")
+
+
+def test_screenshots_of_the_board_run_view_and_review_page(
+        server: LiveServer, demo: dict[str, Any], context_factory: Any) -> None:
+    data = demo["data"]
+    page = open_board(context_factory, server, "rob")
+    page.set_viewport_size({"width": 1600, "height": 1000})
+    expect(page.locator("#col-awaiting_approval")).to_contain_text("your review")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "board.png"), full_page=True)
+
+    page.goto(f"{server.url}runs/{data.run.pk}/?iteration=2&view=code")
+    expect(page.locator("tr.finding").first).to_be_visible()
+    page.goto(f"{server.url}runs/{data.run.pk}/?iteration=3&against=2&view=split")
+    expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
+    expect(page.get_by_role("region", name="Side-by-side diff")).to_be_visible()
+    page.screenshot(path=str(SCREENSHOTS / "run-view.png"), full_page=True)
+
+    page.goto(f"{server.url}approvals/{data.change.pk}/")
+    expect(page.get_by_role("button", name="Send decision")).to_be_visible()
+    page.screenshot(path=str(SCREENSHOTS / "approval.png"), full_page=True)
+    for name in ("board.png", "run-view.png", "approval.png"):
+        assert (SCREENSHOTS / name).stat().st_size > 20_000, name
+    assert Project.objects.filter(team=demo["team"]).count() == 11
+    assert Membership.objects.filter(team=demo["team"]).count() == 4
