@@ -1,0 +1,132 @@
+"""Reviews (one per user per plugin, editable, average and count) and "try it" (a command run
+in the sandbox from the page, rate-limited per user in Redis)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from marketplace import services
+from marketplace.models import Plugin, Review
+from marketplace.validation import PackageError
+from tests.marketplace.conftest import client_for, plugin_tree
+
+pytestmark = pytest.mark.django_db
+
+SLOW = '''class Plugin:
+    def on_command(self, name, payload):
+        if name != "count-words":
+            raise ValueError(f"unknown command: {name!r}")
+        if payload.get("text") == "spin":
+            while True:
+                pass
+        if payload.get("text") == "set":
+            return {"words": {1, 2}}
+        return {"words": len(payload["text"].split())}
+'''
+
+
+@pytest.fixture
+def plugin(publish: Any) -> Plugin:
+    return publish(plugin_tree(), visibility="public").plugin
+
+
+def test_one_review_per_user_edits_replace_it_and_the_average_follows(market: dict,
+                                                                      plugin: Plugin) -> None:
+    services.review_upsert(plugin=plugin, user=market["outsider"], rating=5, body="Great")
+    services.review_upsert(plugin=plugin, user=market["loner"], rating=2, body="Meh")
+    plugin.refresh_from_db()
+    assert (plugin.rating_count, plugin.rating_avg) == (2, 3.5)
+    services.review_upsert(plugin=plugin, user=market["loner"], rating=4, body="Better now")
+    plugin.refresh_from_db()
+    assert (plugin.rating_count, plugin.rating_avg) == (2, 4.5)
+    assert Review.objects.get(user=market["loner"]).body == "Better now"
+    services.review_delete(review=Review.objects.get(user=market["outsider"]),
+                           user=market["outsider"])
+    plugin.refresh_from_db()
+    assert (plugin.rating_count, plugin.rating_avg) == (1, 4.0)
+
+
+def test_review_rules(market: dict, plugin: Plugin, publish: Any) -> None:
+    with pytest.raises(services.PermissionDenied, match="own team cannot review"):
+        services.review_upsert(plugin=plugin, user=market["requester"], rating=5)
+    for bad in (0, 6, True, "5"):
+        with pytest.raises(PackageError, match="choose from 1 to 5 stars"):
+            services.review_upsert(plugin=plugin, user=market["loner"], rating=bad)
+    with pytest.raises(PackageError, match="at most 5000 characters"):
+        services.review_upsert(plugin=plugin, user=market["loner"], rating=3, body="x" * 5001)
+    team_only = publish(plugin_tree(name="team-words"), visibility="team").plugin
+    with pytest.raises(services.PermissionDenied):
+        services.review_upsert(plugin=team_only, user=market["outsider"], rating=4)
+    with pytest.raises(services.PermissionDenied):
+        services.review_delete(review=services.review_upsert(
+            plugin=plugin, user=market["loner"], rating=3), user=market["outsider"])
+    assert Review.objects.count() == 1
+
+
+def test_the_page_shows_reviews_and_lets_their_author_edit(market: dict, plugin: Plugin) -> None:
+    client = client_for(market["loner"])
+    url = reverse("marketplace:review", args=[plugin.normalized_name])
+    client.post(url, {"rating": "2", "body": "Too <b>slow</b>"})
+    page = client.post(url, {"rating": "4", "body": "Fine after all"}, follow=True)
+    html = page.content.decode()
+    assert "Your review is saved." in html and "Fine after all" in html
+    assert "4.0 from 1 review" in html and "Edit your review" in html
+    assert Review.objects.count() == 1
+    owner_page = client_for(market["requester"]).get(
+        reverse("marketplace:plugin", args=[plugin.normalized_name])).content.decode()
+    assert "Your team owns this plugin, so you cannot review it." in owner_page
+    assert "Write a review" not in owner_page
+
+
+def try_url(name: str = "word-count", version: str = "0.1.0") -> str:
+    return reverse("marketplace:try", args=[name, version])
+
+
+def test_try_it_runs_the_command_in_the_sandbox(market: dict, plugin: Plugin,
+                                                clean_redis: Any) -> None:
+    client = client_for(market["loner"])
+    ok = client.post(try_url(), {"command": "count-words", "payload": '{"text": "a b c d"}'},
+                     HTTP_HX_REQUEST="true")
+    html = ok.content.decode()
+    assert ok.status_code == 200 and 'id="try"' in html and "<html" not in html
+    assert "&quot;words&quot;: 4" in html
+    bad_json = client.post(try_url(), {"command": "count-words", "payload": "{text}"})
+    assert "Not valid JSON" in bad_json.content.decode()
+
+
+def test_try_it_shows_the_plugin_error(market: dict, publish: Any, clean_redis: Any,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    version = publish(plugin_tree(body=SLOW), visibility="public")
+    crash = services.plugin_try(version=version, user=market["loner"], command="count-words",
+                                payload={"other": 1})
+    assert not crash.ok and "KeyError: 'text'" in crash.error
+    not_json = services.plugin_try(version=version, user=market["loner"],
+                                   command="count-words", payload={"text": "set"})
+    assert not not_json.ok and "not JSON" in not_json.error
+    monkeypatch.setattr(services, "TRY_LIMITS", services.Limits(timeout_s=2, cpu_s=2))
+    spin = services.plugin_try(version=version, user=market["loner"], command="count-words",
+                               payload={"text": "spin"})
+    assert not spin.ok and spin.error == "Timed out after 2 seconds."
+    with pytest.raises(PackageError, match="'nope' is not one of count-words"):
+        services.plugin_try(version=version, user=market["loner"], command="nope", payload={})
+
+
+def test_try_it_is_limited_to_ten_a_minute_per_user(market: dict, plugin: Plugin,
+                                                    clean_redis: Any) -> None:
+    client = client_for(market["loner"])
+    data = {"command": "count-words", "payload": '{"text": "a"}'}
+    assert client.post(try_url(), data).status_code == 200
+    for _ in range(9):  # the same counter the page uses, without nine more sandbox runs
+        services.try_rate_limit_hit(user_id=market["loner"].pk)
+    refused = client.post(try_url(), data)
+    assert refused.status_code == 429
+    retry_after = int(refused["Retry-After"])
+    assert 1 <= retry_after <= 60
+    assert f"Try again in {retry_after} seconds." in refused.content.decode()
+    other = client_for(market["outsider"]).post(try_url(), data)
+    assert other.status_code == 200  # the limit is per user
+    clean_redis.expire(f"marketplace:try:{market['loner'].pk}", 0)
+    assert client.post(try_url(), data).status_code == 200
