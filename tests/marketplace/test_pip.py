@@ -1,0 +1,103 @@
+"""The real journey: `pip install` into a fresh venv against the portal served by daphne.
+
+pip runs isolated from this machine's configuration (--isolated, PIP_CONFIG_FILE=/dev/null, no
+PIP_* variables, no cache, no dependencies), so it can only find what our /simple/ serves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from marketplace import services
+from tests.live import live_asgi_server
+from tests.marketplace.conftest import WORD_COUNT_SPEC, plugin_tree
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+SHARED_VAR_DIR = True  # the server subprocess reads the artifacts from the session's store
+
+
+@pytest.fixture(scope="module")
+def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("pip-venv") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True, timeout=180)
+    return root
+
+
+def pip_env() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith("PIP_")}
+    env.update(PIP_CONFIG_FILE=os.devnull, PIP_DISABLE_PIP_VERSION_CHECK="1")
+    return env
+
+
+def pip(venv: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(venv / "bin" / "python"), "-m", "pip", *args], env=pip_env(),
+                          capture_output=True, text=True, timeout=300)
+
+
+def install(venv: Path, index_url: str, requirement: str) -> subprocess.CompletedProcess[str]:
+    return pip(venv, "install", "--isolated", "--no-deps", "--no-cache-dir", "--no-input",
+               "--index-url", index_url, requirement)
+
+
+def run_in(venv: Path, code: str) -> str:
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True,
+                          text=True, timeout=60, env=pip_env(), cwd=venv)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def status_of(url: str) -> int:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:  # noqa: S310
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return int(error.code)
+
+
+def test_pip_installs_from_the_portal_skips_yanked_and_needs_a_token_for_private(
+        market: dict, publish: Any, venv: Path) -> None:
+    publish(plugin_tree(version="0.1.0"), visibility="public")
+    newer = publish(plugin_tree(version="0.2.0"), visibility="public")
+    services.plugin_version_yank(version=newer, user=market["reviewer"], reason="broken build")
+    publish(plugin_tree(name="secret-words", summary="Counts secret words."),
+            visibility="private")
+    _, token = services.api_token_create(user=market["admin"], name="pip test")
+
+    with live_asgi_server() as server:
+        index = f"{server.url}simple/"
+        done = install(venv, index, "word-count")
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert run_in(venv, "import importlib.metadata as m; print(m.version('word-count'))") \
+            == "0.1.0"  # 0.2.0 is yanked, so not picked
+        example = WORD_COUNT_SPEC["commands"][0]["examples"][0]
+        output = run_in(venv, "import json; from word_count.plugin import Plugin; print(json.dumps("
+                        f"Plugin().on_command('count-words', {example['input']!r})))")
+        assert json.loads(output) == example["output"]
+        manifest = run_in(venv, "import importlib.resources as r; print(r.files('word_count')"
+                          ".joinpath('plugin.toml').read_text())")
+        assert 'name = "word-count"' in manifest
+
+        pinned = install(venv, index, "word-count==0.2.0")  # an exact pin still gets it
+        assert pinned.returncode == 0, pinned.stderr
+        assert "broken build" in pinned.stdout + pinned.stderr
+
+        assert status_of(f"{index}secret-words/") == 404  # not 403: existence is not leaked
+        refused = install(venv, index, "secret-words")
+        assert refused.returncode != 0
+        assert "No matching distribution found for secret-words" in refused.stderr
+
+        host = server.url.removeprefix("http://")
+        allowed = install(venv, f"http://__token__:{token}@{host}simple/", "secret-words")
+        assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+        output = run_in(venv, "import json; from secret_words.plugin import Plugin; print("
+                        "json.dumps(Plugin().on_command('count-words', {'text': 'a b'})))")
+        assert json.loads(output) == {"words": 2}
