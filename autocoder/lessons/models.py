@@ -13,9 +13,10 @@ from django.db.models.functions import Cast
 from pgvector.django import HnswIndex, VectorField
 
 EMBEDDING_DIMENSIONS = 384
-# HNSW build parameters, tuned with `manage.py lessons_bench` (docs/lessons.md has the figures).
+# HNSW build parameters, tuned with `manage.py lessons_bench` (docs/lessons.md has the figures):
+# ef_construction 64 left recall@10 at 0.966 on 100k clustered lessons, 128 reaches 0.99.
 HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 64
+HNSW_EF_CONSTRUCTION = 128
 
 
 def _as_float(field: str) -> Cast:

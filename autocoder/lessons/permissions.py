@@ -20,7 +20,7 @@ User = AbstractBaseUser | AnonymousUser
 def _membership(user: User, team_id: int) -> Membership | None:
     if not user.is_authenticated:
         return None
-    return Membership.objects.filter(team_id=team_id, user=user).first()
+    return Membership.objects.filter(team_id=team_id, user_id=user.pk).first()
 
 
 def can_view(user: User, lesson: Lesson) -> bool:

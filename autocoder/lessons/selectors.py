@@ -111,9 +111,10 @@ def mmr_select(candidates: list[ScoredLesson], k: int, lambda_: float = MMR_LAMB
     return [candidates[i] for i in chosen]
 
 
-def lessons_retrieve(*, team_id: int, query: str, k: int = 5,
+def lessons_retrieve(*, team_id: int | None, query: str, k: int = 5,
                      min_similarity: float | None = None) -> list[RetrievedLesson]:
-    """Lessons worth putting in a prompt for `query` (a spec summary or an error text).
+    """Lessons worth putting in a prompt for `query` (a spec summary or an error text): the
+    team's own and the global ones (`team_id=None`: global only), retired ones never.
 
     Read-only: the caller reports what it used with services.lessons_mark_retrieved.
     """
@@ -208,4 +209,4 @@ def lesson_sources_for(*, lesson: Lesson,
     """The runs behind a lesson that the user may know about: those of the user's teams."""
     if not user.is_authenticated:
         return LessonSource.objects.none()
-    return lesson.sources.filter(team__memberships__user=user).order_by("created_at")
+    return lesson.sources.filter(team__memberships__user_id=user.pk).order_by("created_at")

@@ -279,6 +279,8 @@ def lesson_restore(*, lesson: Lesson, actor: User) -> Lesson:
 def lesson_promote(*, lesson: Lesson, actor: User) -> Lesson:
     """Make a team lesson global: every team retrieves it and staff curate it from now on."""
     _require(can_promote(actor, lesson), "promote")
+    if lesson.team_id is None:
+        raise LessonInputError("the lesson is global already")
     changed = Lesson.objects.filter(pk=lesson.pk, team_id=lesson.team_id).update(
         team=None, updated_at=timezone.now())
     if not changed:

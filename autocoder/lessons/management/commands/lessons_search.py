@@ -34,7 +34,7 @@ class Command(BaseCommand):
         if options["k"] < 1:
             raise CommandError("--k must be at least 1")
         try:
-            found = lessons_retrieve(team_id=team.pk if team else None,  # type: ignore[arg-type]
+            found = lessons_retrieve(team_id=team.pk if team else None,
                                      query=options["text"], k=options["k"],
                                      min_similarity=options["min_similarity"])
         except EmbedderError as exc:
