@@ -139,9 +139,10 @@ def _retrieved(scored: ScoredLesson) -> RetrievedLesson:
 
 
 def _repeats(rule: str, resolution: str) -> bool:
-    """Whether the rule already quotes the resolution (deterministic rules do), to save tokens."""
-    head = clip(resolution, 80).rstrip(".…").lower()
-    return bool(head) and head in rule.lower()
+    """Whether the rule already quotes the whole resolution (deterministic rules quote a
+    one-sentence fix), so the prompt need not repeat it."""
+    whole = clip(resolution, PROMPT_CHARS).rstrip(".…").lower()
+    return bool(whole) and whole in clip(rule, 10 * PROMPT_CHARS).lower()
 
 
 def lessons_prompt_block(lessons: list[RetrievedLesson]) -> str:

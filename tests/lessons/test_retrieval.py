@@ -209,3 +209,13 @@ def test_a_small_team_finds_its_lessons_even_when_the_index_is_crowded(team, oth
 
 def test_prompt_block_is_empty_without_lessons() -> None:
     assert lessons_prompt_block([]) == ""
+
+
+def test_prompt_block_keeps_a_resolution_the_rule_only_begins_to_quote(team):
+    lesson = lesson_create(
+        kind="negative", team_id=team.pk, title="Weekday case", error_text="KeyError: 'Monday'",
+        avoidance_rule='On "KeyError: <val>": Lower-case the weekday first.',
+        resolution="Lower-case the weekday first. Then look it up with .get(day, []).")
+    found = lessons_retrieve(team_id=team.pk, query="KeyError: 'Monday'")
+    assert [f.id for f in found] == [lesson.pk]
+    assert "Then look it up with .get(day, [])" in lessons_prompt_block(found)
