@@ -208,3 +208,13 @@ def test_search_by_meaning_and_by_words(people, lessons):
     partial = member.get("/lessons/search/", {"q": "payload", "mode": "text"},
                          HTTP_HX_REQUEST="true").content.decode()
     assert "<html" not in partial and escape(lessons["payload"].title) in partial
+
+
+def test_staff_curate_lessons_in_the_admin_without_touching_embeddings(people, lessons):
+    admin = UserFactory(is_staff=True, is_superuser=True)
+    client = client_for(admin)
+    assert client.get("/admin/lessons/lesson/").status_code == 200
+    lesson = lessons["shared"]
+    page = client.get(f"/admin/lessons/lesson/{lesson.pk}/change/")
+    assert page.status_code == 200 and "embedding" not in page.content.decode().lower()
+    assert client.get("/admin/lessons/lesson/add/").status_code == 403
