@@ -17,6 +17,8 @@ from django.db import models
 from pgvector.django import VectorField
 
 EMBEDDING_DIMENSIONS = 384
+# In the catalogue: a published, not yanked version exists.
+LISTED = models.Q(latest_version__isnull=False)
 
 
 class Plugin(models.Model):
@@ -67,6 +69,13 @@ class Plugin(models.Model):
             GinIndex(fields=["search_vector"], name="plugin_search_gin"),
             GinIndex(fields=["tags"], name="plugin_tags_gin"),
             models.Index(fields=["visibility", "team"], name="plugin_visibility_team"),
+            # One per catalogue sort: the first page is read in index order, not sorted.
+            models.Index(models.F("install_count").desc(), "id", condition=LISTED,
+                         name="plugin_sort_installs"),
+            models.Index(models.F("rating_avg").desc(), models.F("rating_count").desc(), "id",
+                         condition=LISTED, name="plugin_sort_rating"),
+            models.Index(models.F("updated_at").desc(nulls_last=True), "id", condition=LISTED,
+                         name="plugin_sort_updated"),
         ]
 
     def __str__(self) -> str:

@@ -15,6 +15,7 @@ import math
 import re
 from dataclasses import dataclass, field
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -35,13 +36,15 @@ SORTS = {
     "updated": "Recently updated",
 }
 SORT_ORDER = {
-    "installs": ("-install_count", "-rating_avg", "normalized_name"),
-    "rating": ("-rating_avg", "-rating_count", "normalized_name"),
-    "updated": ("-updated_at", "normalized_name"),
+    # Each matches an index of Plugin (models.py), so a page is read in index order.
+    "installs": ("-install_count", "id"),
+    "rating": ("-rating_avg", "-rating_count", "id"),
+    "updated": ("-updated_at", "id"),
     # Without a query "relevance" has nothing to be relevant to: popular first.
-    "relevance": ("-install_count", "-rating_avg", "normalized_name"),
+    "relevance": ("-install_count", "id"),
 }
 PER_PAGE = 20
+COUNT_CAP = 1000
 # Each retriever contributes its best CANDIDATES; reciprocal rank fusion with the usual k=60
 # (Cormack et al.) merges them without having to calibrate ts_rank against cosine similarity.
 CANDIDATES = 200
@@ -148,6 +151,7 @@ class SearchPage:
     page: int
     pages: int
     params: SearchParams
+    capped: bool = False  # more than `total` match; the count stopped at COUNT_CAP
 
     @property
     def has_previous(self) -> bool:
@@ -207,14 +211,24 @@ def _cards(queryset: QuerySet[Plugin]) -> QuerySet[Plugin]:
     return queryset.select_related("team", "latest_version").only(*CARD_FIELDS)
 
 
+def _order(field: str) -> Any:
+    if not field.startswith("-"):
+        return F(field)
+    return F(field[1:]).desc(nulls_last=True) if field == "-updated_at" else F(field[1:]).desc()
+
+
 def _ordered_page(queryset: QuerySet[Plugin], order: tuple[str, ...], params: SearchParams,
                   per_page: int) -> SearchPage:
-    total = queryset.count()
+    # Counting stops at COUNT_CAP: "1000+ plugins" needs no scan of the whole catalogue.
+    total = queryset[:COUNT_CAP + 1].count()
+    capped = total > COUNT_CAP
+    total = min(total, COUNT_CAP)
     pages = max(1, math.ceil(total / per_page))
     page = min(params.page, pages)
-    ordering = [F(o[1:]).desc(nulls_last=True) if o.startswith("-") else F(o) for o in order]
+    ordering = [_order(o) for o in order]
     rows = list(_cards(queryset).order_by(*ordering)[(page - 1) * per_page: page * per_page])
-    return SearchPage(results=rows, total=total, page=page, pages=pages, params=params)
+    return SearchPage(results=rows, total=total, page=page, pages=pages, params=params,
+                      capped=capped)
 
 
 def hybrid_ranking(queryset: QuerySet[Plugin], q: str) -> list[int]:
