@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "autocoder.settings")
 application = get_wsgi_application()
+# Keep what is loaded at startup out of the collector's full passes (see autocoder/asgi.py).
+gc.freeze()

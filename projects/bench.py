@@ -6,6 +6,7 @@ the real database leaves nothing behind.
 
 from __future__ import annotations
 
+import gc
 import statistics
 import time
 import uuid
@@ -30,6 +31,9 @@ class BenchResult:
     p50_ms: float
     p95_ms: float
     max_ms: float
+    # CPU time of this process per request (the database's own time is not in it): on a machine
+    # busy with other work, wall time measures the scheduler, this measures the board.
+    cpu_p95_ms: float
     queries: int
     cards: int
 
@@ -94,11 +98,15 @@ def _measure(projects: int, requests: int, warmup: int) -> BenchResult:
     url = reverse("board", args=[team.slug])
     for _ in range(warmup):
         client.get(url)
-    timings = []
+    # As the ASGI/WSGI servers do at startup (autocoder/asgi.py): long-lived objects stay out of
+    # the collector's full passes. The bench data itself is not frozen: it is created before.
+    gc.freeze()
+    timings, cpu = [], []
     for _ in range(requests):
-        started = time.perf_counter()
+        started, started_cpu = time.perf_counter(), time.process_time()
         response = client.get(url)
         timings.append((time.perf_counter() - started) * 1000)
+        cpu.append((time.process_time() - started_cpu) * 1000)
         if response.status_code != 200:
             raise RuntimeError(f"the board answered {response.status_code}")
     with CaptureQueriesContext(connection) as queries:
@@ -106,7 +114,8 @@ def _measure(projects: int, requests: int, warmup: int) -> BenchResult:
     return BenchResult(projects=projects, requests=requests,
                        p50_ms=round(statistics.median(timings), 1),
                        p95_ms=round(_percentile(timings, 95), 1), max_ms=round(max(timings), 1),
-                       queries=len(queries), cards=html.count('class="board-card'))
+                       cpu_p95_ms=round(_percentile(cpu, 95), 1), queries=len(queries),
+                       cards=html.count('class="board-card'))
 
 
 def _percentile(values: list[float], percent: float) -> float:

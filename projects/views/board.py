@@ -7,10 +7,12 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse, QueryDict
+from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from projects.board_render import CardContext, column_cards_html
 from projects.middleware import SESSION_KEY
 from projects.models import Membership, Project, Team
 from projects.permissions import get_team_for_member
@@ -33,7 +35,7 @@ def board(request: HttpRequest, slug: str) -> HttpResponse:
     team, membership = get_team_for_member(request.user, slug)
     if request.session.get(SESSION_KEY) != team.slug:  # the board's team becomes the current one
         request.session[SESSION_KEY] = team.slug
-    context = _context(team, membership, board_filters(request.GET))
+    context = _context(request, team, membership, board_filters(request.GET))
     template = "projects/board.html#board" if request.htmx else "projects/board.html"
     return render(request, template, context)
 
@@ -51,17 +53,22 @@ def queue_move(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
         messages.error(request, "That is not a place in the queue.")
     if not request.htmx:
         return redirect(f"{reverse('board', args=[team.slug])}#card-{project.pk}")
-    context = _context(team, membership, board_filters(request.POST))
+    context = _context(request, team, membership, board_filters(request.POST))
     return render(request, "projects/board.html#board", context)
 
 
-def _context(team: Team, membership: Membership, filters: BoardFilters) -> dict[str, Any]:
+def _context(request: HttpRequest, team: Team, membership: Membership,
+             filters: BoardFilters) -> dict[str, Any]:
     limit = None if filters.status else COLUMN_LIMIT
+    board = board_for(team=team, membership=membership, filters=filters, limit=limit)
+    cards = CardContext(csrf_token=get_token(request),
+                        move_url_prefix=reverse("board_queue_move",
+                                                args=[team.slug, 0])[:-len("0/move/")])
+    for column in board.columns:
+        column.html = column_cards_html(column, cards)
     return {
-        "team": team, "membership": membership, "filters": filters,
-        "board": board_for(team=team, membership=membership, filters=filters, limit=limit),
-        "may_reorder": membership.can_review, "move_directions": ("up", "down"),
-        "move_url_prefix": reverse("board_queue_move", args=[team.slug, 0])[:-len("0/move/")],
+        "team": team, "membership": membership, "filters": filters, "board": board,
+        "may_reorder": membership.can_review,
         "column_choices": [(column.key, column.label) for column in COLUMNS],
     }
 

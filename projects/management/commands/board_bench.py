@@ -26,5 +26,6 @@ class Command(BaseCommand):
             return
         self.stdout.write(f"board with {result.projects} projects ({result.cards} cards shown), "
                           f"{result.requests} requests: p50 {result.p50_ms} ms, "
-                          f"p95 {result.p95_ms} ms, max {result.max_ms} ms, "
+                          f"p95 {result.p95_ms} ms, max {result.max_ms} ms "
+                          f"(CPU p95 {result.cpu_p95_ms} ms), "
                           f"{result.queries} SQL queries per request")
