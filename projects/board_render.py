@@ -57,7 +57,7 @@ def _controls(card: Card, ctx: CardContext, first: bool, last: bool) -> str:
 
 def card_html(card: Card, ctx: CardContext, *, reorderable: bool = False, first: bool = False,
               last: bool = False) -> str:
-    title = f'<a href="{card.run_url}">{card.name}</a>' if card.run_url else card.name
+    title = f'<a href="{card.link}">{card.name}</a>' if card.link else card.name
     return CARD.format(
         css=card.css, key=card.key, title=title, requester=card.requester,
         drag=f' draggable="true" data-project="{card.key}"' if reorderable else "",

@@ -43,7 +43,7 @@ class Card:
     status: str
     queue_position: int
     status_changed_at: datetime
-    run_url: SafeString
+    link: SafeString
     approval_url: SafeString
     iteration_text: SafeString
     pass_text: SafeString
@@ -151,12 +151,14 @@ def board_projects(*, team: Team, membership: Membership) -> QuerySet[Project]:
             run=_latest_run_json(),
             pending_approval_id=Subquery(pending.order_by("created_at").values("id")[:1]),
             needs_my_review=my_review,
+            interview_id=F("interview__id"),
         )
     )
 
 
 CARD_FIELDS = ("id", "name", "status", "queue_position", "status_changed_at",
-               "requester__username", "run", "pending_approval_id", "needs_my_review")
+               "requester__username", "run", "pending_approval_id", "needs_my_review",
+               "interview_id")
 
 
 def _apply(projects: QuerySet[Project], filters: BoardFilters,
@@ -219,6 +221,7 @@ class _UrlPatterns:
     def __init__(self) -> None:
         self.run = reverse("run_detail", args=[0]).replace("/0/", "/{}/")
         self.approval = reverse("approval_detail", args=[0]).replace("/0/", "/{}/")
+        self.interview = reverse("interview_detail", args=[0]).replace("/0/", "/{}/")
 
 
 def _card(row: dict[str, Any], now: datetime, urls: _UrlPatterns) -> Card:
@@ -230,7 +233,9 @@ def _card(row: dict[str, Any], now: datetime, urls: _UrlPatterns) -> Card:
         key=SafeString(row["id"]), name=escape(row["name"]),
         requester=escape(row["requester__username"]), status=row["status"],
         queue_position=row["queue_position"], status_changed_at=row["status_changed_at"],
-        run_url=SafeString(urls.run.format(run["id"]) if run else ""),
+        link=SafeString(urls.run.format(run["id"]) if run else
+                           urls.interview.format(row["interview_id"]) if row["interview_id"]
+                           else ""),
         approval_url=SafeString(urls.approval.format(pending) if pending else ""),
         iteration_text=SafeString(f"{run['iteration']}/{run['max_iterations']}" if run
                                   else "–"),

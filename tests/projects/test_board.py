@@ -260,3 +260,14 @@ def test_board_needs_the_same_number_of_queries_for_10_and_500_projects(portal: 
     assert small == large, f"{small} queries for 10 projects, {large} for 500"
     assert large <= 12
     assert large_html.count('class="board-card') > small_html.count('class="board-card') >= 10
+
+
+def test_interviewing_card_links_to_its_interview(portal: Portal) -> None:
+    from projects.models import Interview
+
+    project = ProjectFactory(team=portal.team, name="half-asked", status=S.INTERVIEWING,
+                             requester=portal.requester)
+    interview = Interview.objects.create(team=portal.team, requester=portal.requester,
+                                         project=project, request="I need a thing.")
+    html = portal.client(portal.reviewer).get(board_url()).content.decode()
+    assert reverse("interview_detail", args=[interview.pk]) in column_html(html, "interviewing")
