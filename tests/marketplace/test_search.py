@@ -153,6 +153,8 @@ def test_the_catalogue_page_searches_and_answers_htmx_with_the_results_only(
     url = reverse("marketplace:catalogue")
     full = client.get(url, {"q": "answer customer emails"}).content.decode()
     assert "<html" in full and "email-drafter" in full
+    calendar = full.split("tag=calendar", 1)[1].split("</li>", 1)[0]
+    assert '<span class="muted small">3</span>' in calendar  # the tag facet counts its plugins
     partial = client.get(url, {"q": "answer customer emails"}, HTTP_HX_REQUEST="true")
     html = partial.content.decode()
     assert "<html" not in html and 'id="results"' in html and "email-drafter" in html
