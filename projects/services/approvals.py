@@ -79,7 +79,7 @@ def _check_open(locked: ApprovalRequest, candidate: str) -> None:
                              f"({locked.get_status_display().lower()}) by {who}.")
     if candidate != approval_candidate(locked) or _newer_iteration_exists(locked):
         raise StaleCandidate("The candidate changed since you opened this page, so your decision "
-                             "was not saved. Reload the page to review the current version.")
+                             "was not saved. Review the current version and send it again.")
 
 
 def _newer_iteration_exists(approval: ApprovalRequest) -> bool:

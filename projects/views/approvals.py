@@ -59,9 +59,14 @@ def approval_decide(request: HttpRequest, pk: int) -> HttpResponse:
                                               comment=form.cleaned_data["comment"],
                                               candidate=form.cleaned_data["candidate"])
     except services.ApprovalError as error:
-        # The reviewer's comment stays in the form: a refused decision loses nothing typed.
-        form.add_error(None, str(error))
+        # The page shows the current candidate with what the reviewer typed, ready to send again
+        # once they have looked at it: a refused decision loses nothing.
         approval.refresh_from_db()
+        data = request.POST.copy()
+        data["candidate"] = approval_candidate(approval)
+        form = ApprovalDecisionForm(data, approval=approval)
+        form.is_valid()
+        form.add_error(None, str(error))
         return _render(request, approval, membership, form, status=409)
     messages.success(request, outcome.message)
     return redirect("approval_detail", pk=approval.pk)

@@ -226,6 +226,9 @@ def test_decision_on_a_changed_candidate_is_refused_and_the_comment_kept(
     assert "my careful review notes" in html  # nothing typed is lost
     change.refresh_from_db()
     assert change.status == A.PENDING and not change.votes.exists()
+    # The page now carries the current candidate: sending again after looking works.
+    assert f'value="{approval_candidate(change)}"' in html and seen not in html
+    assert post_decision(portal, portal.reviewer, change, "approve").status_code == 302
 
 
 @pytest.mark.django_db
