@@ -25,8 +25,10 @@ class TagsField(forms.CharField):
 
 
 class ListingForm(forms.Form):
-    visibility = forms.ChoiceField(choices=Plugin.Visibility.choices,
-                                   initial=Plugin.Visibility.TEAM)
+    visibility = forms.ChoiceField(
+        choices=Plugin.Visibility.choices, initial=Plugin.Visibility.TEAM,
+        help_text="For a new plugin. A published plugin keeps its listing; its team's admins"
+                  " change it on the plugin's page.")
     category = forms.ChoiceField(choices=[("", "As plugin.toml says (or Other)"),
                                           *Plugin.Category.choices], required=False)
     tags = TagsField(required=False, max_length=400,

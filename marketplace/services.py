@@ -98,18 +98,24 @@ def plugin_upload_submit(*, team: Team, user: AbstractBaseUser, filename: str, d
 
 
 def plugin_directory_publish(*, directory: Path, team: Team, approver: AbstractBaseUser,
-                             visibility: str = Plugin.Visibility.TEAM, category: str = "",
+                             visibility: str = "", category: str = "",
                              tags: Sequence[str] = (), changelog: str = "") -> PluginVersion:
     """The command line's publish: the upload checks on a directory, then `approver` (an admin
-    of the team) opens the gate; both steps are in the audit log."""
+    of the team) opens the gate; both steps are in the audit log. An explicit visibility also
+    applies to an existing plugin (the approver is an admin, who may change it)."""
     if viewer_for(approver).roles.get(team.id) != Membership.Role.ADMIN:
         raise PermissionDenied(f"{approver.get_username()} is not an admin of team {team.slug}")
     checked = plugin_package_check(team=team, files=files_from_directory(directory))
     version = _version_create(team=team, checked=checked, source=PluginVersion.Source.CLI,
-                              user=None, visibility=visibility, category=category, tags=tags,
-                              changelog=changelog)
-    return plugin_version_decide(version=version, user=approver, approve=True,
-                                 comment="approved on the command line (plugin_publish)")
+                              user=None, visibility=visibility or Plugin.Visibility.TEAM,
+                              category=category, tags=tags, changelog=changelog)
+    version = plugin_version_decide(version=version, user=approver, approve=True,
+                                    comment="approved on the command line (plugin_publish)")
+    plugin = Plugin.objects.get(pk=version.plugin_id)
+    if visibility and plugin.visibility != visibility:
+        plugin_settings_update(plugin=plugin, user=approver, visibility=visibility,
+                               category=plugin.category, tags=plugin.tags)
+    return version
 
 
 def plugin_version_publish(*, run: Run, user: AbstractBaseUser, visibility: str,
@@ -187,6 +193,7 @@ def _version_create(*, team: Team, checked: CheckedPlugin, source: str,
     try:
         with transaction.atomic():
             plugin = _plugin_for_submission(team, checked, listing)
+            listing = _listing_in_force(plugin, listing)
             created = PluginVersion.objects.create(
                 plugin=plugin, version=checked.manifest.version, source=source,
                 summary=checked.manifest.summary, manifest=checked.manifest.as_dict(),
@@ -219,6 +226,16 @@ def _listing(checked: CheckedPlugin, visibility: str, category: str,
                             f" {', '.join(Plugin.Category.values)}"])
     return {"visibility": visibility, "category": category,
             "tags": list(clean_tags(tags) if tags else checked.manifest.tags)}
+
+
+def _listing_in_force(plugin: Plugin, asked: dict[str, Any]) -> dict[str, Any]:
+    """Visibility, category and tags belong to the plugin once it is published: a new version
+    keeps them (so an upload by a requester cannot make a team plugin public); team admins
+    change them on the plugin's page. Until the first publication the submission decides."""
+    if plugin.published_at is None:
+        return asked
+    return {"visibility": plugin.visibility, "category": plugin.category,
+            "tags": list(plugin.tags)}
 
 
 def _plugin_for_submission(team: Team, checked: CheckedPlugin,
@@ -376,8 +393,9 @@ def _version_go_live(version: PluginVersion, approver: AbstractBaseUser | None) 
     if not won:
         return
     plugin = Plugin.objects.select_for_update().get(pk=version.plugin_id)
-    plugin.visibility, plugin.category, plugin.tags = (version.visibility, version.category,
-                                                       list(version.tags))
+    if plugin.published_at is None:  # the first publication lists the plugin as submitted
+        plugin.visibility, plugin.category, plugin.tags = (version.visibility, version.category,
+                                                           list(version.tags))
     plugin.published_at = plugin.published_at or now
     plugin.updated_at = now
     plugin.save(update_fields=["visibility", "category", "tags", "published_at", "updated_at"])

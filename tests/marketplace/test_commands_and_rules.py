@@ -138,3 +138,23 @@ def test_yanking_needs_a_reason_and_a_reviewer(market: dict, publish: Any) -> No
         services.plugin_version_yank(version=version, user=market["reviewer"], reason="  ")
     with pytest.raises(services.PermissionDenied):
         services.plugin_version_yank(version=version, user=market["requester"], reason="bad")
+
+
+def test_a_new_version_keeps_the_listing_only_admins_change_it(market: dict, publish: Any,
+                                                               tmp_path: Path) -> None:
+    publish(plugin_tree(version="0.1.0"), visibility="team", tags=["words"])
+    newer = publish(plugin_tree(version="0.2.0"), visibility="public", tags=["other"])
+    plugin = Plugin.objects.get()
+    assert (plugin.visibility, plugin.tags) == ("team", ["words"])  # a requester's upload
+    assert newer.visibility == "team" and plugin.latest_version == newer
+    directory = write_tree(tmp_path / "p", plugin_tree(version="0.3.0"))
+    publish_command(str(directory), "--team", "acme", "--approve-as", "acme-admin")
+    plugin.refresh_from_db()
+    assert plugin.visibility == "team"  # no --visibility: unchanged
+    directory = write_tree(tmp_path / "q", plugin_tree(version="0.4.0"))
+    publish_command(str(directory), "--team", "acme", "--visibility", "public",
+                    "--approve-as", "acme-admin")
+    plugin.refresh_from_db()
+    assert plugin.visibility == "public"
+    assert AuditEntry.objects.filter(action="plugin.settings_update",
+                                     actor=market["admin"]).exists()

@@ -26,8 +26,8 @@ class Command(BaseCommand):
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("directory", type=Path, help="the plugin directory (plugin.toml)")
         parser.add_argument("--team", required=True, help="slug of the owner team")
-        parser.add_argument("--visibility", choices=Plugin.Visibility.values,
-                            default=Plugin.Visibility.TEAM)
+        parser.add_argument("--visibility", choices=Plugin.Visibility.values, default="",
+                            help="default: team for a new plugin, unchanged for an existing one")
         parser.add_argument("--approve-as", required=True, metavar="USERNAME",
                             help="an admin of the team, who approves the publication")
         parser.add_argument("--category", choices=Plugin.Category.values, default="")
