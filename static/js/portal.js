@@ -17,8 +17,24 @@
   });
 
   // -- live updates: the server sends JSON events; the page re-fetches what it shows -----------
+  // A burst of events (every step of every run) becomes one re-fetch 250 ms after its first
+  // event, and another one after it if events kept coming: never starved, never a storm.
   let dragging = null;
-  let refreshWhenDropped = null;
+  const scheduled = new Set();
+
+  function refreshSoon(selector, eventName) {
+    const key = selector + " " + eventName;
+    if (scheduled.has(key)) return;
+    scheduled.add(key);
+    setTimeout(function fire() {
+      const target = document.querySelector(selector);
+      if (!target) { scheduled.delete(key); return; }
+      // Not while a card is being dragged or the previous answer is on its way.
+      if (dragging || target.classList.contains("htmx-request")) { setTimeout(fire, 250); return; }
+      scheduled.delete(key);
+      htmx.trigger(target, eventName);
+    }, 250);
+  }
 
   function announce(text) {
     const region = document.getElementById("live-status");
@@ -39,13 +55,9 @@
     try { payload = JSON.parse(event.detail.message); } catch (error) { return; } // HTML: htmx swaps it
     event.preventDefault();
     const socket = event.target.closest("[data-live-target]");
-    const target = socket && document.querySelector(socket.dataset.liveTarget);
-    if (target) {
-      if (dragging) refreshWhenDropped = target;
-      else htmx.trigger(target, "live-update");
-    }
+    if (socket) refreshSoon(socket.dataset.liveTarget, "live-update");
+    refreshSoon("#nav-portal", "portal-live");  // the nav's counters
     announce(describe(payload));
-    htmx.trigger(document.body, "portal-live");  // the nav's counters listen for this
   });
 
   // -- the queue: drag a card, drop it; the server decides and sends the board back -------------
@@ -92,6 +104,5 @@
     const url = list.dataset.queueUrl.replace(/\/0\/move\/$/, "/" + card.dataset.project + "/move/");
     htmx.ajax("POST", url, {source: list, target: "#board", swap: "outerHTML", values: values});
     announce("Moved " + (card.querySelector(".card-name") || card).textContent.trim() + ".");
-    refreshWhenDropped = null;  // the answer to the drop is a fresh board anyway
   });
 })();
