@@ -41,7 +41,8 @@ MMR_LAMBDA = 0.6
 RELIABILITY_SPREAD = 0.4
 CANDIDATE_POOL_FACTOR = 4
 MIN_CANDIDATE_POOL = 20
-# hnsw.ef_search for retrieval; lessons_bench shows recall@10 >= 0.98 from 80 up at 100k rows.
+# hnsw.ef_search for retrieval: at 100k lessons lessons_bench measured recall@10 0.991-0.996
+# with 100 and 0.983 with 60 (ef_construction 128), at a p95 of a few milliseconds.
 HNSW_EF_SEARCH = 100
 PROMPT_CHARS = 400
 
