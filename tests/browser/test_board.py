@@ -105,3 +105,26 @@ def test_screenshots_of_the_board_run_view_and_review_page(
         assert (SCREENSHOTS / name).stat().st_size > 20_000, name
     assert Project.objects.filter(team=demo["team"]).count() == 11
     assert Membership.objects.filter(team=demo["team"]).count() == 4
+
+
+def test_run_page_follows_a_decision_made_elsewhere(
+        server: LiveServer, demo: dict[str, Any], context_factory: Any) -> None:
+    data = demo["data"]
+    watcher = context_factory().new_page()
+    log_in(watcher, server, "quinn")
+    watcher.goto(f"{server.url}runs/{data.run.pk}/")
+    expect(watcher.get_by_role("heading", name="Status: Awaiting approval")).to_be_visible()
+    watcher.wait_for_timeout(500)  # the websocket opens after the page has loaded
+    watcher.evaluate("window.__sameDocument = true")
+
+    reviewer = context_factory().new_page()
+    log_in(reviewer, server, "rob")
+    reviewer.goto(f"{server.url}approvals/{data.change.pk}/")
+    reviewer.get_by_label("Approve", exact=True).check()
+    reviewer.get_by_label("Comment", exact=True).fill("Good: no shell any more.")
+    reviewer.get_by_role("button", name="Send decision").click()
+    expect(reviewer.get_by_text("Decision saved: approved.")).to_be_visible()
+
+    expect(watcher.get_by_role("heading", name="Status: Running")).to_be_visible(timeout=3000)
+    expect(watcher.locator(".timeline")).to_contain_text("Change request: approved by rob")
+    assert watcher.evaluate("window.__sameDocument === true")
