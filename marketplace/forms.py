@@ -45,7 +45,9 @@ class UploadForm(ListingForm):
 
     def __init__(self, *args: Any, teams: Any = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = teams if teams is not None else Team.objects.none()
+        team_field = self.fields["team"]
+        assert isinstance(team_field, forms.ModelChoiceField)
+        team_field.queryset = teams if teams is not None else Team.objects.none()
 
     def clean_package(self) -> Any:
         upload = self.cleaned_data["package"]
@@ -93,7 +95,9 @@ class TryForm(forms.Form):
 
     def __init__(self, *args: Any, commands: list[str] | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["command"].choices = [(name, name) for name in commands or []]
+        command_field = self.fields["command"]
+        assert isinstance(command_field, forms.ChoiceField)
+        command_field.choices = [(name, name) for name in commands or []]
 
     def clean_payload(self) -> dict[str, Any]:
         try:

@@ -175,17 +175,18 @@ def _with_version(files: dict[str, str], version: str) -> dict[str, str]:
     return files
 
 
-def _models_used(run: Run) -> list[dict[str, str]]:
+def _models_used(run: Run) -> list[dict[str, Any]]:
     rows = (LLMCall.objects.filter(run=run).values("role", "provider", "model")
             .annotate(calls=Count("id")).order_by("role", "provider", "model"))
-    return [dict(row) for row in rows]
+    return [{"role": r["role"], "provider": r["provider"], "model": r["model"],
+             "calls": r["calls"]} for r in rows]
 
 
 def _version_create(*, team: Team, checked: CheckedPlugin, source: str,
                     user: AbstractBaseUser | None, visibility: str, category: str,
                     tags: Sequence[str], changelog: str, run: Run | None = None,
                     spec: dict[str, Any] | None = None,
-                    models_used: list[dict[str, str]] | None = None, iterations: int = 0,
+                    models_used: list[dict[str, Any]] | None = None, iterations: int = 0,
                     approval: ApprovalRequest | None = None) -> PluginVersion:
     listing = _listing(checked, visibility, category, tags)
     embedding = _summary_embedding(checked.manifest.name, checked.manifest.summary)
@@ -346,7 +347,8 @@ def _decide_via_run_approval(version: PluginVersion, user: AbstractBaseUser, app
         approval_vote_cast,
     )
 
-    approval = ApprovalRequest.objects.select_related("project__team").get(pk=version.approval_id)
+    approval = (ApprovalRequest.objects.select_related("project__team")
+                .get(pk=int(version.approval_id or 0)))
     if approval.status == ApprovalRequest.Status.PENDING:
         try:
             approval_vote_cast(approval=approval, user=user,
@@ -521,7 +523,7 @@ def review_upsert(*, plugin: Plugin, user: AbstractBaseUser, rating: int,
         raise PackageError(["rating: choose from 1 to 5 stars"])
     if len(body) > MAX_REVIEW_CHARS:
         raise PackageError([f"review: at most {MAX_REVIEW_CHARS} characters (got {len(body)})"])
-    latest = plugin.latest_version.version if plugin.latest_version_id else ""
+    latest = plugin.latest_version.version if plugin.latest_version else ""
     with transaction.atomic():
         locked = Plugin.objects.select_for_update().get(pk=plugin.pk)
         review, _ = Review.objects.update_or_create(plugin=locked, user=user, defaults={

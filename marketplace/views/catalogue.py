@@ -284,7 +284,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
         _, created = services.api_token_create(user=request.user, name=form.cleaned_data["name"])
         form = TokenForm()
     context = {"form": form, "created": created,
-               "tokens": selectors.api_tokens_of(request.user.pk),
+               "tokens": selectors.api_tokens_of(int(request.user.pk or 0)),
                "index_url": request.build_absolute_uri(reverse("simple:index"))}
     response = render(request, "marketplace/tokens.html", context)
     response["Cache-Control"] = "no-store"  # the page may show a token once

@@ -13,6 +13,7 @@ import binascii
 from datetime import UTC
 from html import escape
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.http import (
     FileResponse,
     Http404,
@@ -21,6 +22,7 @@ from django.http import (
     HttpResponsePermanentRedirect,
     JsonResponse,
 )
+from django.http.response import HttpResponseBase
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
@@ -98,7 +100,7 @@ def index_viewer(request: HttpRequest) -> Viewer:
     return viewer_for(request.user)
 
 
-def _token_user(header: str) -> object:
+def _token_user(header: str) -> AbstractBaseUser:
     scheme, _, encoded = header.partition(" ")
     if scheme.lower() != "basic":
         raise BadCredentials
@@ -224,7 +226,7 @@ def _html(title: str, body: str) -> str:
 
 
 @require_safe
-def file_download(request: HttpRequest, artifact_id: int, filename: str) -> HttpResponse:
+def file_download(request: HttpRequest, artifact_id: int, filename: str) -> HttpResponseBase:
     try:
         artifact = artifact_for_viewer(index_viewer(request), artifact_id, filename)
     except BadCredentials:

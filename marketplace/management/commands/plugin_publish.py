@@ -55,7 +55,7 @@ class Command(BaseCommand):
                                + "\n  ".join(exc.errors)) from None
         except PermissionDenied as exc:
             raise CommandError(str(exc)) from exc
-        result = {
+        result: dict[str, Any] = {
             "plugin": version.plugin.name, "version": version.version,
             "files": [{"filename": a.filename, "sha256": a.sha256, "size": a.size}
                       for a in version.artifacts.order_by("kind")],
