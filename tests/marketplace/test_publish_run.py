@@ -154,3 +154,19 @@ def test_the_publish_page_is_for_the_run_team_only(market: dict, succeeded_run: 
     assert "word-count 0.1.0: awaiting approval." in response.content.decode()
     assert reverse("approval_detail", args=[publish_request(succeeded_run).pk]) in (
         response.content.decode())
+
+
+def test_a_request_approved_on_the_approval_screen_is_finished_from_the_version_page(
+        market: dict, succeeded_run: Run) -> None:
+    services.plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                    visibility="team")
+    approve_on_the_approval_screen(succeeded_run, market["reviewer"])
+    member = client_for(market["requester"])
+    url = reverse("marketplace:version", args=["word-count", "0.1.0"])
+    page = member.get(url).content.decode()
+    assert "The run's publish request was approved by acme-reviewer." in page
+    assert "Publish now" in page
+    done = member.post(reverse("marketplace:decide", args=["word-count", "0.1.0"]),
+                       {"decision": "approve"}, follow=True)
+    assert "word-count 0.1.0: published." in done.content.decode()
+    assert Plugin.objects.get().latest_version.status == PluginVersion.Status.PUBLISHED
