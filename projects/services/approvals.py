@@ -112,9 +112,13 @@ def _check_decision(approval: ApprovalRequest, decision: str, comment: str) -> N
 
 
 def approval_vote_cast(*, approval: ApprovalRequest, user: AbstractBaseUser, decision: str,
-                       comment: str = "", candidate: str) -> VoteOutcome:
+                       comment: str = "", candidate: str,
+                       dispatch: engine.Dispatch | None = engine.enqueue_step) -> VoteOutcome:
     """Record `user`'s decision on the candidate fingerprinted `candidate` (from the page the
-    reviewer saw) and, when it settles the request, decide it through the engine."""
+    reviewer saw) and, when it settles the request, decide it through the engine.
+
+    `dispatch` sends the run's next step (to the workers by default; None when the caller
+    drives the run itself, as `manage.py approve` does)."""
     comment = comment.strip()
     _check_member(approval, user)
     _check_decision(approval, decision, comment)
@@ -128,17 +132,19 @@ def approval_vote_cast(*, approval: ApprovalRequest, user: AbstractBaseUser, dec
         tally = approval_tally(locked, team=locked.project.team)
         settles = decision in CLOSING or tally.approvals >= tally.needed
         if settles:
-            locked = _decide(locked, user=user, decision=decision, comment=comment)
+            locked = _decide(locked, user=user, decision=decision, comment=comment,
+                             dispatch=dispatch)
         _audit(locked, user=user, decision=decision, comment=comment, tally=tally,
                decided=settles)
     return VoteOutcome(approval=locked, vote=vote, tally=tally, decided=settles)
 
 
 def _decide(locked: ApprovalRequest, *, user: AbstractBaseUser, decision: str,
-            comment: str) -> ApprovalRequest:
+            comment: str, dispatch: engine.Dispatch | None) -> ApprovalRequest:
     try:
         decided = engine.approval_decide(approval=locked, user=user, decision=decision,
-                                         comment=_decision_comment(locked, decision, comment))
+                                         comment=_decision_comment(locked, decision, comment),
+                                         dispatch=dispatch)
     except engine.ApprovalConflict as error:
         raise AlreadyDecided(str(error)) from error
     except engine.ApprovalInputError as error:

@@ -93,8 +93,30 @@ def test_approve_command_lets_a_waiting_run_go_on(engine_settings: Any, tmp_path
                          "--out", str(tmp_path / "p"))
     assert result["status"] == "awaiting_approval" and result["pending_approval"] == "plan"
 
-    with pytest.raises(CommandError, match="Only reviewers"):
+    with pytest.raises(CommandError, match="a reviewer has to"):
         call_command("approve", str(result["run_id"]), "--as", "requester")
     out = io.StringIO()
     call_command("approve", str(result["run_id"]), "--as", "reviewer", "--json", stdout=out)
     assert json.loads(out.getvalue())["status"] == "succeeded"
+
+
+@pytest.mark.slow
+def test_approve_command_follows_the_teams_rules_and_audits(engine_settings: Any,
+                                                            tmp_path: Path) -> None:
+    from projects.models import AuditEntry
+
+    result, _ = generate(str(SCRIPTS / "greeter.spec.json"), "--script",
+                         str(SCRIPTS / "success.json"), "--autonomy", "semi", "--no-lessons",
+                         "--out", str(tmp_path / "p"))
+    Team.objects.filter(slug="demo").update(required_approvals=2)
+
+    out = io.StringIO()
+    call_command("approve", str(result["run_id"]), "--as", "reviewer", stdout=out)
+    assert "vote recorded: 1 of 2 approvals" in out.getvalue()
+    assert Run.objects.get(id=result["run_id"]).status == "awaiting_approval"
+
+    out = io.StringIO()
+    call_command("approve", str(result["run_id"]), "--as", "admin", "--json", stdout=out)
+    assert json.loads(out.getvalue())["status"] == "succeeded"
+    actions = list(AuditEntry.objects.filter(team__slug="demo").values_list("action", flat=True))
+    assert actions.count("approval.approve") == 2

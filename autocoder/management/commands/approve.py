@@ -1,7 +1,8 @@
 """`manage.py approve RUN_ID --as USERNAME [--decision D] [--comment TEXT] [--json]`.
 
-Decides the run's pending approval request (for demos and operators without the portal) and,
-unless --enqueue is given, drives the run on in this process like `generate` does.
+Decides the run's pending approval request (for demos and operators without the portal) under
+the same rules as the review page - who may decide, N approvals, the audit log - and, unless
+--enqueue is given, drives the run on in this process like `generate` does.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from autocoder.engine import selectors, services
 from projects.models import Run
+from projects.selectors.approvals import approval_candidate
+from projects.services.approvals import ApprovalError, approval_vote_cast
 
 
 class Command(BaseCommand):
@@ -42,11 +45,16 @@ class Command(BaseCommand):
             raise CommandError(f"run {run.id} has no pending approval request ({run.status})")
         dispatch = services.enqueue_step if options["enqueue"] else None
         try:
-            services.approval_decide(approval=approval, user=user, decision=options["decision"],
-                                     comment=options["comment"], dispatch=dispatch)
-        except (services.ApprovalConflict, services.ApprovalInputError,
-                PermissionDenied) as error:
+            outcome = approval_vote_cast(
+                approval=approval, user=user, decision=options["decision"],
+                comment=options["comment"], candidate=approval_candidate(approval),
+                dispatch=dispatch)
+        except (ApprovalError, PermissionDenied) as error:
             raise CommandError(str(error)) from None
+        if not outcome.decided:
+            tally = outcome.tally
+            self.stdout.write(f"vote recorded: {tally.approvals} of {tally.needed} approvals")
+            return
         if dispatch is None:
             run = services.run_drive(run_id=run.id)
         summary = selectors.run_summary(run)
