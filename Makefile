@@ -10,7 +10,7 @@ TEST_STAMP := $(VENV)/.test-$(HASH)
 # features (AMX) that some virtual machines report but do not allow, and then segfaults.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test install lint typecheck clean-var
+.PHONY: run test install lint typecheck clean-var screenshots
 
 run: $(RUN_STAMP)
 	$(PY) manage.py up
@@ -34,6 +34,10 @@ $(RUN_STAMP): pyproject.toml $(VENV)/bin/python
 $(TEST_STAMP): $(RUN_STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q -e '.[dev,local]'
 	touch $@
+
+# Refresh the README's screenshots (docs/screenshots) from the browser tests.
+screenshots: $(TEST_STAMP)
+	AUTOCODER_SCREENSHOTS_DIR=$(CURDIR)/docs/screenshots $(PY) -m pytest tests/browser -q
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
