@@ -22,6 +22,9 @@ from dramatiq.middleware import Middleware
 logger = logging.getLogger(__name__)
 
 KEY_PREFIX = "autocoder:worker:"
+# One worker in the whole installation sweeps for stalled runs per interval (a Redis lock).
+WATCHDOG_LOCK = "autocoder:watchdog"
+WATCHDOG_INTERVAL_S = 60
 
 
 def _client() -> redis.Redis:
@@ -72,6 +75,23 @@ class WorkerHeartbeat(Middleware):
         while not self._stop.is_set():
             try:
                 beat(started_at, client=client)
+                if client.set(WATCHDOG_LOCK, os.getpid(), nx=True, ex=WATCHDOG_INTERVAL_S):
+                    watchdog_sweep()
             except redis.RedisError:
                 logger.exception("heartbeat failed; will retry")
             self._stop.wait(settings.WORKER_HEARTBEAT_INTERVAL_S)
+
+
+def watchdog_sweep() -> list[int]:
+    """Re-send the step of runs that stopped moving (see runs_stalled_kick); never raises."""
+    from django.db import close_old_connections
+
+    from autocoder.engine.services import runs_stalled_kick
+
+    try:
+        return runs_stalled_kick()
+    except Exception:  # the heartbeat thread must survive a database hiccup
+        logger.exception("watchdog sweep failed; will retry")
+        return []
+    finally:
+        close_old_connections()

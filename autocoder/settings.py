@@ -189,3 +189,5 @@ ENGINE_MAJOR_DIFF_LINES = env.int("ENGINE_MAJOR_DIFF_LINES", default=400)
 ENGINE_STEP_MAX_ATTEMPTS = env.int("ENGINE_STEP_MAX_ATTEMPTS", default=3)
 ENGINE_RETRY_DELAY_MS = env.int("ENGINE_RETRY_DELAY_MS", default=2000)
 ENGINE_PROMPT_BUDGET_CHARS = env.int("ENGINE_PROMPT_BUDGET_CHARS", default=24000)
+# A queued or running run whose steps have not moved for this long gets its step re-sent.
+ENGINE_STALL_S = env.int("ENGINE_STALL_S", default=900)

@@ -16,6 +16,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -471,6 +472,34 @@ def run_kick(*, run: Run, dispatch: Dispatch | None = enqueue_step) -> Run:
             raise RunStateError(f"Only a queued or running run can be kicked ({locked.status}).")
         _after_commit(locked, dispatch, locked.step_token)
     return locked
+
+
+def runs_stalled_kick(*, stalled_for_s: float | None = None,
+                      dispatch: Dispatch = enqueue_step) -> list[int]:
+    """The watchdog: send the current step again for runs whose steps stopped moving.
+
+    A worker killed after a step's commit but before the next message went out leaves the run
+    with a token no message carries; its redelivered message is stale and does nothing. A run
+    that should be working but has not committed a step for longer than any step may take gets
+    its current step re-sent. The guarded update makes one sweeper per run win, and a duplicate
+    of a step that is in fact still running is harmless: only one delivery can commit.
+    """
+    limit = stalled_for_s if stalled_for_s is not None else float(
+        loop.setting("ENGINE_STALL_S", 900))
+    cutoff = timezone.now() - timedelta(seconds=limit)
+    kicked: list[int] = []
+    working = (Run.Status.QUEUED, Run.Status.RUNNING)
+    for run_id, token in Run.objects.filter(status__in=working, updated_at__lt=cutoff
+                                            ).exclude(step_token="").values_list("id",
+                                                                                 "step_token"):
+        won = Run.objects.filter(id=run_id, step_token=token, status__in=working,
+                                 updated_at__lt=cutoff).update(updated_at=timezone.now())
+        if won:
+            dispatch(run_id, token, 0)
+            kicked.append(run_id)
+    if kicked:
+        logger.warning("watchdog re-sent the current step of stalled runs %s", kicked)
+    return kicked
 
 
 def _continue(run: Run, dispatch: Dispatch | None) -> None:

@@ -119,6 +119,8 @@ class Run(models.Model):
 
     error = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Moves with every committed step: the watchdog kicks runs whose steps stopped moving.
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

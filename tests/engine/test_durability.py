@@ -10,10 +10,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
 from autocoder.engine import services
 from autocoder.llm import ScriptedProvider
@@ -254,3 +256,52 @@ def test_a_lost_message_is_sent_again_by_a_kick(
     assert services.run_drive(run_id=run.id).status == Run.Status.SUCCEEDED
     with pytest.raises(services.RunStateError, match="Only a queued or running run"):
         services.run_kick(run=run, dispatch=dispatch)
+
+
+def test_the_watchdog_resends_the_step_of_a_run_that_stopped_moving(
+        start_run: Callable[..., Run]) -> None:
+    """A worker killed after committing a step but before sending the next message leaves a
+    token no message carries; the watchdog notices the run stopped moving and re-sends it."""
+    stalled = start_run("success")  # its first message was never sent: it waits forever
+    moving = start_run("success")
+    Run.objects.filter(id=stalled.id).update(
+        updated_at=timezone.now() - timedelta(seconds=1000))
+    dispatch = DispatchRecorder()
+
+    assert services.runs_stalled_kick(stalled_for_s=900, dispatch=dispatch) == [stalled.id]
+    assert dispatch.sent == [(stalled.id, stalled.step_token, 0)]
+    # The kick moved the clock: the next sweep leaves the run alone while it works.
+    assert services.runs_stalled_kick(stalled_for_s=900, dispatch=dispatch) == []
+    services.run_step_perform(run_id=stalled.id, token=stalled.step_token, dispatch=None)
+    assert Run.objects.get(id=stalled.id).phase == "implement"
+    assert moving.id not in [run_id for run_id, _, _ in dispatch.sent]
+
+
+def test_the_watchdog_ignores_finished_and_waiting_runs(start_run: Callable[..., Run]) -> None:
+    finished = start_run("success")
+    services.run_drive(run_id=finished.id)
+    Run.objects.update(updated_at=timezone.now() - timedelta(seconds=5000))
+    dispatch = DispatchRecorder()
+    assert services.runs_stalled_kick(stalled_for_s=900, dispatch=dispatch) == []
+    assert dispatch.sent == []
+
+
+@pytest.mark.django_db(transaction=True)  # the heartbeat thread has its own connection
+def test_one_worker_heartbeat_runs_the_watchdog_per_interval(
+        start_run: Callable[..., Run], clean_redis: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from autocoder import heartbeat
+
+    sent: list[tuple[int, str, int]] = []
+    sweep = services.runs_stalled_kick
+    monkeypatch.setattr(services, "runs_stalled_kick",
+                        lambda: sweep(dispatch=lambda *args: sent.append(args)))
+    run = start_run("success")
+    Run.objects.filter(id=run.id).update(updated_at=timezone.now() - timedelta(seconds=5000))
+    middleware = heartbeat.WorkerHeartbeat()
+    middleware.after_worker_boot(None, None)  # type: ignore[arg-type]
+    deadline = time.monotonic() + 10
+    while not sent and time.monotonic() < deadline:
+        time.sleep(0.05)
+    middleware.before_worker_shutdown(None, None)  # type: ignore[arg-type]
+    assert [run_id for run_id, _, _ in sent] == [run.id]
+    assert clean_redis.get(heartbeat.WATCHDOG_LOCK) is not None  # others skip this interval
