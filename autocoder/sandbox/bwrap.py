@@ -121,6 +121,10 @@ def _symlink_hops(path: str, max_hops: int = 16) -> list[str]:
     return hops
 
 
+def _is_under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
 def limit_argv(limits: Limits, prlimit: str) -> list[str]:
     """prlimit runs inside, after the namespaces exist: the limits bind the job, not bwrap."""
     mb = 1024 * 1024
@@ -149,14 +153,24 @@ def bwrap_argv(*, layout: HostLayout, limits: Limits, workdir: str, command: lis
              "--new-session", "--clearenv", "--setenv", "PATH",
              f"{os.path.dirname(layout.interpreter)}:/usr/bin:/bin",
              "--setenv", "HOME", SANDBOX_TMP, "--setenv", "LANG", "C.UTF-8"]
+    # A venv checked out under /tmp (a CI clone, say) must be bound after the private /tmp is
+    # mounted, or that tmpfs would hide it.
+    under_tmp = [(source, dest) for source, dest in layout.binds if _is_under(dest, SANDBOX_TMP)]
     for source, dest in layout.binds:
-        argv += ["--ro-bind", source, dest]
+        if (source, dest) not in under_tmp:
+            argv += ["--ro-bind", source, dest]
+    links_under_tmp = [(t, link) for t, link in layout.symlinks if _is_under(link, SANDBOX_TMP)]
     for target, link in layout.symlinks:
-        argv += ["--symlink", target, link]
+        if (target, link) not in links_under_tmp:
+            argv += ["--symlink", target, link]
     argv += ["--proc", "/proc", "--dev", "/dev",
              "--size", str(mb), "--tmpfs", SANDBOX_SHM, "--remount-ro", "/dev",
-             "--size", str(limits.workdir_mb * mb), "--tmpfs", SANDBOX_TMP,
-             "--bind", workdir, WORKDIR, "--remount-ro", "/", "--chdir", WORKDIR,
+             "--size", str(limits.workdir_mb * mb), "--tmpfs", SANDBOX_TMP]
+    for source, dest in under_tmp:
+        argv += ["--ro-bind", source, dest]
+    for target, link in links_under_tmp:
+        argv += ["--symlink", target, link]
+    argv += ["--bind", workdir, WORKDIR, "--remount-ro", "/", "--chdir", WORKDIR,
              "--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--"]
     argv += limit_argv(limits, layout.prlimit)
     argv += [layout.interpreter, *command[1:]] if command[0] == "python" else command

@@ -155,3 +155,18 @@ def test_bwrap_command_line_unshares_everything_and_binds_read_only() -> None:
     assert argv[-3:] == [layout.interpreter, "-c", "pass"]
     limits = argv[argv.index(layout.prlimit, argv.index("--uid")):]
     assert f"--nproc={Limits().pids}" in limits and "--core=0" in limits
+
+
+def test_a_venv_under_tmp_is_bound_after_the_private_tmp_is_mounted() -> None:
+    """A checkout under /tmp (a CI clone) keeps its interpreter visible in the sandbox: binds and
+    symlinks below /tmp come after the private /tmp, which would otherwise hide them."""
+    layout = bwrap_backend.HostLayout(
+        binds=(("/usr", "/usr"), ("/tmp/ci/.venv", "/tmp/ci/.venv")),
+        symlinks=(("python3.11", "/tmp/ci/.venv/bin/python"), ("usr/lib", "/lib")),
+        interpreter="/tmp/ci/.venv/bin/python", prlimit="/usr/bin/prlimit", bwrap="/usr/bin/bwrap")
+    argv = bwrap_backend.bwrap_argv(layout=layout, limits=Limits(), workdir="/host/wd",
+                                    command=["python", "-c", "pass"], userns_fd=7)
+    private_tmp = argv.index("/tmp", argv.index("--tmpfs", argv.index("/dev/shm")))
+    assert argv.index("/tmp/ci/.venv") > private_tmp
+    assert argv.index("/tmp/ci/.venv/bin/python") > private_tmp
+    assert argv.index("/usr") < private_tmp and argv.index("/lib") < private_tmp
