@@ -1,0 +1,64 @@
+"""In Chromium: an outsider gets 404 on another team's project, and the run view's emergency stop
+ends a run whose tests are hanging in the sandbox (the sandboxed process is killed too)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from autocoder.engine import services
+from projects.models import Run
+from tests.browser.pages import log_in
+from tests.engine.conftest import greeter_spec, load_script
+from tests.factories import MembershipFactory, TeamFactory, UserFactory
+from tests.live import LiveServer
+from tests.sandbox.conftest import sandbox_descendants
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def start_run(people: dict[str, Any], script: str) -> Run:
+    """A run on the real queue (the in-process worker picks it up), as Start does."""
+    project = services.project_create(team=people["team"], requester=people["requester"],
+                                      spec=greeter_spec())
+    return services.run_start(project=project, provider="scripted", script=load_script(script),
+                              autonomy="full", use_lessons=False)
+
+
+def test_an_outsider_gets_404_on_another_teams_project(
+        server: LiveServer, people: dict[str, Any], context_factory: Any) -> None:
+    run = start_run(people, "success")  # no worker: the run stays queued
+    outsider = UserFactory(username="otto")
+    MembershipFactory(team=TeamFactory(slug="elsewhere"), user=outsider, role="admin")
+    page = context_factory().new_page()
+    log_in(page, server, "otto")
+    for path in (f"runs/{run.pk}/", "t/acme/board/"):
+        response = page.goto(f"{server.url}{path}")
+        assert response is not None and response.status == 404, path
+        expect(page.locator("body")).not_to_contain_text("greeter")
+
+
+def test_emergency_stop_on_the_run_view_cancels_a_hanging_run(
+        server: LiveServer, people: dict[str, Any], worker: Any, context_factory: Any,
+        settings: Any) -> None:
+    settings.ENGINE_SANDBOX_TIMEOUT_S = 120  # the hang would outlast the test without the stop
+    run = start_run(people, "hang_then_ok")
+    page = context_factory().new_page()
+    log_in(page, server, "rita")
+    page.goto(f"{server.url}runs/{run.pk}/")
+    deadline = time.monotonic() + 60
+    while not sandbox_descendants() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sandbox_descendants(), "the hanging tests never started in the sandbox"
+
+    page.get_by_role("button", name="Emergency stop").click()
+    expect(page.get_by_role("heading", name="Status: Cancelled")).to_be_visible(timeout=15_000)
+    run.refresh_from_db()
+    assert run.status == Run.Status.CANCELLED
+    deadline = time.monotonic() + 10
+    while sandbox_descendants() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sandbox_descendants() == [], "the sandboxed process outlived the emergency stop"
