@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -108,15 +109,18 @@ def test_concurrent_runs_keep_separate_process_limits() -> None:
     fan_out = ("import subprocess, sys\nprocs = [subprocess.Popen([sys.executable, '-c', "
                "'pass']) for _ in range(8)]\nprint(sum(p.wait() == 0 for p in procs))\n")
 
-    def worker(name: str, source: str) -> None:
-        results[name] = run({"job.py": source}, ["python", "job.py"], HOSTILE)
+    def worker(name: str, source: str, limits: Limits) -> None:
+        results[name] = run({"job.py": source}, ["python", "job.py"], limits)
 
-    bomber = threading.Thread(target=worker, args=("bomb", bomb))
+    bomber = threading.Thread(target=worker, args=("bomb", bomb, HOSTILE))
     bomber.start()
     time.sleep(0.8)  # the bomb has filled its own process budget by now
-    worker("normal", fan_out)
+    # The bomb also eats CPU: the normal run gets time to finish on a busy machine. Were the
+    # process budget shared, its forks would fail at once instead, whatever the timeout.
+    worker("normal", fan_out, replace(HOSTILE, timeout_s=30, cpu_s=30))
     bomber.join()
-    assert results["normal"].stdout == "8\n"
+    normal = results["normal"]
+    assert (normal.exit_code, normal.stdout) == (0, "8\n"), normal.stderr[-2000:]
     assert results["bomb"].timed_out
     assert sandbox_descendants() == []
 
