@@ -44,8 +44,9 @@ from marketplace.validation import (
     normalize_name,
     source_sha256,
 )
-from projects.models import ApprovalRequest, LLMCall, Membership, Run, Team
+from projects.models import ApprovalRequest, LLMCall, Membership, Project, Run, Team
 from projects.services.audit import audit_record
+from projects.services.board import team_event_on_commit
 
 logger = logging.getLogger(__name__)
 
@@ -388,6 +389,16 @@ def _version_reject(version: PluginVersion, comment: str) -> None:
         decision_comment=comment.strip())
 
 
+def _project_mark_published(*, run_id: int, now: Any) -> None:
+    project = Project.objects.filter(runs__id=run_id).first()
+    if project is None or project.status == Project.Status.PUBLISHED:
+        return
+    Project.objects.filter(id=project.id).update(
+        status=Project.Status.PUBLISHED, status_changed_at=now, updated_at=now, queue_position=0)
+    team_event_on_commit(team_id=project.team_id, kind="project.updated",
+                         data={"project": project.id, "status": Project.Status.PUBLISHED})
+
+
 def _version_go_live(version: PluginVersion, approver: AbstractBaseUser | None) -> None:
     now = timezone.now()
     won = PluginVersion.objects.filter(pk=version.pk, status=PluginVersion.Status.PENDING).update(
@@ -402,6 +413,8 @@ def _version_go_live(version: PluginVersion, approver: AbstractBaseUser | None) 
     plugin.updated_at = now
     plugin.save(update_fields=["visibility", "category", "tags", "published_at", "updated_at"])
     plugin_listing_refresh(plugin=plugin)
+    if version.run_id:  # the project's card moves to the board's Published column
+        _project_mark_published(run_id=version.run_id, now=now)
     audit_record(actor=approver, action="plugin.publish", team=plugin.team, target=version,
                  after={"plugin": plugin.name, "version": version.version,
                         "visibility": plugin.visibility,

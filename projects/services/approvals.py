@@ -150,6 +150,11 @@ def _decide(locked: ApprovalRequest, *, user: AbstractBaseUser, decision: str,
     except engine.ApprovalInputError as error:
         raise ApprovalError(str(error)) from error
     notification_decision_send(approval=decided, actor=user)
+    if decided.kind == ApprovalRequest.Kind.PUBLISH:
+        # Imported here: the marketplace builds on these services.
+        from marketplace.services import publish_approval_decided
+
+        publish_approval_decided(approval=decided)
     return decided
 
 

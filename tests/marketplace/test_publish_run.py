@@ -104,7 +104,7 @@ def test_a_pending_publish_request_holds_the_version_until_a_reviewer_approves(
     approval = publish_request(succeeded_run)
     assert approval.status == ApprovalRequest.Status.APPROVED
     assert approval.decided_by == market["admin"]
-    assert Project.objects.get().status == Project.Status.SUCCEEDED
+    assert Project.objects.get().status == Project.Status.PUBLISHED
     assert Plugin.objects.get().latest_version == decided
 
 
@@ -116,9 +116,7 @@ def test_a_rejection_on_the_approval_screen_rejects_the_waiting_version(
     approval_vote_cast(approval=approval, user=market["reviewer"], decision="reject",
                        comment="not yet", candidate=approval_candidate(approval))
     approval.refresh_from_db()
-    settled = services.publish_approval_decided(approval=approval)
-    assert [v.pk for v in settled] == [version.pk]
-    version.refresh_from_db()
+    version.refresh_from_db()  # settled by the decision itself, no extra click
     assert version.status == PluginVersion.Status.REJECTED
     assert services.publish_approval_decided(approval=approval) == []  # idempotent
     assert Plugin.objects.get().published_at is None
@@ -156,7 +154,7 @@ def test_the_publish_page_is_for_the_run_team_only(market: dict, succeeded_run: 
         response.content.decode())
 
 
-def test_a_request_approved_on_the_approval_screen_is_finished_from_the_version_page(
+def test_a_request_approved_on_the_approval_screen_shows_the_version_published(
         market: dict, succeeded_run: Run) -> None:
     services.plugin_version_publish(run=succeeded_run, user=market["requester"],
                                     visibility="team")
@@ -164,9 +162,18 @@ def test_a_request_approved_on_the_approval_screen_is_finished_from_the_version_
     member = client_for(market["requester"])
     url = reverse("marketplace:version", args=["word-count", "0.1.0"])
     page = member.get(url).content.decode()
-    assert "The run's publish request was approved by acme-reviewer." in page
-    assert "Publish now" in page
-    done = member.post(reverse("marketplace:decide", args=["word-count", "0.1.0"]),
-                       {"decision": "approve"}, follow=True)
-    assert "word-count 0.1.0: published." in done.content.decode()
+    assert "Publish now" not in page and "awaiting approval" not in page
     assert Plugin.objects.get().latest_version.status == PluginVersion.Status.PUBLISHED
+
+
+def test_approving_on_the_approval_screen_publishes_the_waiting_version(
+        market: dict, succeeded_run: Run) -> None:
+    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                              visibility="team")
+    approval = publish_request(succeeded_run)
+    approval_vote_cast(approval=approval, user=market["reviewer"], decision="approve",
+                       candidate=approval_candidate(approval))
+    version.refresh_from_db()
+    assert version.status == PluginVersion.Status.PUBLISHED
+    assert Plugin.objects.get().latest_version == version
+    assert Project.objects.get().status == Project.Status.PUBLISHED

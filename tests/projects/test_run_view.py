@@ -146,6 +146,13 @@ def test_retry_starts_a_new_run_of_a_finished_one(portal: Portal, run: Run) -> N
     assert response.redirect_chain[-1][0] == reverse("run_detail", args=[newest.pk])
 
 
+def test_a_succeeded_run_offers_publishing_to_the_marketplace(portal: Portal, run: Run) -> None:
+    publish_url = reverse("marketplace:publish_run", args=[run.pk])
+    assert publish_url not in page(portal, portal.requester, run)
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED)
+    assert publish_url in page(portal, portal.requester, run)
+
+
 def test_unknown_action_is_refused(portal: Portal, run: Run) -> None:
     response = control(portal, portal.reviewer, run, "explode")
     assert "Unknown action" in response.content.decode()
