@@ -118,7 +118,8 @@ def check_llm() -> Check:
 
             response = httpx.get(f"{settings.LLM_BASE_URL.rstrip('/')}/models", timeout=5,
                                  headers={"Authorization": f"Bearer {settings.LLM_API_KEY}"})
-            return response.status_code == 200, f"{settings.LLM_BASE_URL}: HTTP {response.status_code}"
+            ok = response.status_code == 200
+            return ok, f"{settings.LLM_BASE_URL}: HTTP {response.status_code}"
         return True, f"provider {provider} configured"
 
     return _guard("llm", "set LLM_PROVIDER, LLM_BASE_URL, LLM_API_KEY and LLM_MODEL "

@@ -18,7 +18,8 @@ def membership_for(user: AbstractBaseUser | AnonymousUser, team: Team) -> Member
     return Membership.objects.filter(team=team, user=user).first()
 
 
-def get_team_for_member(user: AbstractBaseUser | AnonymousUser, slug: str) -> tuple[Team, Membership]:
+def get_team_for_member(user: AbstractBaseUser | AnonymousUser,
+                        slug: str) -> tuple[Team, Membership]:
     """The team with `slug` and the user's membership, or 404 when the user is not in it."""
     team = Team.objects.filter(slug=slug).first()
     membership = membership_for(user, team) if team else None
@@ -27,7 +28,8 @@ def get_team_for_member(user: AbstractBaseUser | AnonymousUser, slug: str) -> tu
     return team, membership
 
 
-def get_team_for_admin(user: AbstractBaseUser | AnonymousUser, slug: str) -> tuple[Team, Membership]:
+def get_team_for_admin(user: AbstractBaseUser | AnonymousUser,
+                       slug: str) -> tuple[Team, Membership]:
     team, membership = get_team_for_member(user, slug)
     if not membership.is_admin:
         raise PermissionDenied("Only team admins can change team settings.")

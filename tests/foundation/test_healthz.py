@@ -57,7 +57,8 @@ def test_healthz_is_503_when_redis_is_unreachable(settings: object, clean_redis:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_doctor_reports_every_part(running_worker: dramatiq.Worker, capsys: pytest.CaptureFixture[str]) -> None:
+def test_doctor_reports_every_part(running_worker: dramatiq.Worker,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
     call_command("doctor", "--json")
     report = json.loads(capsys.readouterr().out)
     assert set(report) == {"database", "pgvector", "redis", "workers", "sandbox", "embedder", "llm"}

@@ -71,7 +71,8 @@ class Command(BaseCommand):
         self.stderr.write("the portal did not become healthy in time; `manage.py doctor` says why")
 
     def _print_welcome(self, url: str, usernames: tuple[str, ...], took_s: float) -> None:
-        self.stdout.write(self.style.SUCCESS(f"\nAutocoder is running at {url}  (ready in {took_s:.1f}s)"))
+        ready = f"\nAutocoder is running at {url}  (ready in {took_s:.1f}s)"
+        self.stdout.write(self.style.SUCCESS(ready))
         self.stdout.write("Demo team 'demo'; log in as any of:")
         for username in usernames:
             self.stdout.write(f"  {username:<10} password: {settings.DEMO_PASSWORD}")
