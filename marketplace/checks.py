@@ -119,17 +119,7 @@ def tests_run(files: Mapping[str, str]) -> dict[str, Any]:
 
 def sandbox_report_dict(report: Any) -> dict[str, Any]:
     """The same shape the generation loop stores on an iteration, so pages show both alike."""
-    result = report.run
-    return {
-        "outcomes": [{"nodeid": o.nodeid, "outcome": o.outcome, "message": o.message[:4000]}
-                     for o in report.outcomes],
-        "passed": report.passed, "failed": report.failed, "errors": report.errors,
-        "pass_rate": report.pass_rate,
-        "exit_code": result.exit_code, "timed_out": result.timed_out, "oom": result.oom,
-        "killed_reason": result.killed_reason, "duration_ms": result.duration_ms,
-        "backend": result.backend,
-        "output_tail": (result.stdout or "")[-3000:] + (result.stderr or "")[-1000:],
-    }
+    return dict(report.stored())
 
 
 def failing_tests(report: Mapping[str, Any]) -> list[str]:

@@ -47,6 +47,21 @@ class TestReport:
                 "skipped": sum(1 for o in self.outcomes if o.outcome == "skipped"),
                 "pass_rate": self.pass_rate, "run": self.run.as_dict()}
 
+    def stored(self) -> dict[str, Any]:
+        """The compact shape kept on checkpoints and plugin versions (pages show both alike):
+        messages and output trimmed, the run's outcome flattened."""
+        result = self.run
+        return {
+            "outcomes": [{"nodeid": o.nodeid, "outcome": o.outcome, "message": o.message[:4000]}
+                         for o in self.outcomes],
+            "passed": self.passed, "failed": self.failed, "errors": self.errors,
+            "pass_rate": self.pass_rate,
+            "exit_code": result.exit_code, "timed_out": result.timed_out, "oom": result.oom,
+            "killed_reason": result.killed_reason, "duration_ms": result.duration_ms,
+            "backend": result.backend,
+            "output_tail": (result.stdout or "")[-3000:] + (result.stderr or "")[-1000:],
+        }
+
 
 def pytest_command(test_paths: list[str]) -> list[str]:
     # `python -m` puts the workdir on sys.path, so the plugin package and our report
