@@ -117,7 +117,12 @@ def test_concurrent_runs_keep_separate_process_limits() -> None:
     time.sleep(0.8)  # the bomb has filled its own process budget by now
     # The bomb also eats CPU: the normal run gets time to finish on a busy machine. Were the
     # process budget shared, its forks would fail at once instead, whatever the timeout.
-    worker("normal", fan_out, replace(HOSTILE, timeout_s=30, cpu_s=30))
+    # A thread of its own, like a second worker thread: the main thread's namespace has served
+    # the other hostile tests of this module.
+    normal_run = threading.Thread(
+        target=worker, args=("normal", fan_out, replace(HOSTILE, timeout_s=30, cpu_s=30)))
+    normal_run.start()
+    normal_run.join()
     bomber.join()
     normal = results["normal"]
     assert (normal.exit_code, normal.stdout) == (0, "8\n"), normal.stderr[-2000:]
