@@ -19,6 +19,7 @@ from typing import Any
 import dramatiq
 import pytest
 
+from autocoder.testing.workers import in_process_worker
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.live import LiveServer, live_asgi_server
 
@@ -95,14 +96,8 @@ def server(script_file: Path, monkeypatch: pytest.MonkeyPatch,
 @pytest.fixture
 def worker(clean_redis: Any) -> Iterator[dramatiq.Worker]:
     """A real Dramatiq worker in this process, consuming what the live server enqueues."""
-    import autocoder.tasks  # noqa: F401  (declares the actors, hence the queues to consume)
-
-    running = dramatiq.Worker(dramatiq.get_broker(), worker_threads=2, worker_timeout=100)
-    running.start()
-    try:
+    with in_process_worker() as running:
         yield running
-    finally:
-        running.stop()
 
 
 @pytest.fixture

@@ -12,6 +12,7 @@ import pytest
 import redis
 
 from autocoder.engine import services
+from autocoder.testing.workers import in_process_worker
 from projects.models import Run
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -21,10 +22,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 def worker(clean_redis: redis.Redis) -> Iterator[dramatiq.Worker]:
     broker = dramatiq.get_broker()
     broker.flush_all()
-    worker = dramatiq.Worker(broker, worker_threads=2, worker_timeout=100)
-    worker.start()
-    yield worker
-    worker.stop()
+    with in_process_worker() as worker:
+        yield worker
     broker.flush_all()
 
 

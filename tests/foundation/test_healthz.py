@@ -12,17 +12,16 @@ from django.core.management import call_command
 from django.test import Client
 
 from autocoder.heartbeat import live_workers
+from autocoder.testing.workers import in_process_worker
 
 
 @pytest.fixture
 def running_worker(clean_redis: object) -> Iterator[dramatiq.Worker]:
-    worker = dramatiq.Worker(dramatiq.get_broker(), worker_threads=1, worker_timeout=100)
-    worker.start()
-    deadline = time.monotonic() + 10
-    while not live_workers() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield worker
-    worker.stop()
+    with in_process_worker(threads=1) as worker:
+        deadline = time.monotonic() + 10
+        while not live_workers() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        yield worker
 
 
 @pytest.mark.django_db

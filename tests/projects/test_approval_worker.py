@@ -15,6 +15,7 @@ import pytest
 from django.urls import reverse
 
 from autocoder.engine import services as engine
+from autocoder.testing.workers import in_process_worker
 from projects.models import ApprovalRequest, Notification, Project, Run
 from projects.selectors.approvals import approval_candidate
 from tests.projects.conftest import Portal
@@ -25,15 +26,11 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "engine" / "scripts"
 
 @pytest.fixture
 def worker(clean_redis: Any, settings: Any) -> Iterator[dramatiq.Worker]:
-    import autocoder.tasks  # noqa: F401  (declares the actors, hence the queues to consume)
-
     settings.ENGINE_SANDBOX_TIMEOUT_S = 30
     broker = dramatiq.get_broker()
     broker.flush_all()
-    running = dramatiq.Worker(broker, worker_threads=2, worker_timeout=100)
-    running.start()
-    yield running
-    running.stop()
+    with in_process_worker() as running:
+        yield running
     broker.flush_all()
 
 
