@@ -85,11 +85,18 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = config.redis_url()
 
+# Every websocket's receive is a BZPOPMIN that Redis answers after up to 5 s of silence
+# (channels_redis' brpop_timeout). redis-py 8 gives sockets a 5 s read timeout by default, so an
+# idle page's read timed out first ("Timeout reading from ...redis.sock"), the consumer died and
+# its websocket closed: updates sent before the browser reconnected were lost. The read timeout
+# stays finite (a dead Redis is still noticed) but well above the blocking pop.
+CHANNEL_LAYER_SOCKET_TIMEOUT_S = 30
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
-            "hosts": [REDIS_URL],
+            "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_LAYER_SOCKET_TIMEOUT_S,
+                       "socket_connect_timeout": 5}],
             "prefix": env.str("CHANNELS_PREFIX", default="autocoder:asgi"),
         },
     }

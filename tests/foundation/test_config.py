@@ -42,5 +42,6 @@ def test_the_running_settings_use_the_session_services() -> None:
     from django.conf import settings
 
     assert settings.REDIS_URL == config.redis_url()
-    assert settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"] == [settings.REDIS_URL]
+    [host] = settings.CHANNEL_LAYERS["default"]["CONFIG"]["hosts"]
+    assert host["address"] == settings.REDIS_URL
     assert settings.DRAMATIQ_BROKER["OPTIONS"]["url"] == settings.REDIS_URL

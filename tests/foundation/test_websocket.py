@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-import dramatiq
 import pytest
+from channels_redis.core import RedisChannelLayer
 from django.conf import settings
 from django.test import Client
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
+from autocoder import realtime
 from autocoder.tasks import team_event_publish
+from autocoder.testing.workers import in_process_worker
 from tests.live import LiveServer, live_asgi_server
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -57,12 +59,27 @@ def test_foreign_origin_is_refused(server: LiveServer, team_with_roles: dict) ->
 def test_actor_message_reaches_a_members_websocket_through_redis(
     server: LiveServer, team_with_roles: dict, clean_redis: object,
 ) -> None:
-    worker = dramatiq.Worker(dramatiq.get_broker(), worker_threads=1, worker_timeout=100)
-    worker.start()
-    try:
-        with open_team_socket(server, "acme", session_cookie(team_with_roles["member"])) as ws:
-            team_event_publish.send(team_with_roles["team"].id, "run.moved", {"to": "generating"})
-            message = json.loads(ws.recv(timeout=10))
-    finally:
-        worker.stop()
+    with in_process_worker(threads=1), open_team_socket(
+            server, "acme", session_cookie(team_with_roles["member"])) as ws:
+        team_event_publish.send(team_with_roles["team"].id, "run.moved", {"to": "generating"})
+        message = json.loads(ws.recv(timeout=10))
     assert message == {"kind": "run.moved", "data": {"to": "generating"}}
+
+
+@pytest.mark.slow
+def test_an_idle_websocket_stays_open_and_still_gets_events(
+    server: LiveServer, team_with_roles: dict, clean_redis: object,
+) -> None:
+    """A page left alone for longer than the channel layer's blocking pop keeps its socket.
+
+    With redis-py's default 5 s read timeout the pop's own 5 s answer came too late: the
+    consumer died with "Timeout reading from ...redis.sock" and the socket closed.
+    """
+    silence_s = RedisChannelLayer.brpop_timeout + 2
+    with open_team_socket(server, "acme", session_cookie(team_with_roles["member"])) as ws:
+        with pytest.raises(TimeoutError):  # not ConnectionClosed
+            ws.recv(timeout=silence_s)
+        realtime.publish(realtime.team_group(team_with_roles["team"].id),
+                         {"kind": "board.reordered", "data": {"by": "test"}})
+        message = json.loads(ws.recv(timeout=10))
+    assert message == {"kind": "board.reordered", "data": {"by": "test"}}
