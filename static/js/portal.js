@@ -50,6 +50,25 @@
     return "Live update: " + (name ? name + ", " : "") + what + by + ".";
   }
 
+  // The socket's state is on its element (data-live="open" / "closed"). Events sent while it was
+  // closed are gone, so a socket that opens again (htmx reconnects by itself) re-fetches what
+  // the page shows instead of waiting for the next event.
+  function liveSocket(event) {
+    return event.target.closest && event.target.closest("[data-live-target]");
+  }
+
+  document.addEventListener("htmx:wsOpen", function (event) {
+    const socket = liveSocket(event);
+    if (!socket) return;
+    if (socket.dataset.live === "closed") refreshSoon(socket.dataset.liveTarget, "live-update");
+    socket.dataset.live = "open";
+  });
+
+  document.addEventListener("htmx:wsClose", function (event) {
+    const socket = liveSocket(event);
+    if (socket) socket.dataset.live = "closed";
+  });
+
   document.addEventListener("htmx:wsBeforeMessage", function (event) {
     let payload;
     try { payload = JSON.parse(event.detail.message); } catch (error) { return; } // HTML: htmx swaps it
