@@ -31,24 +31,27 @@ class Supervised:
     duration_ms: int
 
 
-def supervise(
-    argv: Sequence[str], *, limits: Limits, env: dict[str, str],
+def spawn(argv: Sequence[str], *, env: dict[str, str], stdin: int = subprocess.DEVNULL,
+          popen_kwargs: dict[str, Any] | None = None) -> subprocess.Popen[bytes]:
+    """Start argv in a process group of its own, its output on pipes."""
+    return subprocess.Popen(
+        list(argv), stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        env=env, process_group=0, close_fds=True, **(popen_kwargs or {}),
+    )
+
+
+def watch(
+    proc: subprocess.Popen[bytes], *, limits: Limits, started: float,
     cancel_check: Callable[[], bool] | None = None,
     over_quota: Callable[[], bool] | None = None,
-    popen_kwargs: dict[str, Any] | None = None,
 ) -> Supervised:
-    """Run argv in its own process group and return what it printed and why it stopped.
+    """Supervise a started process group until it ends or must be stopped.
 
     Killing the group is enough for bwrap: its init dies with it (--die-with-parent) and the
     kernel then kills everything left in the sandbox's pid namespace.
     """
-    started = time.monotonic()
     cap = limits.output_kb * 1024
     streams = {"stdout": CappedStream(cap), "stderr": CappedStream(cap)}
-    proc = subprocess.Popen(
-        list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-        env=env, process_group=0, close_fds=True, **(popen_kwargs or {}),
-    )
     stop = None
     try:
         stop = _pump(proc, streams, started + limits.timeout_s, cancel_check, over_quota)

@@ -1,7 +1,9 @@
 """Fixtures for the sandbox tests: these need no database.
 
 `host_guard` checks after a hostile job that the host was left as it was: no process of the
-job survives, no workdir is left behind, and the next run works.
+job survives, no workdir is left behind, and the next run works. The sandbox a worker thread
+keeps prepared for its next run (standby.py) is not a leftover: it is told apart by pid and
+workdir, and `test_standby.py` checks that it shares nothing with the job before it.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from collections.abc import Iterator
 import psutil
 import pytest
 
-from autocoder.sandbox import Limits, run
+from autocoder.sandbox import Limits, run, standby
 from autocoder.sandbox.bwrap import SANDBOX_UID
 from autocoder.sandbox.workdir import base_dir
 
@@ -21,12 +23,27 @@ HOSTILE = Limits(timeout_s=3, memory_mb=256, pids=16, cpu_s=5, output_kb=16, wor
                  file_size_mb=2, collect_kb=64)
 
 
-def sandbox_descendants() -> list[psutil.Process]:
-    """Our child processes running as the sandbox uid, apart from the namespace holders."""
-    found = []
-    for child in psutil.Process().children(recursive=True):
+def prepared_sandbox_pids() -> set[int]:
+    pids = set()
+    for prepared in standby.every_prepared():
+        pids.add(prepared.proc.pid)
         try:
-            if child.uids().real == SANDBOX_UID and child.name() not in ("cat",):
+            pids.update(p.pid for p in psutil.Process(prepared.proc.pid).children(recursive=True))
+        except psutil.NoSuchProcess:
+            continue
+    return pids
+
+
+def sandbox_descendants() -> list[psutil.Process]:
+    """Our child processes running as the sandbox uid, apart from the namespace holders and
+    the sandboxes prepared for the next run."""
+    found = []
+    children = psutil.Process().children(recursive=True)
+    prepared = prepared_sandbox_pids()  # after the listing: a sandbox being prepared grows
+    for child in children:
+        try:
+            if (child.uids().real == SANDBOX_UID and child.name() not in ("cat",)
+                    and child.pid not in prepared):
                 found.append(child)
         except psutil.NoSuchProcess:
             continue
@@ -34,7 +51,10 @@ def sandbox_descendants() -> list[psutil.Process]:
 
 
 def our_workdirs() -> list[str]:
-    return [p.name for p in base_dir().iterdir() if p.name.startswith(f"run-{os.getpid()}-")]
+    """Workdirs of this process on the host, apart from those of prepared sandboxes."""
+    prepared = {p.workdir.path.name for p in standby.every_prepared()}
+    return [p.name for p in base_dir().iterdir()
+            if p.name.startswith(f"run-{os.getpid()}-") and p.name not in prepared]
 
 
 @pytest.fixture

@@ -1,5 +1,8 @@
 """Hostile jobs in the real bwrap sandbox: each ends safely, says why, and leaves the host as
-it was (the `host_guard` fixture checks that, then checks that the next run works)."""
+it was (the `host_guard` fixture checks that, then checks that the next run works).
+
+Every test runs twice: in a sandbox prepared ahead for the run (a worker's usual case) and in
+one built on the spot (a worker thread's first run)."""
 
 from __future__ import annotations
 
@@ -9,10 +12,21 @@ from pathlib import Path
 
 import pytest
 
-from autocoder.sandbox import run
+from autocoder.sandbox import bwrap, run, standby
 from tests.sandbox.conftest import HOSTILE
 
-pytestmark = pytest.mark.usefixtures("host_guard")
+pytestmark = pytest.mark.usefixtures("sandbox_start", "host_guard")
+
+
+@pytest.fixture(params=["prepared", "cold"], autouse=True)
+def sandbox_start(request: pytest.FixtureRequest) -> str:
+    standby.release_all()
+    if request.param == "prepared":
+        standby.prepare(HOSTILE, bwrap.new_standby)
+        prepared = standby.prepared()
+        assert prepared is not None
+        prepared.wait_ready()
+    return str(request.param)
 
 
 def job(source: str, **kwargs: object):  # type: ignore[no-untyped-def]

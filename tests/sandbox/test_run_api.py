@@ -5,10 +5,11 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
-from autocoder.sandbox import Limits, RunResult, SandboxError, run
+from autocoder.sandbox import Limits, RunResult, SandboxError, launcher, run, standby
 from autocoder.sandbox import bwrap as bwrap_backend
 from tests.sandbox.conftest import HOSTILE, our_workdirs, sandbox_descendants
 
@@ -134,9 +135,9 @@ def test_sandbox_failure_raises_sandbox_error(monkeypatch: pytest.MonkeyPatch) -
     layout = bwrap_backend.host_layout()
     broken = bwrap_backend.HostLayout(
         binds=(*layout.binds, ("/nonexistent-autocoder-path", "/opt/missing")),
-        symlinks=layout.symlinks, interpreter=layout.interpreter, prlimit=layout.prlimit,
-        bwrap=layout.bwrap)
+        symlinks=layout.symlinks, interpreter=layout.interpreter, bwrap=layout.bwrap)
     monkeypatch.setattr(bwrap_backend, "host_layout", lambda: broken)
+    standby.release_all()  # the sandbox prepared by an earlier test was built before the break
     with pytest.raises(SandboxError, match="could not start"):
         run({}, ["python", "-c", "pass"], QUICK)
     assert our_workdirs() == []
@@ -149,8 +150,8 @@ def test_unknown_backend_is_a_sandbox_error() -> None:
 
 def test_bwrap_command_line_unshares_everything_and_binds_read_only() -> None:
     layout = bwrap_backend.host_layout()
-    argv = bwrap_backend.bwrap_argv(layout=layout, limits=Limits(), workdir="/host/wd",
-                                    command=["python", "-c", "pass"], userns_fd=7)
+    argv = bwrap_backend.bwrap_argv(layout=layout, workdir_mb=64, workdir="/host/wd",
+                                    userns_fd=7)
     joined = " ".join(argv)
     for flag in ("--unshare-net", "--unshare-pid", "--unshare-ipc", "--unshare-uts",
                  "--die-with-parent", "--new-session", "--clearenv", "--proc /proc",
@@ -161,9 +162,21 @@ def test_bwrap_command_line_unshares_everything_and_binds_read_only() -> None:
     assert writable == ["/host/wd"]
     assert all(not dest.startswith(("/home", "/work/main/autocoder")) and dest != "/root"
                for _src, dest in layout.binds)
-    assert argv[-3:] == [layout.interpreter, "-c", "pass"]
-    limits = argv[argv.index(layout.prlimit, argv.index("--uid")):]
-    assert f"--nproc={Limits().pids}" in limits and "--core=0" in limits
+    assert f"--size {64 * 1024 * 1024} --tmpfs /tmp" in joined
+    # What runs inside is the launcher, which waits for the job and its limits.
+    assert argv[argv.index("--uid"):][5:10] == [layout.interpreter, "-S", "-I", "-c",
+                                                 Path(launcher.__file__).read_text()]
+
+
+def test_job_message_carries_the_limits_and_the_argv() -> None:
+    layout = bwrap_backend.host_layout()
+    limits = Limits(memory_mb=100, pids=7, cpu_s=9, file_size_mb=3, open_files=50)
+    message = bwrap_backend.job_message(["python", "-c", "print(1)\nprint(2)"], limits, layout)
+    fields = message.split(b"\x00")
+    mb = 1024 * 1024
+    assert fields[0] == launcher.MESSAGE_TAG
+    assert fields[1:7] == [str(v).encode() for v in (100 * mb, 7, 9, 10, 3 * mb, 50)]
+    assert fields[7:] == [layout.interpreter.encode(), b"-c", b"print(1)\nprint(2)"]
 
 
 def test_a_venv_under_tmp_is_bound_after_the_private_tmp_is_mounted() -> None:
@@ -172,9 +185,9 @@ def test_a_venv_under_tmp_is_bound_after_the_private_tmp_is_mounted() -> None:
     layout = bwrap_backend.HostLayout(
         binds=(("/usr", "/usr"), ("/tmp/ci/.venv", "/tmp/ci/.venv")),
         symlinks=(("python3.11", "/tmp/ci/.venv/bin/python"), ("usr/lib", "/lib")),
-        interpreter="/tmp/ci/.venv/bin/python", prlimit="/usr/bin/prlimit", bwrap="/usr/bin/bwrap")
-    argv = bwrap_backend.bwrap_argv(layout=layout, limits=Limits(), workdir="/host/wd",
-                                    command=["python", "-c", "pass"], userns_fd=7)
+        interpreter="/tmp/ci/.venv/bin/python", bwrap="/usr/bin/bwrap")
+    argv = bwrap_backend.bwrap_argv(layout=layout, workdir_mb=64, workdir="/host/wd",
+                                    userns_fd=7)
     private_tmp = argv.index("/tmp", argv.index("--tmpfs", argv.index("/dev/shm")))
     assert argv.index("/tmp/ci/.venv") > private_tmp
     assert argv.index("/tmp/ci/.venv/bin/python") > private_tmp

@@ -23,10 +23,14 @@ class Command(BaseCommand):
             return
         self.stdout.write(
             f"python -S -I -c pass: outside {figures['outside_ms']} ms, "
-            f"inside bwrap {figures['inside_ms']} ms (median wall time of {figures['runs']}), "
+            f"inside bwrap (next sandbox prepared) {figures['inside_ms']} ms "
+            f"(median wall time of {figures['runs']}), "
             f"ratio {figures['ratio']}, added {figures['added_ms']} ms")
         self.stdout.write(f"  fastest: outside {figures['outside_min_ms']} ms, "
                           f"inside {figures['inside_min_ms']} ms")
+        self.stdout.write(
+            f"  cold (nothing prepared, a worker thread's first run): {figures['cold_ms']} ms "
+            f"median, ratio {figures['cold_ratio']}, fastest {figures['cold_min_ms']} ms")
         self.stdout.write(f"safety gate on a {figures['scan_lines']}-line plugin: "
                           f"{figures['scan_ms']} ms median wall ({figures['scan_cpu_ms']} ms CPU), "
                           f"verdict {figures['scan_verdict']}")
