@@ -11,6 +11,12 @@ from tests.factories import PASSWORD
 from tests.live import LiveServer
 
 REQUEST = "I need something that greets a person by name, politely."
+# How long an open page may take to show a change made elsewhere, counted from the moment the
+# change is saved (the tests start counting only once the saving page shows the result): the
+# event goes through Redis and the websocket, the page waits 250 ms for more events, then
+# re-fetches the fragment. Generous for a busy 2-core machine, yet far below anything but a
+# working live channel: no test page reloads or polls.
+LIVE_UPDATE_MS = 3000
 
 
 def log_in(page: Page, server: LiveServer, username: str) -> None:
@@ -51,11 +57,22 @@ def fill_example(page: Page, number: int, given: str, result: str) -> None:
     example.get_by_label("What should come back").fill(result)
 
 
+def wait_until_live(page: Page) -> None:
+    """Wait for the page's websocket to be open, and mark the document to notice a reload."""
+    expect(page.locator("[data-live-target]")).to_have_attribute("data-live", "open")
+    page.evaluate("window.__sameDocument = true")  # gone if the page ever reloads
+
+
+def same_document(page: Page) -> bool:
+    return bool(page.evaluate("window.__sameDocument === true"))
+
+
 def wait_for(condition: Callable[[], bool], timeout_s: float = 60,
              what: str = "condition") -> None:
+    """Poll a condition outside the browser (the database, the sandbox's processes)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if condition():
             return
-        time.sleep(0.25)
+        time.sleep(0.1)
     raise AssertionError(f"timed out after {timeout_s}s waiting for {what}")

@@ -3,7 +3,6 @@ ends a run whose tests are hanging in the sandbox (the sandboxed process is kill
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -11,7 +10,7 @@ from playwright.sync_api import expect
 
 from autocoder.engine import services
 from projects.models import Run
-from tests.browser.pages import log_in
+from tests.browser.pages import log_in, wait_for
 from tests.engine.conftest import greeter_spec, load_script
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.live import LiveServer
@@ -49,23 +48,14 @@ def test_emergency_stop_on_the_run_view_cancels_a_hanging_run(
     page = context_factory().new_page()
     log_in(page, server, "rita")
     page.goto(f"{server.url}runs/{run.pk}/")
-    deadline = time.monotonic() + 60
-    while not sandbox_descendants() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert sandbox_descendants(), "the hanging tests never started in the sandbox"
+    wait_for(lambda: bool(sandbox_descendants()), timeout_s=60,
+             what="the hanging tests to start in the sandbox")
 
     page.get_by_role("button", name="Emergency stop").click()
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        run.refresh_from_db()
-        if run.status == Run.Status.CANCELLED:
-            break
-        time.sleep(0.2)
-    assert run.status == Run.Status.CANCELLED
+    wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.CANCELLED, timeout_s=30,
+             what="the run to be cancelled")
     # What the person sees once the stop has gone through (live updates have their own tests).
     page.reload()
     expect(page.get_by_role("heading", name="Status: Cancelled")).to_be_visible()
-    deadline = time.monotonic() + 10
-    while sandbox_descendants() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert sandbox_descendants() == [], "the sandboxed process outlived the emergency stop"
+    wait_for(lambda: sandbox_descendants() == [], timeout_s=10,
+             what="the sandboxed process to end with the emergency stop")
