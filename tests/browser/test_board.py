@@ -3,6 +3,7 @@ the queue reordered by keyboard and by dragging, and the screenshots in docs/scr
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -132,3 +133,30 @@ def test_run_page_follows_a_decision_made_elsewhere(
         timeout=LIVE_UPDATE_MS)
     expect(watcher.locator(".timeline")).to_contain_text("Change request: approved by rob")
     assert same_document(watcher)
+
+
+def test_a_board_whose_socket_was_cut_catches_up_when_it_reconnects(
+        server: LiveServer, demo: dict[str, Any], context_factory: Any) -> None:
+    """Events sent while a socket is closed are lost; the page re-fetches once it is back."""
+    page = context_factory().new_page()
+    sockets: list[Any] = []
+
+    def through_the_test(route: Any) -> None:  # the real socket, which the test can cut
+        sockets.append(route)
+        route.connect_to_server()
+
+    page.route_web_socket(re.compile(r"/ws/teams/acme/$"), through_the_test)
+    log_in(page, server, "rob")
+    page.goto(f"{server.url}t/acme/board/")
+    wait_until_live(page)
+    live = page.locator("[data-live-target]")
+
+    sockets[-1].close(code=1012)  # "service restart": the browser reconnects by itself
+    expect(live).to_have_attribute("data-live", "closed")
+    # A change whose event nobody hears: it is made while the page has no socket.
+    first = demo["data"].queued[0]
+    Project.objects.filter(pk=first.pk).update(name="renamed-offline")
+    expect(live).to_have_attribute("data-live", "open", timeout=15_000)
+    expect(page.locator("#col-queued .card-name").first).to_have_text(
+        "renamed-offline", timeout=LIVE_UPDATE_MS)
+    assert len(sockets) == 2 and same_document(page)
