@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote, unquote
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -54,10 +55,10 @@ def uses_embedded_redis(env: Mapping[str, str] = os.environ) -> bool:
     return not env.get("REDIS_URL")
 
 
-def django_database(url: str) -> dict[str, object]:
+def django_database(url: str) -> dict[str, Any]:
     """DATABASES['default'] for `url`; a percent-encoded host is a unix socket directory."""
     import environ
 
-    database: dict[str, object] = environ.Env.db_url_config(url)
+    database: dict[str, Any] = environ.Env.db_url_config(url)
     database["HOST"] = unquote(str(database.get("HOST", "")))
     return database
