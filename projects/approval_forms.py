@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 
@@ -30,8 +30,8 @@ class ApprovalDecisionForm(forms.Form):
         super().__init__(*args, **kwargs)
         allowed = ALLOWED.get(approval.kind, set())
         labels = ESCALATION_LABELS if approval.kind == ApprovalRequest.Kind.ESCALATION else {}
-        self.fields["decision"].choices = [(d.value, labels.get(d, LABELS[d]))
-                                           for d in ORDER if d in allowed]
+        decision = cast(forms.ChoiceField, self.fields["decision"])
+        decision.choices = [(d.value, labels.get(d, LABELS[d])) for d in ORDER if d in allowed]
         if approval.kind == ApprovalRequest.Kind.ESCALATION:
             self.fields["comment"].label = "Your guidance for the run"
             self.fields["comment"].help_text = "Required to answer: what should it try instead?"
@@ -40,7 +40,8 @@ class ApprovalDecisionForm(forms.Form):
                                                 "the model as guidance.")
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what Form.clean() returns (typed Optional for subclasses)
         needs_text = data.get("decision") in (Decision.REQUEST_CHANGES, Decision.ANSWER)
         if needs_text and not (data.get("comment") or "").strip():
             self.add_error("comment", "Write what the run should do differently; the model "
@@ -58,7 +59,8 @@ class AuditFilterForm(forms.Form):
                             widget=forms.DateInput(attrs={"type": "date"}))
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what Form.clean() returns (typed Optional for subclasses)
         if data.get("since") and data.get("until") and data["since"] > data["until"]:
             self.add_error("until", "“Until” must be on or after “From”.")
         return data

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
 from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import JSONObject
@@ -137,7 +137,20 @@ def _latest_run_json() -> Subquery:
     return Subquery(_latest_run().annotate(figures=figures).values("figures")[:1])
 
 
-def board_projects(*, team: Team, membership: Membership) -> QuerySet[Project]:
+class CardAnnotations(TypedDict):
+    run: dict[str, Any] | None  # the latest run's figures (_latest_run_json)
+    pending_approval_id: int | None
+    needs_my_review: bool
+    interview_id: int | None
+
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    CardProject: TypeAlias = WithAnnotations[Project, CardAnnotations]
+
+
+def board_projects(*, team: Team, membership: Membership) -> QuerySet[CardProject]:
     """Every project of the team with its card figures annotated (one query)."""
     pending = ApprovalRequest.objects.filter(project=OuterRef("pk"),
                                              status=ApprovalRequest.Status.PENDING)
@@ -161,8 +174,8 @@ CARD_FIELDS = ("id", "name", "status", "queue_position", "status_changed_at",
                "interview_id")
 
 
-def _apply(projects: QuerySet[Project], filters: BoardFilters,
-           user_id: int) -> QuerySet[Project]:
+def _apply(projects: QuerySet[CardProject], filters: BoardFilters,
+           user_id: int) -> QuerySet[CardProject]:
     if filters.mine:
         projects = projects.filter(requester_id=user_id)
     if filters.review:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -15,7 +15,7 @@ from projects.models import ApprovalRequest, Iteration, LoopEvent, Run
 TIMELINE_FIELDS = ("id", "run_id", "number", "pass_rate", "acceptance_passed", "tests_ran",
                    "succeeded", "safety_verdict", "tokens", "timings", "diff_stats",
                    "error_signature", "created_at")
-PHASES = [phase for phase in Run.Phase if phase != Run.Phase.DONE]
+PHASES: list[Run.Phase] = [phase for phase in Run.Phase if phase != Run.Phase.DONE]
 
 
 @dataclass
@@ -113,7 +113,13 @@ def findings_by_line(safety_report: dict[str, Any], path: str) -> dict[int, list
     return lines
 
 
-def lessons_titles(ids: list[int]) -> list[dict[str, Any]]:
+class LessonTitle(TypedDict):
+    id: int
+    title: str
+    kind: str
+
+
+def lessons_titles(ids: list[int]) -> list[LessonTitle]:
     """Titles of the lessons an iteration's prompts used (those still stored)."""
     if not ids:
         return []

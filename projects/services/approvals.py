@@ -91,7 +91,7 @@ def _newer_iteration_exists(approval: ApprovalRequest) -> bool:
 
 
 # What each kind of request accepts (the engine enforces the same when the request is decided).
-ALLOWED = {
+ALLOWED: dict[str, set[Decision]] = {
     ApprovalRequest.Kind.PLAN: {Decision.APPROVE, Decision.REJECT, Decision.REQUEST_CHANGES},
     ApprovalRequest.Kind.CHANGE: {Decision.APPROVE, Decision.REJECT, Decision.REQUEST_CHANGES},
     ApprovalRequest.Kind.ESCALATION: {Decision.ANSWER, Decision.REJECT},
