@@ -21,7 +21,7 @@ from typing import Any
 
 import redis
 from django.conf import settings
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.contrib.postgres.search import SearchVector
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, transaction
@@ -85,7 +85,7 @@ def files_from_upload(*, filename: str, data: bytes) -> dict[str, str]:
     raise PackageError([f"{filename}: upload the plugin directory as a .zip, or a wheel (.whl)"])
 
 
-def plugin_upload_submit(*, team: Team, user: AbstractBaseUser, filename: str, data: bytes,
+def plugin_upload_submit(*, team: Team, user: User, filename: str, data: bytes,
                          visibility: str, category: str = "", tags: Sequence[str] = (),
                          changelog: str = "") -> PluginVersion:
     """Check an uploaded .zip or wheel and submit it to the publish gate (PackageError lists
@@ -98,7 +98,7 @@ def plugin_upload_submit(*, team: Team, user: AbstractBaseUser, filename: str, d
                            changelog=changelog)
 
 
-def plugin_directory_publish(*, directory: Path, team: Team, approver: AbstractBaseUser,
+def plugin_directory_publish(*, directory: Path, team: Team, approver: User,
                              visibility: str = "", category: str = "",
                              tags: Sequence[str] = (), changelog: str = "") -> PluginVersion:
     """The command line's publish: the upload checks on a directory, then `approver` (an admin
@@ -119,7 +119,7 @@ def plugin_directory_publish(*, directory: Path, team: Team, approver: AbstractB
     return version
 
 
-def plugin_version_publish(*, run: Run, user: AbstractBaseUser, visibility: str,
+def plugin_version_publish(*, run: Run, user: User, visibility: str,
                            version: str = "", category: str = "", tags: Sequence[str] = (),
                            changelog: str = "") -> PluginVersion:
     """Submit the result of a succeeded run. Its publish approval request is the gate: already
@@ -184,7 +184,7 @@ def _models_used(run: Run) -> list[dict[str, Any]]:
 
 
 def _version_create(*, team: Team, checked: CheckedPlugin, source: str,
-                    user: AbstractBaseUser | None, visibility: str, category: str,
+                    user: User | None, visibility: str, category: str,
                     tags: Sequence[str], changelog: str, run: Run | None = None,
                     spec: dict[str, Any] | None = None,
                     models_used: list[dict[str, Any]] | None = None, iterations: int = 0,
@@ -297,7 +297,7 @@ def _artifacts_store(plugin: Plugin, version: PluginVersion, checked: CheckedPlu
 # -- the publish gate ----------------------------------------------------------------------------
 
 
-def plugin_version_decide(*, version: PluginVersion, user: AbstractBaseUser, approve: bool,
+def plugin_version_decide(*, version: PluginVersion, user: User, approve: bool,
                           comment: str = "") -> PluginVersion:
     """A reviewer's decision on a pending version. Raises PermissionDenied, DecisionConflict."""
     if version.approval_id:
@@ -321,7 +321,7 @@ def plugin_version_decide(*, version: PluginVersion, user: AbstractBaseUser, app
     return version
 
 
-def _check_may_decide(version: PluginVersion, user: AbstractBaseUser) -> None:
+def _check_may_decide(version: PluginVersion, user: User) -> None:
     team = version.plugin.team
     role = viewer_for(user).roles.get(team.id)
     if role is None:
@@ -336,7 +336,7 @@ def _approvals(version: PluginVersion) -> int:
     return version.decisions.filter(approved=True).count()
 
 
-def _decide_via_run_approval(version: PluginVersion, user: AbstractBaseUser, approve: bool,
+def _decide_via_run_approval(version: PluginVersion, user: User, approve: bool,
                              comment: str) -> PluginVersion:
     """A generated version's gate is its run's publish request: the vote goes through the
     approval screens' service (N approvals, audit, notifications, the engine's decision)."""
@@ -399,7 +399,7 @@ def _project_mark_published(*, run_id: int, now: Any) -> None:
                          data={"project": project.id, "status": Project.Status.PUBLISHED})
 
 
-def _version_go_live(version: PluginVersion, approver: AbstractBaseUser | None) -> None:
+def _version_go_live(version: PluginVersion, approver: User | None) -> None:
     now = timezone.now()
     won = PluginVersion.objects.filter(pk=version.pk, status=PluginVersion.Status.PENDING).update(
         status=PluginVersion.Status.PUBLISHED, published_at=now, decided_at=now)
@@ -450,7 +450,7 @@ def search_vector_for(*, name: str, summary: str, tags: Iterable[str], readme: s
 # -- after publication ---------------------------------------------------------------------------
 
 
-def plugin_version_yank(*, version: PluginVersion, user: AbstractBaseUser,
+def plugin_version_yank(*, version: PluginVersion, user: User,
                         reason: str) -> PluginVersion:
     """Mark a published version yanked (PEP 592): pip skips it unless pinned exactly. The files
     stay, so existing pins keep installing; the reason is shown everywhere."""
@@ -474,7 +474,7 @@ def plugin_version_yank(*, version: PluginVersion, user: AbstractBaseUser,
     return version
 
 
-def plugin_version_unyank(*, version: PluginVersion, user: AbstractBaseUser) -> PluginVersion:
+def plugin_version_unyank(*, version: PluginVersion, user: User) -> PluginVersion:
     _require_reviewer(user, version.plugin.team)
     with transaction.atomic():
         won = PluginVersion.objects.filter(pk=version.pk, yanked=True).update(
@@ -488,7 +488,7 @@ def plugin_version_unyank(*, version: PluginVersion, user: AbstractBaseUser) -> 
     return version
 
 
-def plugin_settings_update(*, plugin: Plugin, user: AbstractBaseUser, visibility: str,
+def plugin_settings_update(*, plugin: Plugin, user: User, visibility: str,
                            category: str, tags: Sequence[str]) -> Plugin:
     """Change who sees the plugin and how it is listed (team admins)."""
     if viewer_for(user).roles.get(plugin.team_id) != Membership.Role.ADMIN:
@@ -518,7 +518,7 @@ def artifact_download_record(*, artifact: Artifact) -> None:
 # -- reviews -------------------------------------------------------------------------------------
 
 
-def review_upsert(*, plugin: Plugin, user: AbstractBaseUser, rating: int,
+def review_upsert(*, plugin: Plugin, user: User, rating: int,
                   body: str = "") -> Review:
     """Create or edit the user's review (one per user per plugin) and refresh the average.
 
@@ -545,7 +545,7 @@ def review_upsert(*, plugin: Plugin, user: AbstractBaseUser, rating: int,
     return review
 
 
-def review_delete(*, review: Review, user: AbstractBaseUser) -> None:
+def review_delete(*, review: Review, user: User) -> None:
     if review.user_id != user.pk:
         raise PermissionDenied("Only its author can delete a review.")
     with transaction.atomic():
@@ -563,7 +563,7 @@ def _rating_refresh(plugin: Plugin) -> None:
 # -- API tokens ----------------------------------------------------------------------------------
 
 
-def api_token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
+def api_token_create(*, user: User, name: str) -> tuple[ApiToken, str]:
     """A new token for the package index; the raw token is returned once and never stored."""
     name = " ".join(name.split())[:80]
     if not name:
@@ -574,7 +574,7 @@ def api_token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, st
     return token, raw
 
 
-def api_token_revoke(*, user: AbstractBaseUser, token_id: int) -> bool:
+def api_token_revoke(*, user: User, token_id: int) -> bool:
     return bool(ApiToken.objects.filter(pk=token_id, user=user, revoked_at__isnull=True)
                 .update(revoked_at=timezone.now()))
 
@@ -609,7 +609,7 @@ def try_rate_limit_hit(*, user_id: int) -> None:
         raise TryRateLimited(retry_after=int(ttl) if int(ttl) > 0 else TRY_WINDOW_S)
 
 
-def plugin_try(*, version: PluginVersion, user: AbstractBaseUser, command: str,
+def plugin_try(*, version: PluginVersion, user: User, command: str,
                payload: Any) -> TryResult:
     """Run one command of a version with `payload` in the sandbox (counts against the limit)."""
     if not isinstance(payload, dict):
@@ -693,11 +693,11 @@ main()
 # -- helpers -------------------------------------------------------------------------------------
 
 
-def _require_member(user: AbstractBaseUser, team: Team) -> None:
+def _require_member(user: User, team: Team) -> None:
     if team.id not in viewer_for(user).member_of:
         raise PermissionDenied(f"You are not a member of team {team.slug}.")
 
 
-def _require_reviewer(user: AbstractBaseUser, team: Team) -> None:
+def _require_reviewer(user: User, team: Team) -> None:
     if not viewer_for(user).can_review(team.id):
         raise PermissionDenied("Only the team's reviewers and admins can do this.")

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -45,7 +46,7 @@ class _Rollback(Exception):
     pass
 
 
-def board_seed(*, team: Team, requester: object, projects: int) -> None:
+def board_seed(*, team: Team, requester: User, projects: int) -> None:
     """`projects` projects spread over every status, each with a run of two iterations; every
     tenth waits for an approval."""
     rows = [Project(team=team, requester=requester, name=f"bench-plugin-{i}",

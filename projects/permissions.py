@@ -5,20 +5,20 @@ A 404 for outsiders means another team's objects are indistinguishable from miss
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from projects.models import ApprovalRequest, Interview, Membership, Project, Run, Team
 
 
-def membership_for(user: AbstractBaseUser | AnonymousUser, team: Team) -> Membership | None:
+def membership_for(user: User | AnonymousUser, team: Team) -> Membership | None:
     if not user.is_authenticated:
         return None
     return Membership.objects.filter(team=team, user=user).first()
 
 
-def get_team_for_member(user: AbstractBaseUser | AnonymousUser,
+def get_team_for_member(user: User | AnonymousUser,
                         slug: str) -> tuple[Team, Membership]:
     """The team with `slug` and the user's membership, or 404 when the user is not in it."""
     team = Team.objects.filter(slug=slug).first()
@@ -28,7 +28,7 @@ def get_team_for_member(user: AbstractBaseUser | AnonymousUser,
     return team, membership
 
 
-def get_team_for_admin(user: AbstractBaseUser | AnonymousUser,
+def get_team_for_admin(user: User | AnonymousUser,
                        slug: str) -> tuple[Team, Membership]:
     team, membership = get_team_for_member(user, slug)
     if not membership.is_admin:
@@ -36,14 +36,14 @@ def get_team_for_admin(user: AbstractBaseUser | AnonymousUser,
     return team, membership
 
 
-def _membership_or_404(user: AbstractBaseUser | AnonymousUser, team: Team) -> Membership:
+def _membership_or_404(user: User | AnonymousUser, team: Team) -> Membership:
     membership = membership_for(user, team)
     if membership is None:
         raise Http404("Not found")
     return membership
 
 
-def get_project_for_member(user: AbstractBaseUser | AnonymousUser,
+def get_project_for_member(user: User | AnonymousUser,
                            pk: int) -> tuple[Project, Membership]:
     """The project `pk` and the user's membership of its team, or 404 for outsiders."""
     project = Project.objects.select_related("team", "requester").filter(pk=pk).first()
@@ -52,7 +52,7 @@ def get_project_for_member(user: AbstractBaseUser | AnonymousUser,
     return project, _membership_or_404(user, project.team)
 
 
-def get_run_for_member(user: AbstractBaseUser | AnonymousUser, pk: int) -> tuple[Run, Membership]:
+def get_run_for_member(user: User | AnonymousUser, pk: int) -> tuple[Run, Membership]:
     """The run `pk` (with its project and team) and the user's membership, or 404 for outsiders."""
     run = Run.objects.select_related("project__team", "project__requester").filter(pk=pk).first()
     if run is None:
@@ -60,7 +60,7 @@ def get_run_for_member(user: AbstractBaseUser | AnonymousUser, pk: int) -> tuple
     return run, _membership_or_404(user, run.project.team)
 
 
-def get_approval_for_member(user: AbstractBaseUser | AnonymousUser,
+def get_approval_for_member(user: User | AnonymousUser,
                             pk: int) -> tuple[ApprovalRequest, Membership]:
     """The approval request `pk` and the user's membership of its team, or 404 for outsiders."""
     approval = (ApprovalRequest.objects
@@ -71,7 +71,7 @@ def get_approval_for_member(user: AbstractBaseUser | AnonymousUser,
     return approval, _membership_or_404(user, approval.project.team)
 
 
-def get_interview_for_member(user: AbstractBaseUser | AnonymousUser,
+def get_interview_for_member(user: User | AnonymousUser,
                              pk: int) -> tuple[Interview, Membership]:
     """The interview `pk` and the user's membership of its team, or 404 for outsiders."""
     interview = Interview.objects.select_related("team", "project", "requester").filter(
@@ -81,7 +81,7 @@ def get_interview_for_member(user: AbstractBaseUser | AnonymousUser,
     return interview, _membership_or_404(user, interview.team)
 
 
-def get_interview_for_editor(user: AbstractBaseUser | AnonymousUser,
+def get_interview_for_editor(user: User | AnonymousUser,
                              pk: int) -> tuple[Interview, Membership]:
     """Only the requester and the team's reviewers and admins may change an interview."""
     interview, membership = get_interview_for_member(user, pk)

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from autocoder.engine import selectors, services
 from autocoder.engine.llm_port import ProviderFactory
@@ -242,7 +242,7 @@ def hidden_tests_pass(problem: Problem, files: dict[str, str]) -> tuple[bool, st
 # -- the bench -----------------------------------------------------------------------------------
 
 
-def bench_mode(*, mode: str, problems: list[Problem], team: Team, requester: AbstractBaseUser,
+def bench_mode(*, mode: str, problems: list[Problem], team: Team, requester: User,
                provider: str, script_for: Callable[[Problem], dict[str, Any] | None],
                iterations: int, provider_factory: ProviderFactory | None = None,
                progress: Callable[[str], None] = lambda _: None) -> ModeResult:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
@@ -77,7 +77,7 @@ def _max_attempts() -> int:
 # -- projects and runs ---------------------------------------------------------------------------
 
 
-def project_create(*, team: Team, requester: AbstractBaseUser, spec: dict[str, Any],
+def project_create(*, team: Team, requester: User, spec: dict[str, Any],
                    name: str = "") -> Project:
     """A project from a validated spec (SpecError otherwise, and nothing is written)."""
     parsed = spec_from_dict(spec)
@@ -518,7 +518,7 @@ def _continue(run: Run, dispatch: Dispatch | None) -> None:
 # -- approvals (the engine's side) ---------------------------------------------------------------
 
 
-def approval_decide(*, approval: ApprovalRequest, user: AbstractBaseUser, decision: str,
+def approval_decide(*, approval: ApprovalRequest, user: User, decision: str,
                     comment: str = "", dispatch: Dispatch | None = enqueue_step,
                     check_permission: bool = True) -> ApprovalRequest:
     """Record a decision and move the run on. Exactly one of two concurrent decisions wins; the
@@ -560,7 +560,7 @@ def _decision_status(approval: ApprovalRequest, decision: str, comment: str) -> 
     return DECISIONS[decision]
 
 
-def _check_may_decide(approval: ApprovalRequest, user: AbstractBaseUser) -> None:
+def _check_may_decide(approval: ApprovalRequest, user: User) -> None:
     membership = Membership.objects.filter(team_id=approval.project.team_id, user=user).first()
     if membership is None:
         raise PermissionDenied("Only members of the project's team can decide its approvals.")
@@ -649,7 +649,7 @@ def _decide_publish(run: Run, approval: ApprovalRequest, dispatch: Dispatch | No
 # -- one run in this process (generate, bench) ---------------------------------------------------
 
 
-def generation_run(*, team: Team, requester: AbstractBaseUser, spec: dict[str, Any],
+def generation_run(*, team: Team, requester: User, spec: dict[str, Any],
                    provider: str = "", script: dict[str, Any] | None = None,
                    max_iterations: int | None = None, autonomy: str = "",
                    use_lessons: bool = True, provider_factory: ProviderFactory | None = None,
@@ -662,7 +662,7 @@ def generation_run(*, team: Team, requester: AbstractBaseUser, spec: dict[str, A
     return run_drive(run_id=run.id, provider_factory=provider_factory, on_step=on_step)
 
 
-def team_requester(team: Team) -> AbstractBaseUser:
+def team_requester(team: Team) -> User:
     """Who a command-line run is requested by: a requester of the team, else its admin."""
     for role in (Membership.Role.REQUESTER, Membership.Role.ADMIN, Membership.Role.REVIEWER):
         membership = team.memberships.filter(role=role).select_related("user").first()

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from projects.models import ApprovalRequest, ApprovalVote, Iteration, Membership, Project, Team
@@ -29,11 +29,11 @@ def decidable_projects_q(*, membership: Membership, team: Team) -> Q | None:
     return own if team.requester_may_approve else None
 
 
-def _voted_by(user: AbstractBaseUser) -> Exists:
+def _voted_by(user: User) -> Exists:
     return Exists(ApprovalVote.objects.filter(request=OuterRef("pk"), user=user))
 
 
-def approvals_awaiting(user: AbstractBaseUser | AnonymousUser) -> QuerySet[ApprovalRequest]:
+def approvals_awaiting(user: User | AnonymousUser) -> QuerySet[ApprovalRequest]:
     """Pending requests in all the user's teams that the user may decide and has not voted on."""
     if not user.is_authenticated:
         return ApprovalRequest.objects.none()

@@ -7,14 +7,14 @@ from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
 from projects import interview_logic as logic
 from projects.models import Interview
 
 
-def interviews_unfinished_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Interview]:
+def interviews_unfinished_for_user(user: User | AnonymousUser) -> QuerySet[Interview]:
     """The requests a user began and has not started yet (to resume them)."""
     if not user.is_authenticated:
         return Interview.objects.none()

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
 from projects.models import Notification
 
 
-def notifications_for(user: AbstractBaseUser | AnonymousUser, *,
+def notifications_for(user: User | AnonymousUser, *,
                       unread_only: bool = False) -> QuerySet[Notification]:
     if not user.is_authenticated:
         return Notification.objects.none()
@@ -16,5 +16,5 @@ def notifications_for(user: AbstractBaseUser | AnonymousUser, *,
     return notifications.filter(read_at=None) if unread_only else notifications
 
 
-def unread_count(user: AbstractBaseUser | AnonymousUser) -> int:
+def unread_count(user: User | AnonymousUser) -> int:
     return notifications_for(user, unread_only=True).count()

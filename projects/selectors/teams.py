@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
 from projects.models import Membership, Team
 
 
-def teams_for_user(user: AbstractBaseUser | AnonymousUser) -> QuerySet[Team]:
+def teams_for_user(user: User | AnonymousUser) -> QuerySet[Team]:
     if not user.is_authenticated:
         return Team.objects.none()
     return Team.objects.filter(memberships__user=user).order_by("name")

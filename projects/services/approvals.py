@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
@@ -58,7 +58,7 @@ class VoteOutcome:
                 f"approvals; {self.tally.remaining} more needed before the run continues.")
 
 
-def _check_member(approval: ApprovalRequest, user: AbstractBaseUser) -> None:
+def _check_member(approval: ApprovalRequest, user: User) -> None:
     membership = Membership.objects.filter(team_id=approval.project.team_id, user=user).first()
     if membership is None or not may_decide(membership=membership, project=approval.project,
                                             team=approval.project.team):
@@ -111,7 +111,7 @@ def _check_decision(approval: ApprovalRequest, decision: str, comment: str) -> N
         raise ApprovalError("Say which changes you want: your comment goes into the next prompt.")
 
 
-def approval_vote_cast(*, approval: ApprovalRequest, user: AbstractBaseUser, decision: str,
+def approval_vote_cast(*, approval: ApprovalRequest, user: User, decision: str,
                        comment: str = "", candidate: str,
                        dispatch: engine.Dispatch | None = engine.enqueue_step) -> VoteOutcome:
     """Record `user`'s decision on the candidate fingerprinted `candidate` (from the page the
@@ -139,7 +139,7 @@ def approval_vote_cast(*, approval: ApprovalRequest, user: AbstractBaseUser, dec
     return VoteOutcome(approval=locked, vote=vote, tally=tally, decided=settles)
 
 
-def _decide(locked: ApprovalRequest, *, user: AbstractBaseUser, decision: str,
+def _decide(locked: ApprovalRequest, *, user: User, decision: str,
             comment: str, dispatch: engine.Dispatch | None) -> ApprovalRequest:
     try:
         decided = engine.approval_decide(approval=locked, user=user, decision=decision,
@@ -169,7 +169,7 @@ def _decision_comment(approval: ApprovalRequest, decision: str, comment: str) ->
     return "\n".join(notes) if len(notes) > 1 else comment
 
 
-def _audit(approval: ApprovalRequest, *, user: AbstractBaseUser, decision: str, comment: str,
+def _audit(approval: ApprovalRequest, *, user: User, decision: str, comment: str,
            tally: Tally, decided: bool) -> None:
     audit_record(
         actor=user, action=f"approval.{decision}", team=approval.project.team, target=approval,

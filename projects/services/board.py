@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
@@ -25,7 +25,7 @@ def team_event_on_commit(*, team_id: int, kind: str, data: dict[str, Any]) -> No
         lambda: realtime.publish(realtime.team_group(team_id), {"kind": kind, "data": data}))
 
 
-def _check_may_reorder(*, project: Project, user: AbstractBaseUser) -> None:
+def _check_may_reorder(*, project: Project, user: User) -> None:
     membership = Membership.objects.filter(team_id=project.team_id, user=user).first()
     if membership is None or not membership.can_review:
         raise PermissionDenied("Only reviewers and admins can change the order of the queue.")
@@ -42,7 +42,7 @@ def _locked_queue(project: Project) -> list[int]:
     return ids
 
 
-def _move(*, project: Project, user: AbstractBaseUser,
+def _move(*, project: Project, user: User,
           target: Callable[[list[int], int], int]) -> int:
     """`target(queue without the project, its old place)` says where it goes."""
     _check_may_reorder(project=project, user=user)
@@ -65,7 +65,7 @@ def _renumber(*, team_id: int, ids: list[int]) -> None:
     Project.objects.bulk_update(changed, ["queue_position"])
 
 
-def _record_move(*, project: Project, user: AbstractBaseUser, before: int, after: int) -> None:
+def _record_move(*, project: Project, user: User, before: int, after: int) -> None:
     audit_record(actor=user, action="project.queue_move", team=project.team, target=project,
                  before={"position": before + 1}, after={"position": after + 1})
     team_event_on_commit(team_id=project.team_id, kind="board.reordered",
@@ -73,13 +73,13 @@ def _record_move(*, project: Project, user: AbstractBaseUser, before: int, after
                                "position": after + 1, "by": user.get_username()})
 
 
-def project_queue_move(*, project: Project, user: AbstractBaseUser, position: int) -> int:
+def project_queue_move(*, project: Project, user: User, position: int) -> int:
     """Move a queued project to `position` (0 = first; clamped) and renumber the queue 1..n.
     Returns the 0-based place it got."""
     return _move(project=project, user=user, target=lambda ids, old: position)
 
 
-def project_queue_place_after(*, project: Project, user: AbstractBaseUser,
+def project_queue_place_after(*, project: Project, user: User,
                               after_id: int | None) -> int:
     """Put a queued project right after another one (None: first) - what a drop means on a
     board that may be filtered, where on-screen indexes are not queue places."""
@@ -92,7 +92,7 @@ def project_queue_place_after(*, project: Project, user: AbstractBaseUser,
     return _move(project=project, user=user, target=target)
 
 
-def project_queue_step(*, project: Project, user: AbstractBaseUser, direction: str) -> int:
+def project_queue_step(*, project: Project, user: User, direction: str) -> int:
     """One place up or down (the keyboard and no-JS alternative to dragging)."""
     if direction not in ("up", "down"):
         raise QueueError("Choose to move the project up or down.")

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from autocoder import realtime
@@ -62,7 +62,7 @@ def _analyst_provider(interview: Interview) -> Provider:
     return build_provider(config)
 
 
-def interview_create(*, team: Team, requester: AbstractBaseUser, request_text: str,
+def interview_create(*, team: Team, requester: User, request_text: str,
                      provider_for: ProviderFor = _analyst_provider) -> Interview:
     """Step 1: the request becomes a project on the board ("interviewing") and an interview."""
     state = logic.new_state(request_text)
@@ -200,7 +200,7 @@ def interview_summary_save(*, interview: Interview,
     return logic.assemble(interview.request, interview.state, interview.questions).errors
 
 
-def interview_start(*, interview: Interview, user: AbstractBaseUser,
+def interview_start(*, interview: Interview, user: User,
                     run_options: Mapping[str, Any] | None = None) -> Run:
     """Validate the spec, store it on the project and queue its first run.
 

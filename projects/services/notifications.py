@@ -3,7 +3,7 @@ decisions on their projects."""
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
@@ -44,7 +44,7 @@ def notifications_approval_requested(*, approval: ApprovalRequest) -> int:
 
 
 def notification_decision_send(*, approval: ApprovalRequest,
-                               actor: AbstractBaseUser) -> Notification | None:
+                               actor: User) -> Notification | None:
     """Tell the project's requester what was decided (not when they decided it themselves)."""
     project = approval.project
     if project.requester_id == actor.pk:
@@ -60,11 +60,11 @@ def notification_decision_send(*, approval: ApprovalRequest,
     return notification
 
 
-def notification_mark_read(*, notification: Notification, user: AbstractBaseUser) -> bool:
+def notification_mark_read(*, notification: Notification, user: User) -> bool:
     """Mark one of the user's notifications read; False when it was read already."""
     return bool(Notification.objects.filter(pk=notification.pk, user=user, read_at=None)
                 .update(read_at=timezone.now()))
 
 
-def notifications_mark_all_read(*, user: AbstractBaseUser) -> int:
+def notifications_mark_all_read(*, user: User) -> int:
     return Notification.objects.filter(user=user, read_at=None).update(read_at=timezone.now())

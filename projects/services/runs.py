@@ -6,7 +6,7 @@ button and writes the audit log.
 
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
@@ -28,7 +28,7 @@ def may_control(*, membership: Membership | None, run: Run) -> bool:
     return membership.can_review or run.project.requester_id == membership.user_id
 
 
-def run_control(*, run: Run, user: AbstractBaseUser, action: str) -> Run:
+def run_control(*, run: Run, user: User, action: str) -> Run:
     """Apply `action` to `run`; returns the run as it is now (a new run for retry)."""
     membership = Membership.objects.filter(team_id=run.project.team_id, user=user).first()
     if not may_control(membership=membership, run=run):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from projects.models import Membership, Team
@@ -26,14 +26,14 @@ class DemoData:
     usernames: tuple[str, ...]
 
 
-def team_create(*, name: str, slug: str, creator: AbstractUser) -> Team:
+def team_create(*, name: str, slug: str, creator: User) -> Team:
     with transaction.atomic():
         team = Team.objects.create(name=name, slug=slug)
         Membership.objects.create(team=team, user=creator, role=Membership.Role.ADMIN)
     return team
 
 
-def membership_add(*, team: Team, user: AbstractUser, role: str) -> Membership:
+def membership_add(*, team: Team, user: User, role: str) -> Membership:
     membership, _ = Membership.objects.update_or_create(team=team, user=user,
                                                        defaults={"role": role})
     return membership
@@ -41,7 +41,7 @@ def membership_add(*, team: Team, user: AbstractUser, role: str) -> Membership:
 
 @transaction.atomic
 def team_settings_update(*, team: Team, requester_may_approve: bool, required_approvals: int,
-                         actor: AbstractUser | None = None) -> Team:
+                         actor: User | None = None) -> Team:
     fields = ["requester_may_approve", "required_approvals"]
     # From the database: a bound ModelForm has already copied the new values onto `team`.
     before = Team.objects.select_for_update().values(*fields).get(pk=team.pk)
