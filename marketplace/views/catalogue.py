@@ -8,7 +8,7 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
@@ -26,11 +26,12 @@ from marketplace.forms import (
 )
 from marketplace.models import Plugin, PluginVersion
 from marketplace.validation import PackageError
+from projects.http import AuthenticatedHttpRequest
 from projects.permissions import get_run_for_member
 from projects.selectors import teams_for_user
 
 
-def _plugin_or_404(request: HttpRequest, name: str) -> tuple[Plugin, selectors.Viewer]:
+def _plugin_or_404(request: AuthenticatedHttpRequest, name: str) -> tuple[Plugin, selectors.Viewer]:
     viewer = selectors.viewer_for(request.user)
     plugin = selectors.plugin_for_viewer(viewer, name)
     if plugin is None:
@@ -45,7 +46,7 @@ def _version_or_404(plugin: Plugin, viewer: selectors.Viewer, version: str) -> P
     return found
 
 
-def _render(request: HttpRequest, template: str, context: dict[str, Any],
+def _render(request: AuthenticatedHttpRequest, template: str, context: dict[str, Any],
             partial: str = "") -> HttpResponse:
     if partial and getattr(request, "htmx", False):
         return render(request, f"{template}#{partial}", context)
@@ -53,7 +54,7 @@ def _render(request: HttpRequest, template: str, context: dict[str, Any],
 
 
 @login_required
-def catalogue(request: HttpRequest) -> HttpResponse:
+def catalogue(request: AuthenticatedHttpRequest) -> HttpResponse:
     viewer = selectors.viewer_for(request.user)
     params = selectors.clean_params(**{key: request.GET.get(key, "") for key in
                                        ("q", "category", "tag", "sort", "page")})
@@ -65,7 +66,7 @@ def catalogue(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def plugin_detail(request: HttpRequest, name: str) -> HttpResponse:
+def plugin_detail(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     plugin, viewer = _plugin_or_404(request, name)
     if plugin.normalized_name != name:
         return redirect("marketplace:plugin", name=plugin.normalized_name)
@@ -76,7 +77,7 @@ def plugin_detail(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @login_required
-def version_detail(request: HttpRequest, name: str, version: str) -> HttpResponse:
+def version_detail(request: AuthenticatedHttpRequest, name: str, version: str) -> HttpResponse:
     plugin, viewer = _plugin_or_404(request, name)
     versions = selectors.plugin_versions(plugin, viewer)
     shown = _version_or_404(plugin, viewer, version)
@@ -84,7 +85,7 @@ def version_detail(request: HttpRequest, name: str, version: str) -> HttpRespons
                   _plugin_context(request, plugin, viewer, versions, shown))
 
 
-def _plugin_context(request: HttpRequest, plugin: Plugin, viewer: selectors.Viewer,
+def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: selectors.Viewer,
                     versions: list[PluginVersion], shown: PluginVersion | None) -> dict[str, Any]:
     own_review = selectors.review_of(plugin, viewer.user_id)
     commands = [c["name"] for c in shown.commands] if shown else []
@@ -116,7 +117,7 @@ def _try_initial(command: dict[str, Any] | None) -> dict[str, Any]:
 
 @login_required
 @require_POST
-def plugin_try(request: HttpRequest, name: str, version: str) -> HttpResponse:
+def plugin_try(request: AuthenticatedHttpRequest, name: str, version: str) -> HttpResponse:
     plugin, viewer = _plugin_or_404(request, name)
     shown = _version_or_404(plugin, viewer, version)
     form = TryForm(request.POST, commands=[c["name"] for c in shown.commands])
@@ -142,7 +143,7 @@ def plugin_try(request: HttpRequest, name: str, version: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def review_save(request: HttpRequest, name: str) -> HttpResponse:
+def review_save(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     plugin, _ = _plugin_or_404(request, name)
     form = ReviewForm(request.POST)
     if not form.is_valid():
@@ -159,7 +160,7 @@ def review_save(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def review_remove(request: HttpRequest, name: str) -> HttpResponse:
+def review_remove(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     plugin, viewer = _plugin_or_404(request, name)
     review = selectors.review_of(plugin, viewer.user_id)
     if review is not None:
@@ -170,7 +171,7 @@ def review_remove(request: HttpRequest, name: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def version_decide(request: HttpRequest, name: str, version: str) -> HttpResponse:
+def version_decide(request: AuthenticatedHttpRequest, name: str, version: str) -> HttpResponse:
     plugin, viewer = _plugin_or_404(request, name)
     shown = _version_or_404(plugin, viewer, version)
     form = DecisionForm(request.POST)
@@ -189,7 +190,7 @@ def version_decide(request: HttpRequest, name: str, version: str) -> HttpRespons
 
 @login_required
 @require_POST
-def version_yank(request: HttpRequest, name: str, version: str) -> HttpResponse:
+def version_yank(request: AuthenticatedHttpRequest, name: str, version: str) -> HttpResponse:
     plugin, viewer = _plugin_or_404(request, name)
     shown = _version_or_404(plugin, viewer, version)
     undo = request.POST.get("undo") == "1"
@@ -210,7 +211,7 @@ def version_yank(request: HttpRequest, name: str, version: str) -> HttpResponse:
 
 
 @login_required
-def plugin_settings(request: HttpRequest, name: str) -> HttpResponse:
+def plugin_settings(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     plugin, viewer = _plugin_or_404(request, name)
     if not viewer.is_admin(plugin.team_id):
         raise PermissionDenied("Only the team's admins change a plugin's listing.")
@@ -225,7 +226,7 @@ def plugin_settings(request: HttpRequest, name: str) -> HttpResponse:
 
 
 @login_required
-def upload(request: HttpRequest) -> HttpResponse:
+def upload(request: AuthenticatedHttpRequest) -> HttpResponse:
     teams = teams_for_user(request.user)
     form = UploadForm(request.POST or None, request.FILES or None, teams=teams,
                       initial={"team": getattr(request, "team", None)})
@@ -250,7 +251,7 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def publish_run(request: HttpRequest, run_id: int) -> HttpResponse:
+def publish_run(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     run, _ = get_run_for_member(request.user, run_id)
     form = PublishRunForm(request.POST or None)
     errors: list[str] = []
@@ -270,14 +271,14 @@ def publish_run(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 @login_required
-def pending(request: HttpRequest) -> HttpResponse:
+def pending(request: AuthenticatedHttpRequest) -> HttpResponse:
     viewer = selectors.viewer_for(request.user)
     return render(request, "marketplace/pending.html",
                   {"versions": selectors.pending_versions_for(viewer), "viewer": viewer})
 
 
 @login_required
-def tokens(request: HttpRequest) -> HttpResponse:
+def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = TokenForm(request.POST or None)
     created = ""
     if request.method == "POST" and form.is_valid():
@@ -293,7 +294,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
 
 @login_required
 @require_POST
-def token_revoke(request: HttpRequest, token_id: int) -> HttpResponse:
+def token_revoke(request: AuthenticatedHttpRequest, token_id: int) -> HttpResponse:
     if services.api_token_revoke(user=request.user, token_id=token_id):
         messages.success(request, "The token is revoked; pip can no longer use it.")
     return redirect("marketplace:tokens")

@@ -7,12 +7,13 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from projects.approval_forms import ApprovalDecisionForm
 from projects.diffs import unified_rows
+from projects.http import AuthenticatedHttpRequest
 from projects.models import ApprovalRequest, Membership
 from projects.permissions import get_approval_for_member
 from projects.selectors.approvals import (
@@ -29,7 +30,7 @@ PAGE_SIZE = 25
 
 
 @login_required
-def approval_list(request: HttpRequest) -> HttpResponse:
+def approval_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     page = Paginator(approvals_awaiting(request.user), PAGE_SIZE).get_page(request.GET.get("page"))
     decided = (ApprovalRequest.objects
                .filter(project__team__in=teams_for_user(request.user))
@@ -39,7 +40,7 @@ def approval_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def approval_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def approval_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     approval, membership = get_approval_for_member(request.user, pk)
     form = ApprovalDecisionForm(approval=approval,
                                 initial={"candidate": approval_candidate(approval)})
@@ -48,7 +49,7 @@ def approval_detail(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def approval_decide(request: HttpRequest, pk: int) -> HttpResponse:
+def approval_decide(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     approval, membership = get_approval_for_member(request.user, pk)
     form = ApprovalDecisionForm(request.POST, approval=approval)
     if not form.is_valid():
@@ -72,13 +73,13 @@ def approval_decide(request: HttpRequest, pk: int) -> HttpResponse:
     return redirect("approval_detail", pk=approval.pk)
 
 
-def _render(request: HttpRequest, approval: ApprovalRequest, membership: Membership,
+def _render(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membership: Membership,
             form: ApprovalDecisionForm, status: int = 200) -> HttpResponse:
     return render(request, "projects/approval_detail.html",
                   _context(request, approval, membership, form), status=status)
 
 
-def _context(request: HttpRequest, approval: ApprovalRequest, membership: Membership,
+def _context(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membership: Membership,
              form: ApprovalDecisionForm) -> dict[str, Any]:
     against = request.GET.get("against", "")
     material = review_material(approval, against=int(against) if against.isdigit() else None)

@@ -5,10 +5,11 @@ from __future__ import annotations
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 
 from projects.approval_forms import AuditFilterForm
+from projects.http import AuthenticatedHttpRequest
 from projects.permissions import get_team_for_member
 from projects.selectors.audit import audit_actions, audit_entries
 
@@ -16,7 +17,7 @@ PAGE_SIZE = 50
 
 
 @login_required
-def audit_log(request: HttpRequest, slug: str) -> HttpResponse:
+def audit_log(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     team, membership = get_team_for_member(request.user, slug)
     if not membership.can_review:
         raise PermissionDenied("Only the team's admins and reviewers can read its audit log.")

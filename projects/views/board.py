@@ -6,13 +6,14 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.middleware.csrf import get_token
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from projects.board_render import CardContext, column_cards_html
+from projects.http import AuthenticatedHttpRequest
 from projects.middleware import SESSION_KEY
 from projects.models import Membership, Project, Team
 from projects.permissions import get_team_for_member
@@ -31,7 +32,7 @@ def board_filters(params: QueryDict) -> BoardFilters:
 
 
 @login_required
-def board(request: HttpRequest, slug: str) -> HttpResponse:
+def board(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     team, membership = get_team_for_member(request.user, slug)
     if request.session.get(SESSION_KEY) != team.slug:  # the board's team becomes the current one
         request.session[SESSION_KEY] = team.slug
@@ -42,7 +43,7 @@ def board(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def queue_move(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
+def queue_move(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
     team, membership = get_team_for_member(request.user, slug)
     project = get_object_or_404(Project, pk=pk, team=team)
     try:
@@ -57,7 +58,7 @@ def queue_move(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     return render(request, "projects/board.html#board", context)
 
 
-def _context(request: HttpRequest, team: Team, membership: Membership,
+def _context(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
              filters: BoardFilters) -> dict[str, Any]:
     limit = None if filters.status else COLUMN_LIMIT
     board = board_for(team=team, membership=membership, filters=filters, limit=limit)
@@ -73,7 +74,7 @@ def _context(request: HttpRequest, team: Team, membership: Membership,
     }
 
 
-def _apply_move(request: HttpRequest, project: Project) -> None:
+def _apply_move(request: AuthenticatedHttpRequest, project: Project) -> None:
     if "after" in request.POST:
         after = request.POST["after"]
         services.project_queue_place_after(project=project, user=request.user,

@@ -6,19 +6,18 @@ URL pushed), plain form posts get a redirect, so the basic path needs no JavaScr
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.contrib.auth.models import AbstractBaseUser
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url
-from django_htmx.middleware import HtmxDetails
 
 from projects import interview_logic as logic
+from projects.http import AuthenticatedHttpRequest, HtmxHttpRequest
 from projects.models import Interview, Membership, Run
 from projects.permissions import (
     get_interview_for_editor,
@@ -32,15 +31,6 @@ DESCRIBE = "projects/interviews/describe.html"
 QUESTIONS = "projects/interviews/questions.html"
 SUMMARY = "projects/interviews/summary.html"
 CLOSED = "This request has already started, so its answers can no longer change."
-
-
-class HtmxHttpRequest(HttpRequest):
-    htmx: HtmxDetails
-
-
-def _user(request: HttpRequest) -> AbstractBaseUser:
-    # Every view here is behind login_required.
-    return cast(AbstractBaseUser, request.user)
 
 
 def _render(request: HtmxHttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
@@ -71,7 +61,7 @@ def _closed(request: HtmxHttpRequest, interview: Interview) -> HttpResponse:
 
 
 @login_required
-def interview_new_current(request: HtmxHttpRequest) -> HttpResponse:
+def interview_new_current(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The nav's "New request": the wizard for the team the user is working in."""
     team = request.team  # type: ignore[attr-defined]
     if not team:
@@ -81,12 +71,12 @@ def interview_new_current(request: HtmxHttpRequest) -> HttpResponse:
 
 
 @login_required
-def interview_new(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+def interview_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     team, _ = get_team_for_member(request.user, slug)
     text = request.POST.get("request", "")
     errors = {logic.FIELD_REQUEST: logic.request_errors(text)} if request.method == "POST" else {}
     if request.method == "POST" and not errors[logic.FIELD_REQUEST]:
-        interview = services.interview_create(team=team, requester=_user(request),
+        interview = services.interview_create(team=team, requester=request.user,
                                               request_text=text)
         return _go(request, _questions_url(interview, None),
                    _questions_response(request, interview, None, {}))
@@ -96,7 +86,7 @@ def interview_new(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-def interview_describe(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+def interview_describe(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     interview, _ = get_interview_for_editor(request.user, pk)
     if interview.is_started:
         return _closed(request, interview)
@@ -124,7 +114,7 @@ def _present(errors: dict[str, list[str]]) -> dict[str, list[str]]:
 
 
 @login_required
-def interview_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+def interview_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """Where a half-finished interview goes on: the step it was left at."""
     interview, membership = get_interview_for_member(request.user, pk)
     if interview.step == Interview.Step.QUESTIONS and _may_edit(request, interview, membership):
@@ -134,7 +124,8 @@ def interview_detail(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return redirect("interview_summary", pk=interview.pk)
 
 
-def _may_edit(request: HtmxHttpRequest, interview: Interview, membership: Membership) -> bool:
+def _may_edit(request: AuthenticatedHttpRequest, interview: Interview,
+              membership: Membership) -> bool:
     return not interview.is_started and (
         interview.requester_id == request.user.pk or membership.can_review)
 
@@ -143,7 +134,7 @@ def _may_edit(request: HtmxHttpRequest, interview: Interview, membership: Member
 
 
 @login_required
-def interview_questions(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+def interview_questions(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     interview, _ = get_interview_for_editor(request.user, pk)
     if interview.is_started:
         return _closed(request, interview)
@@ -159,7 +150,7 @@ def _group_param(value: str | None) -> int | None:
         return None
 
 
-def _questions_post(request: HtmxHttpRequest, interview: Interview) -> HttpResponse:
+def _questions_post(request: AuthenticatedHttpRequest, interview: Interview) -> HttpResponse:
     group = _group_param(request.POST.get("group")) or 0
     try:
         saved = services.interview_answers_save(
@@ -184,7 +175,7 @@ def _questions_post(request: HtmxHttpRequest, interview: Interview) -> HttpRespo
                _questions_response(request, interview, saved.group, {}))
 
 
-def _questions_response(request: HtmxHttpRequest, interview: Interview, group: int | None,
+def _questions_response(request: AuthenticatedHttpRequest, interview: Interview, group: int | None,
                         errors: dict[str, list[str]]) -> HttpResponse:
     if group is None:
         group = logic.first_open_group(interview.questions, interview.state)
@@ -200,7 +191,7 @@ def _questions_response(request: HtmxHttpRequest, interview: Interview, group: i
 
 
 @login_required
-def interview_summary(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+def interview_summary(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     interview, membership = get_interview_for_member(request.user, pk)
     editable = _may_edit(request, interview, membership)
     if request.method == "POST":
@@ -222,7 +213,7 @@ def interview_summary(request: HtmxHttpRequest, pk: int) -> HttpResponse:
     return _summary_response(request, interview, edit=edit, editable=editable)
 
 
-def _summary_response(request: HtmxHttpRequest, interview: Interview, *,
+def _summary_response(request: AuthenticatedHttpRequest, interview: Interview, *,
                       errors: dict[str, list[str]] | None = None, edit: bool = False,
                       editable: bool = True, saved: bool = False) -> HttpResponse:
     context = {"interview": interview, "team": interview.team,
@@ -236,12 +227,12 @@ def _summary_response(request: HtmxHttpRequest, interview: Interview, *,
 
 @login_required
 @require_POST
-def interview_start(request: HtmxHttpRequest, pk: int) -> HttpResponse:
+def interview_start(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     interview, _ = get_interview_for_editor(request.user, pk)
     if interview.is_started:
         return _closed(request, interview)
     try:
-        run = services.interview_start(interview=interview, user=_user(request))
+        run = services.interview_start(interview=interview, user=request.user)
     except services.InterviewClosed:
         return _closed(request, interview)
     except services.InterviewInvalid as invalid:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
+from projects.http import AuthenticatedHttpRequest
 from projects.models import Notification
 from projects.selectors.notifications import notifications_for
 from projects.services import notifications as services
@@ -18,7 +19,7 @@ PAGE_SIZE = 30
 
 
 @login_required
-def notification_list(request: HttpRequest) -> HttpResponse:
+def notification_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     unread_only = request.GET.get("unread") == "1"
     notifications = notifications_for(request.user, unread_only=unread_only)
     page = Paginator(notifications, PAGE_SIZE).get_page(request.GET.get("page"))
@@ -27,7 +28,7 @@ def notification_list(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-def notification_open(request: HttpRequest, pk: int) -> HttpResponse:
+def notification_open(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     """Follow a notification: it counts as read from now on."""
     notification = get_object_or_404(Notification, pk=pk, user=request.user)
     services.notification_mark_read(notification=notification, user=request.user)
@@ -39,7 +40,7 @@ def notification_open(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def notification_read(request: HttpRequest, pk: int) -> HttpResponse:
+def notification_read(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     notification = get_object_or_404(Notification, pk=pk, user=request.user)
     services.notification_mark_read(notification=notification, user=request.user)
     return redirect("notification_list")
@@ -47,12 +48,12 @@ def notification_read(request: HttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
-def notifications_read_all(request: HttpRequest) -> HttpResponse:
+def notifications_read_all(request: AuthenticatedHttpRequest) -> HttpResponse:
     services.notifications_mark_all_read(user=request.user)
     return redirect("notification_list")
 
 
 @login_required
-def notification_bell(request: HttpRequest) -> HttpResponse:
+def notification_bell(request: AuthenticatedHttpRequest) -> HttpResponse:
     """The nav's counters, re-fetched when a live event arrives."""
     return render(request, "projects/partials/nav.html", nav_counts(request))

@@ -6,11 +6,12 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse, QueryDict
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from projects.diffs import code_lines, split_rows, unified_rows
+from projects.http import AuthenticatedHttpRequest
 from projects.models import Iteration, Membership, Run
 from projects.permissions import get_run_for_member
 from projects.selectors.runs import findings_by_line, lessons_titles, run_iteration, run_overview
@@ -23,7 +24,7 @@ def _int(params: QueryDict, name: str) -> int | None:
 
 
 @login_required
-def run_detail(request: HttpRequest, pk: int) -> HttpResponse:
+def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     run, membership = get_run_for_member(request.user, pk)
     context = _live_context(run, membership)
     if request.htmx and request.GET.get("part") == "live":
@@ -75,7 +76,7 @@ def _code_context(iteration: Iteration, path: str) -> dict[str, Any]:
 
 @login_required
 @require_POST
-def run_control(request: HttpRequest, pk: int, action: str) -> HttpResponse:
+def run_control(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpResponse:
     run, _ = get_run_for_member(request.user, pk)
     try:
         result = services.run_control(run=run, user=request.user, action=action)

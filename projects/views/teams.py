@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from projects.forms import TeamSettingsForm
+from projects.http import AuthenticatedHttpRequest
 from projects.middleware import SESSION_KEY
 from projects.permissions import get_team_for_admin, get_team_for_member
 from projects.selectors import team_members, teams_for_user
@@ -15,14 +16,14 @@ from projects.services import teams as services
 
 
 @login_required
-def home(request: HttpRequest) -> HttpResponse:
+def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "projects/home.html", {
         "teams": teams_for_user(request.user),
         "unfinished": interviews_unfinished_for_user(request.user)})
 
 
 @login_required
-def team_detail(request: HttpRequest, slug: str) -> HttpResponse:
+def team_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     team, membership = get_team_for_member(request.user, slug)
     request.session[SESSION_KEY] = team.slug
     context = {"team": team, "membership": membership, "members": team_members(team)}
@@ -30,7 +31,7 @@ def team_detail(request: HttpRequest, slug: str) -> HttpResponse:
 
 
 @login_required
-def team_settings(request: HttpRequest, slug: str) -> HttpResponse:
+def team_settings(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     team, _ = get_team_for_admin(request.user, slug)
     form = TeamSettingsForm(request.POST or None, instance=team)
     if request.method == "POST" and form.is_valid():
@@ -42,7 +43,7 @@ def team_settings(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_POST
-def team_switch(request: HttpRequest) -> HttpResponse:
+def team_switch(request: AuthenticatedHttpRequest) -> HttpResponse:
     team, _ = get_team_for_member(request.user, request.POST.get("team", ""))
     request.session[SESSION_KEY] = team.slug
     messages.info(request, f"You are now working in {team.name}.")
