@@ -7,7 +7,8 @@ from urllib.parse import urlsplit
 from django.core.exceptions import ValidationError
 from django.db import models
 
-from autocoder.llm.types import ROLES, safe_url
+from autocoder.llm.types import ROLES, LLMConfigError, safe_url
+from autocoder.sealing import UnsealError, seal, unseal
 
 
 def validate_base_url(value: str) -> None:
@@ -36,8 +37,9 @@ class TeamModelOverride(models.Model):
     base_url = models.CharField(max_length=500, blank=True, validators=[validate_base_url],
                                 verbose_name="base URL",
                                 help_text="Blank: the endpoint configured for this role.")
-    # Write-only in the admin and never logged; stored as given (protect database backups).
-    api_key = models.CharField(max_length=500, blank=True, verbose_name="API key")
+    # Write-only in the admin, never logged, stored sealed (autocoder.sealing); read and set
+    # through the `api_key` property.
+    api_key_sealed = models.TextField(blank=True, verbose_name="API key (sealed)")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -56,8 +58,27 @@ class TeamModelOverride(models.Model):
                 f"base_url={safe_url(self.base_url)!r} api_key={self.api_key_status}>")
 
     @property
+    def api_key(self) -> str:
+        try:
+            return unseal(self.api_key_sealed)
+        except UnsealError as exc:
+            raise LLMConfigError(
+                f"The stored API key of {self} cannot be read ({exc}): enter it again in "
+                "the admin, or put the previous key in SECRET_KEY_FALLBACKS.") from exc
+
+    @api_key.setter
+    def api_key(self, value: str) -> None:
+        self.api_key_sealed = seal(value)
+
+    @property
     def api_key_status(self) -> str:
-        return "set" if self.api_key else "not set"
+        if not self.api_key_sealed:
+            return "not set"
+        try:
+            unseal(self.api_key_sealed)
+        except UnsealError:
+            return "unreadable: enter it again"
+        return "set"
 
     def as_layer(self) -> dict[str, object]:
         """The fields this row sets, in the shape role_config layers over the environment."""
