@@ -638,6 +638,10 @@ def _try_result(result: Any) -> TryResult:
     if result.timed_out:
         return TryResult(ok=False, error=f"Timed out after {TRY_LIMITS.timeout_s:g} seconds.",
                          stdout=stdout, duration_ms=result.duration_ms)
+    if result.killed_reason == "cpu_limit":
+        seconds = f"{TRY_LIMITS.cpu_s} second{'s' if TRY_LIMITS.cpu_s != 1 else ''}"
+        return TryResult(ok=False, error=f"Stopped: it used all of its {seconds} of CPU time.",
+                         stdout=stdout, duration_ms=result.duration_ms)
     raw = result.files.get(TRY_RESULT)
     if raw is None:
         why = result.killed_reason or f"exit code {result.exit_code}"

@@ -10,7 +10,8 @@ Protocol, on the launcher's own pipes:
   EOF without a message means the sandbox was discarded unused and exits quietly.
 
 The limits are hard limits set by an unprivileged process (uid 1000, no capabilities), so
-the job cannot raise them again. Errors of the launcher itself start with "launcher: " and
+the job cannot raise them again. CPU time survives exec, so the launcher's own start (about
+15 ms) counts toward the job's `cpu_s`. Errors of the launcher itself start with "launcher: " and
 exit 1; a job that cannot be executed exits 127, as in a shell.
 """
 

@@ -106,10 +106,14 @@ def test_try_it_shows_the_plugin_error(market: dict, publish: Any, clean_redis: 
     not_json = services.plugin_try(version=version, user=market["loner"],
                                    command="count-words", payload={"text": "set"})
     assert not not_json.ok and "not JSON" in not_json.error
-    monkeypatch.setattr(services, "TRY_LIMITS", services.Limits(timeout_s=2, cpu_s=2))
+    monkeypatch.setattr(services, "TRY_LIMITS", services.Limits(timeout_s=2, cpu_s=30))
     spin = services.plugin_try(version=version, user=market["loner"], command="count-words",
                                payload={"text": "spin"})
     assert not spin.ok and spin.error == "Timed out after 2 seconds."
+    monkeypatch.setattr(services, "TRY_LIMITS", services.Limits(timeout_s=30, cpu_s=1))
+    spin = services.plugin_try(version=version, user=market["loner"], command="count-words",
+                               payload={"text": "spin"})
+    assert not spin.ok and spin.error == "Stopped: it used all of its 1 second of CPU time."
     with pytest.raises(PackageError, match="'nope' is not one of count-words"):
         services.plugin_try(version=version, user=market["loner"], command="nope", payload={})
 
