@@ -111,6 +111,23 @@ def test_describing_a_need_puts_it_on_the_board_and_opens_the_questions(
     assert "What separate actions should it offer?" in page(response)
 
 
+def test_pages_that_consult_the_analyst_say_so_while_it_works(
+        team_with_roles: dict, no_model: None) -> None:
+    """The analyst model can take seconds: the form shows a status line and disables its
+    buttons while the request is in flight (htmx), so nobody clicks twice or wonders."""
+    member = client_for(team_with_roles["member"])
+    interview = start_interview(member)
+    for url in (reverse("interview_new", args=["acme"]),
+                reverse("interview_questions", args=[interview.pk])):
+        html = page(member.get(url))
+        form = re.search(r"<form[^>]*hx-post[^>]*>", html)
+        assert form and 'hx-indicator="#analyst-busy"' in form.group(0)
+        assert 'hx-disabled-elt="find button[type=submit]"' in form.group(0)
+        busy = re.search(r'<p id="analyst-busy"[^>]*>', html)
+        assert busy and 'role="status"' in busy.group(0)
+        assert "checking what is still unclear" in html
+
+
 def test_a_too_short_request_is_refused_in_plain_words_next_to_the_field(
         team_with_roles: dict, no_model: None) -> None:
     response = client_for(team_with_roles["member"]).post(
