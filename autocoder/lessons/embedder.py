@@ -172,6 +172,18 @@ def _build(config: tuple[str, ...]) -> Embedder:
     raise EmbedderError(f"unknown EMBEDDER {kind!r}; use 'minilm' or 'openai'")
 
 
+def embedder_identity() -> str:
+    """Which model the current settings embed with, without loading it.
+
+    Vectors from two models are not comparable even at the same size: every lesson records
+    the identity it was embedded with, and retrieval compares only like with like.
+    """
+    kind, _base_url, model, _api_key = _config()
+    if kind == "minilm":
+        return "minilm:all-MiniLM-L6-v2"
+    return f"{kind}:{model}"
+
+
 def get_embedder() -> Embedder:
     """The process-wide embedder for the current settings (built once, shared by threads)."""
     config = _config()

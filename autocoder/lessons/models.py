@@ -53,10 +53,15 @@ class Lesson(models.Model):
         output_field=models.FloatField(),
         db_persist=True,
     )
-    # The engine's run is written by another part; the lead turns these into a foreign key.
+    # A plain id, not a foreign key: a lesson outlives the project and runs it came from, and
+    # the id still says where it was learnt (LessonSource keeps the full history).
     source_run_id = models.BigIntegerField(null=True, blank=True)
     source_iteration = models.PositiveIntegerField(null=True)
     embedding = VectorField(dimensions=EMBEDDING_DIMENSIONS)
+    # The model the embedding came from (embedder.embedder_identity); retrieval uses only
+    # lessons embedded like the query, and `lessons_reembed` brings the others over.
+    embedded_with = models.CharField(max_length=200, default="minilm:all-MiniLM-L6-v2",
+                                     db_index=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
     retired_at = models.DateTimeField(null=True, blank=True)

@@ -15,7 +15,7 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet, Value
 from pgvector.django import CosineDistance
 
-from autocoder.lessons.embedder import embed_text
+from autocoder.lessons.embedder import embed_text, embedder_identity
 from autocoder.lessons.extraction import clip, exception_name, query_text
 from autocoder.lessons.models import Lesson, LessonSource
 from autocoder.lessons.types import RetrievedLesson
@@ -69,8 +69,9 @@ def lessons_nearest(*, team_id: int | None, vector: Sequence[float] | np.ndarray
     The HNSW index filters after it searches, so when the team's lessons are a small part of
     the table it can return fewer rows than exist; then an exact scan (ordering by an
     expression the index cannot serve) gives the true answer, cheaply since the scope is small.
+    Only lessons embedded by the current model are compared (see `lessons_reembed`).
     """
-    queryset = lessons_in_scope(team_id=team_id)
+    queryset = lessons_in_scope(team_id=team_id).filter(embedded_with=embedder_identity())
     if kind:
         queryset = queryset.filter(kind=kind)
     distance = CosineDistance("embedding", list(map(float, vector)))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -12,7 +12,7 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from autocoder.lessons.embedder import embed_text, embed_texts
+from autocoder.lessons.embedder import embed_text, embed_texts, embedder_identity
 from autocoder.lessons.extraction import (
     MAX_FIELD_CHARS,
     MAX_TITLE_CHARS,
@@ -35,7 +35,7 @@ from projects.models import Team
 __all__ = [
     "ReflectionNote", "RunSummary", "lesson_create", "lesson_promote", "lesson_restore",
     "lesson_retire", "lesson_update", "lessons_extract_from_run", "lessons_mark_retrieved",
-    "lessons_record_outcome",
+    "lessons_record_outcome", "lessons_reembed",
 ]
 
 logger = logging.getLogger(__name__)
@@ -76,11 +76,15 @@ def _text(value: str, field: str, *, required: bool = False, limit: int = MAX_FI
     return value
 
 
-def _vector_for(lesson: Lesson) -> np.ndarray:
-    return embed_text(embedding_text(
+def _embedding_text_of(lesson: Lesson) -> str:
+    return embedding_text(
         kind=lesson.kind, title=lesson.title, error_signature=lesson.error_signature,
         avoidance_rule=lesson.avoidance_rule, resolution=lesson.resolution,
-        failed_approach=lesson.failed_approach, task_context=lesson.task_context))
+        failed_approach=lesson.failed_approach, task_context=lesson.task_context)
+
+
+def _vector_for(lesson: Lesson) -> np.ndarray:
+    return embed_text(_embedding_text_of(lesson))
 
 
 def lesson_create(*, kind: str, title: str, avoidance_rule: str, team_id: int | None = None,
@@ -101,7 +105,7 @@ def lesson_create(*, kind: str, title: str, avoidance_rule: str, team_id: int | 
         resolution=_text(resolution, "resolution"), tags=list(clean_tags(tags)),
         source_run_id=source_run_id, source_iteration=source_iteration,
     )
-    lesson.embedding = _vector_for(lesson)
+    lesson.embedding, lesson.embedded_with = _vector_for(lesson), embedder_identity()
     lesson.save()
     return lesson
 
@@ -157,6 +161,7 @@ def _lesson_from_draft(*, summary: RunSummary, draft: LessonDraft,
         resolution=draft.resolution, avoidance_rule=draft.avoidance_rule, tags=list(draft.tags),
         team_id=summary.team_id, source_run_id=summary.run_id,
         source_iteration=draft.iteration or None, embedding=vector,
+        embedded_with=embedder_identity(),
     )
 
 
@@ -177,6 +182,31 @@ def _lesson_write(*, summary: RunSummary, draft: LessonDraft, vector: np.ndarray
                                     run_id=summary.run_id, iteration=draft.iteration,
                                     kind=draft.kind, merged=duplicate is not None)
     return lesson
+
+
+def lessons_reembed(*, everything: bool = False, batch_size: int = 256,
+                    progress: Callable[[int, int], None] | None = None) -> int:
+    """Embed lessons again with the current model; returns how many were rewritten.
+
+    By default only lessons embedded by another model (after EMBEDDER or EMBEDDINGS_MODEL
+    changed); `everything` redoes all. Each batch is its own transaction, so an interrupted
+    run keeps its progress and a second run continues where it stopped.
+    """
+    identity = embedder_identity()
+    pending = Lesson.objects.all() if everything else Lesson.objects.exclude(
+        embedded_with=identity)
+    ids = list(pending.order_by("id").values_list("id", flat=True))
+    for start in range(0, len(ids), batch_size):
+        with transaction.atomic():
+            batch = list(Lesson.objects.select_for_update().filter(
+                id__in=ids[start:start + batch_size]).order_by("id"))
+            vectors = embed_texts([_embedding_text_of(lesson) for lesson in batch])
+            for lesson, vector in zip(batch, vectors, strict=True):
+                lesson.embedding, lesson.embedded_with = vector, identity
+            Lesson.objects.bulk_update(batch, ["embedding", "embedded_with"])
+        if progress is not None:
+            progress(min(start + batch_size, len(ids)), len(ids))
+    return len(ids)
 
 
 def lessons_extract_from_run(*, summary: RunSummary,
@@ -252,7 +282,7 @@ def lesson_update(*, lesson: Lesson, actor: User, title: str, avoidance_rule: st
     lesson.task_context = _text(task_context, "task context")
     lesson.error_signature = _text(error_signature, "error signature", limit=300)
     lesson.tags = list(clean_tags(tags))
-    lesson.embedding = _vector_for(lesson)
+    lesson.embedding, lesson.embedded_with = _vector_for(lesson), embedder_identity()
     lesson.save()
     logger.info("lesson %s edited by %s", lesson.pk, actor)
     return lesson
