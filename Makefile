@@ -15,12 +15,11 @@ LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=O
 run: $(RUN_STAMP)
 	$(PY) manage.py up
 
-# The browser tests (tests/browser, Playwright + Chromium) run apart for now: in a full-suite
-# run their live updates sometimes miss a deadline (daphne logs Redis read timeouts), and a
-# flaky check must not block everything else. `make test-browser` runs them.
+# Everything, the browser tests (tests/browser, Playwright + Chromium) included; they run last.
 test: $(TEST_STAMP)
-	$(PY) -m pytest --ignore=tests/browser $(PYTEST_ARGS)
+	$(PY) -m pytest $(PYTEST_ARGS)
 
+# Only the browser tests, for a quicker look at the pages.
 test-browser: $(TEST_STAMP)
 	$(PY) -m pytest tests/browser $(PYTEST_ARGS)
 
