@@ -50,6 +50,7 @@ class Standby:
             workdir.cleanup()
             raise
         self._ready = False
+        self.handed_over = False  # from then on its processes are a job's, not a standby's
         self._release = weakref.finalize(self, _release, self.proc, workdir, self.owner_pid)
         _every.add(self)
 
@@ -78,6 +79,7 @@ class Standby:
     def hand_over(self, message: bytes) -> subprocess.Popen[bytes]:
         """Give the waiting launcher its job; from here on the process is the job's."""
         assert self.proc.stdin is not None
+        self.handed_over = True
         try:
             self.proc.stdin.write(message)
             self.proc.stdin.close()
@@ -140,8 +142,9 @@ def prepared() -> Standby | None:
 
 
 def every_prepared() -> list[Standby]:
-    """The prepared sandboxes of every thread of this process that are still alive."""
-    return [prepared for prepared in list(_every) if prepared.proc.poll() is None]
+    """The sandboxes of every thread of this process that are alive and still wait for a job."""
+    return [prepared for prepared in list(_every)
+            if not prepared.handed_over and prepared.proc.poll() is None]
 
 
 def release_all() -> None:

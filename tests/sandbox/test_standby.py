@@ -151,6 +151,23 @@ def test_a_finished_worker_thread_leaves_no_prepared_sandbox() -> None:
     assert sandbox_descendants() == []
 
 
+def test_a_running_job_is_never_taken_for_an_idle_prepared_sandbox() -> None:
+    """Leak checks leave idle prepared sandboxes out; a job handed one must still be seen."""
+    run({}, ["python", "-c", "pass"], QUICK)
+    ready_prepared()
+    started = time.monotonic()
+    runner = threading.Thread(target=run, args=({}, ["python", "-c", "import time; "
+                                                     "time.sleep(60)"], QUICK),
+                              kwargs={"cancel_check": lambda: time.monotonic() - started > 3})
+    runner.start()
+    deadline = time.monotonic() + 2
+    while time.monotonic() < deadline and not sandbox_descendants():
+        time.sleep(0.05)
+    seen = sandbox_descendants()
+    runner.join()
+    assert seen, "the running job was hidden as a prepared sandbox"
+
+
 def test_the_launcher_is_standalone() -> None:
     """It runs inside with `-S -I`, where nothing of the project is importable."""
     source = Path(launcher.__file__).read_text()
