@@ -154,19 +154,27 @@ def test_a_finished_worker_thread_leaves_no_prepared_sandbox() -> None:
 
 
 def test_a_running_job_is_never_taken_for_an_idle_prepared_sandbox() -> None:
-    """Leak checks leave idle prepared sandboxes out; a job handed one must still be seen."""
+    """Leak checks leave idle prepared sandboxes out; a job handed one must still be seen.
+
+    The job runs in this thread's prepared sandbox; a watcher thread looks for it with the
+    leak check and stops the job once it has looked (or after 20 s)."""
     run({}, ["python", "-c", "pass"], QUICK)
-    ready_prepared()
-    started = time.monotonic()
-    runner = threading.Thread(target=run, args=({}, ["python", "-c", "import time; "
-                                                     "time.sleep(60)"], QUICK),
-                              kwargs={"cancel_check": lambda: time.monotonic() - started > 3})
-    runner.start()
-    deadline = time.monotonic() + 2
-    while time.monotonic() < deadline and not sandbox_descendants():
-        time.sleep(0.05)
-    seen = sandbox_descendants()
-    runner.join()
+    prepared = ready_prepared()
+    looked, seen = threading.Event(), []
+
+    def watch() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not seen:
+            seen.extend(sandbox_descendants())
+            time.sleep(0.05)
+        looked.set()
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    result = run({}, ["python", "-c", "import time; time.sleep(60)"], Limits(timeout_s=30),
+                 cancel_check=looked.is_set)
+    watcher.join()
+    assert prepared.handed_over and result.killed_reason == "cancelled", result
     assert seen, "the running job was hidden as a prepared sandbox"
 
 
