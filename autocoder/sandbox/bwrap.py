@@ -11,7 +11,6 @@ How the job is kept in when the portal runs as root (the usual case on a worker 
   user.max_user_namespaces to 0 in it). One namespace per thread keeps process counts
   (RLIMIT_NPROC is counted per user namespace) separate between concurrent runs.
 * The workdir is a size-capped tmpfs; /tmp and /dev/shm are size-capped tmpfs inside.
-
 * The job's limits (address space, processes, CPU seconds, file size, open files) are hard
   rlimits that the launcher (launcher.py), already inside and unprivileged, sets on itself
   just before it becomes the job: they bind the job and not bwrap.
@@ -25,6 +24,7 @@ workdir is a plain directory whose size the supervisor polls.
 from __future__ import annotations
 
 import functools
+import logging
 import os
 import shutil
 import subprocess
@@ -46,6 +46,8 @@ from autocoder.sandbox.workdir import Workdir
 from autocoder.sandbox.workdir import collect as collect_files
 
 __all__ = ["SANDBOX_UID", "bwrap_argv", "host_layout", "job_message", "run"]
+
+logger = logging.getLogger(__name__)
 
 WORKDIR = "/workdir"
 # Paths inside the sandbox (fresh, size-capped tmpfs mounts), not the host's temp directory.
@@ -226,8 +228,16 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
             workdir.path, collect, limits.collect_kb * 1024)
     finally:
         sandbox.release()
-    standby.prepare(limits, new_standby)
+    _prepare_next(limits)
     return _result(outcome, files_out, omitted)
+
+
+def _prepare_next(limits: Limits) -> None:
+    """Start the next run's sandbox; a failure here must not cost this run its result."""
+    try:
+        standby.prepare(limits, new_standby)
+    except (SandboxError, OSError) as exc:  # e.g. EAGAIN right after a fork bomb
+        logger.warning("could not prepare the next sandbox (the next run builds one): %s", exc)
 
 
 def _raise_if_sandbox_failed(outcome: process.Supervised) -> None:

@@ -112,6 +112,27 @@ def test_a_prepared_sandbox_with_another_workdir_size_is_not_used() -> None:
     assert small.proc.returncode is not None and our_workdirs() == []
 
 
+def test_a_failure_to_prepare_the_next_sandbox_keeps_the_runs_result(
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    built = []
+
+    def second_build_fails(workdir_mb: int) -> standby.Standby:
+        built.append(workdir_mb)
+        if len(built) > 1:
+            raise SandboxError("cannot create the sandbox user namespace: Resource temporarily "
+                               "unavailable")
+        return real_build(workdir_mb)
+
+    real_build = bwrap.new_standby
+    monkeypatch.setattr(bwrap, "new_standby", second_build_fails)
+    result = run({}, ["python", "-c", "print('kept')"], QUICK)
+    assert (result.exit_code, result.stdout) == (0, "kept\n")
+    assert len(built) == 2 and standby.prepared() is None
+    assert "could not prepare the next sandbox" in caplog.text
+    monkeypatch.setattr(bwrap, "new_standby", real_build)
+    assert run({}, ["python", "-c", "print('next')"], QUICK).stdout == "next\n"
+
+
 def test_a_malformed_job_message_is_the_sandboxes_failure() -> None:
     prepared = bwrap.new_standby(8)
     try:
