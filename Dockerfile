@@ -17,6 +17,10 @@ COPY autocoder ./autocoder
 COPY projects ./projects
 COPY marketplace ./marketplace
 RUN pip install --no-cache-dir .
+# The plugin runtime: the interpreter plugin code runs on in the sandbox, apart from the
+# portal's packages (autocoder/runtime/requirements.txt, the same as `make run` builds).
+ENV PLUGIN_RUNTIME_DIR=/opt/plugin-runtime
+RUN python -m autocoder.runtime.build --dir /opt/plugin-runtime
 COPY . .
 RUN mkdir -p /app/var && chown -R autocoder /app/var
 USER autocoder

@@ -6,24 +6,27 @@ PIP := $(VENV)/bin/pip
 HASH := $(shell cksum pyproject.toml Makefile | cksum | cut -d' ' -f1)
 RUN_STAMP := $(VENV)/.run-$(HASH)
 TEST_STAMP := $(VENV)/.test-$(HASH)
+# The plugin runtime (autocoder/runtime): the interpreter plugin code runs on in the sandbox,
+# apart from the portal's venv. Tests use the very same one.
+RUNTIME_STAMP := .plugin-runtime/autocoder-runtime.json
 # llama.cpp is compiled for a portable x86-64 (AVX2) target: a native build picks up CPU
 # features (AMX) that some virtual machines report but do not allow, and then segfaults.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
 .PHONY: run test test-browser install lint typecheck clean-var screenshots
 
-run: $(RUN_STAMP)
+run: $(RUN_STAMP) $(RUNTIME_STAMP)
 	$(PY) manage.py up
 
 # Everything, the browser tests (tests/browser, Playwright + Chromium) included; they run last.
-test: $(TEST_STAMP)
+test: $(TEST_STAMP) $(RUNTIME_STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 # Only the browser tests, for a quicker look at the pages.
-test-browser: $(TEST_STAMP)
+test-browser: $(TEST_STAMP) $(RUNTIME_STAMP)
 	$(PY) -m pytest tests/browser $(PYTEST_ARGS)
 
-install: $(RUN_STAMP)
+install: $(RUN_STAMP) $(RUNTIME_STAMP)
 
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +37,9 @@ $(RUN_STAMP): pyproject.toml $(VENV)/bin/python
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e .
 	touch $@
+
+$(RUNTIME_STAMP): autocoder/runtime/requirements.txt $(RUN_STAMP)
+	$(PY) -m autocoder.runtime.build
 
 # The test extras add the local model runtime (llama-cpp-python compiles once, then pip caches it).
 $(TEST_STAMP): $(RUN_STAMP)

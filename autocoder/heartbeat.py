@@ -83,15 +83,18 @@ class WorkerHeartbeat(Middleware):
 
 
 def watchdog_sweep() -> list[int]:
-    """Re-send the step of runs that stopped moving (see runs_stalled_kick); never raises."""
+    """Re-send the step of runs that stopped moving (see runs_stalled_kick) and let held runs
+    go on once the part they wait for works (runs_held_release); never raises."""
     from django.db import close_old_connections
 
-    from autocoder.engine.services import runs_stalled_kick
+    from autocoder.engine.services import runs_held_release, runs_stalled_kick
 
-    try:
-        return runs_stalled_kick()
-    except Exception:  # the heartbeat thread must survive a database hiccup
-        logger.exception("watchdog sweep failed; will retry")
-        return []
-    finally:
-        close_old_connections()
+    moved: list[int] = []
+    for sweep in (runs_stalled_kick, runs_held_release):
+        try:
+            moved += sweep()
+        except Exception:  # the heartbeat thread must survive a database hiccup
+            logger.exception("watchdog sweep %s failed; will retry", sweep.__name__)
+        finally:
+            close_old_connections()
+    return moved

@@ -2,7 +2,8 @@
 #   docker build -f docker/sandbox.Dockerfile -t autocoder-sandbox:latest .
 # The container is started read-only, without network, with all capabilities dropped and
 # /workdir and /tmp as size-capped tmpfs mounts (see autocoder/sandbox/docker_backend.py).
-# Keep the versions below equal to the project's venv (tests/sandbox/test_docker_backend.py).
+# The image's Python is the plugin runtime: exactly autocoder/runtime/requirements.txt, the
+# same environment `make run` builds in .plugin-runtime, and none of the portal's packages.
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
@@ -10,11 +11,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     LANG=C.UTF-8
 
-RUN pip install --no-cache-dir \
-        pytest==9.2.0 \
-        build==1.6.1 \
-        setuptools==84.2.1 \
-        wheel==0.48.0 \
+COPY autocoder/runtime/requirements.txt /tmp/plugin-runtime.txt
+RUN pip install --no-cache-dir --no-deps -r /tmp/plugin-runtime.txt \
+    && rm /tmp/plugin-runtime.txt \
     && useradd --uid 10001 --user-group --no-create-home --home-dir /tmp \
         --shell /usr/sbin/nologin sandbox \
     && mkdir /workdir && chown sandbox:sandbox /workdir

@@ -6,6 +6,7 @@ import tomllib
 from pathlib import Path, PurePosixPath
 
 from autocoder.safety.bandit_gate import bandit_findings
+from autocoder.safety.imports import unavailable_imports
 from autocoder.safety.policy import check_source
 from autocoder.safety.types import (
     DEFAULT_PERMISSIONS,
@@ -37,6 +38,7 @@ def scan_files(
         sources[name] = source
     parseable = {name: text for name, text in sources.items()
                  if not any(f.tool == "syntax" and f.file == name for f in findings)}
+    findings += unavailable_imports(parseable)
     findings += bandit_findings(parseable)
     findings.sort(key=lambda f: (f.file, f.line, f.tool, f.rule))
     return SafetyReport(verdict_for(findings), findings)

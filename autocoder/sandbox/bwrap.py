@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autocoder.sandbox import launcher, process, standby
-from autocoder.sandbox.types import Limits, RunResult, SandboxError
+from autocoder.sandbox.types import Limits, PluginRuntimeError, RunResult, SandboxError
 from autocoder.sandbox.userns import (
     HOST_ENV,
     INSIDE_UID,
@@ -69,8 +69,15 @@ class HostLayout:
     bwrap: str
 
 
-@functools.cache
 def host_layout() -> HostLayout:
+    """The layout for the plugin runtime configured now (computed once per runtime)."""
+    from autocoder.runtime import runtime_dir
+
+    return _host_layout(str(runtime_dir()))
+
+
+@functools.cache
+def _host_layout(runtime: str) -> HostLayout:
     bwrap = shutil.which("bwrap")
     if not bwrap:
         raise SandboxError("bwrap not found: install bubblewrap (apt-get install bubblewrap) "
@@ -87,8 +94,8 @@ def host_layout() -> HostLayout:
             links.append((os.readlink(path), path))
         elif os.path.exists(path):
             binds[path] = os.path.realpath(path)
-    interpreter = _interpreter_path()
-    for prefix in {sys.prefix, sys.base_prefix}:
+    interpreter, prefixes = _runtime_interpreter()
+    for prefix in prefixes:
         binds[os.path.abspath(prefix)] = os.path.realpath(prefix)
     for hop in _symlink_hops(interpreter):  # every directory the exec will pass through
         directory = os.path.dirname(hop)
@@ -98,12 +105,29 @@ def host_layout() -> HostLayout:
                       interpreter, bwrap)
 
 
-def _interpreter_path() -> str:
-    """The project's venv python: argv[0] must stay inside the venv for it to be used."""
-    executable = os.path.abspath(sys.executable)
-    if executable.startswith(os.path.abspath(sys.prefix) + "/"):
-        return executable
-    return os.path.join(sys.prefix, "bin", "python3")
+def _runtime_interpreter() -> tuple[str, set[str]]:
+    """The plugin runtime's python and the prefixes it needs: its own and its base Python's.
+
+    Never the portal's venv: plugin code must not see Django and the rest (see
+    autocoder/runtime). argv[0] stays inside the runtime for its site-packages to be used.
+    """
+    from autocoder.runtime import runtime_dir, runtime_problem, runtime_python
+
+    problem = runtime_problem()
+    if problem:
+        raise PluginRuntimeError(problem)
+    home = _venv_home(runtime_dir())
+    return str(runtime_python()), {str(runtime_dir()), os.path.dirname(home) if home else
+                                   sys.base_prefix}
+
+
+def _venv_home(directory: Path) -> str:
+    """The base Python's bin directory, as the runtime's pyvenv.cfg names it."""
+    for line in (directory / "pyvenv.cfg").read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "home":
+            return value.strip()
+    return ""
 
 
 def _symlink_hops(path: str, max_hops: int = 16) -> list[str]:
@@ -173,9 +197,11 @@ def new_standby(workdir_mb: int) -> standby.Standby:
     owner = (SANDBOX_UID, SANDBOX_UID) if as_root else None
     workdir = Workdir(size_mb=workdir_mb, owner=owner, use_tmpfs=as_root)
 
+    layout = host_layout()
+
     def start(prepared: Workdir) -> subprocess.Popen[bytes]:
         namespace = thread_namespace() if as_root else None
-        argv = bwrap_argv(layout=host_layout(), workdir_mb=workdir_mb,
+        argv = bwrap_argv(layout=layout, workdir_mb=workdir_mb,
                           workdir=str(prepared.path),
                           userns_fd=namespace.fd if namespace else None)
         if namespace is None:
@@ -183,7 +209,14 @@ def new_standby(workdir_mb: int) -> standby.Standby:
         return process.spawn(drop_to_sandbox_uid() + argv, env=HOST_ENV, stdin=subprocess.PIPE,
                              popen_kwargs={"pass_fds": (namespace.fd,)})
 
-    return standby.Standby(workdir, start)
+    prepared = standby.Standby(workdir, start)
+    _layouts[id(prepared)] = layout
+    return prepared
+
+
+# The layout each prepared sandbox was started with: one prepared for another plugin runtime
+# (PLUGIN_RUNTIME_DIR changed, as tests do) does not see the current runtime and is not used.
+_layouts: dict[int, HostLayout] = {}
 
 
 def _ready_sandbox(limits: Limits) -> standby.Standby:
@@ -194,11 +227,14 @@ def _ready_sandbox(limits: Limits) -> standby.Standby:
     """
     sandbox = standby.take(limits, new_standby)
     try:
+        if _layouts.pop(id(sandbox), None) != host_layout():
+            raise SandboxError("prepared for another plugin runtime")
         sandbox.wait_ready()
         return sandbox
     except SandboxError:
         sandbox.release()
     sandbox = new_standby(limits.workdir_mb)
+    _layouts.pop(id(sandbox), None)
     try:
         sandbox.wait_ready()
     except SandboxError:

@@ -10,6 +10,16 @@ class SandboxError(Exception):
     """The sandbox itself failed (could not be set up or supervised), not the job inside it."""
 
 
+class PluginRuntimeError(SandboxError):
+    """The plugin runtime the sandbox runs jobs on is missing or unusable (autocoder/runtime)."""
+
+    def __init__(self, problem: str) -> None:
+        from autocoder.runtime import BUILD_FIX
+
+        super().__init__(f"the plugin runtime is broken: {problem}. To fix it: {BUILD_FIX}")
+        self.problem = problem
+
+
 @dataclass(frozen=True)
 class Limits:
     timeout_s: float = 30

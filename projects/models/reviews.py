@@ -100,6 +100,8 @@ class Notification(models.Model):
     class Kind(models.TextChoices):
         REVIEW_REQUESTED = "review_requested", "Review requested"
         DECIDED = "decided", "Decision made"
+        # A part of the installation keeps runs from working (for the team's admins).
+        INSTALLATION = "installation", "Installation problem"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                              related_name="notifications")

@@ -55,10 +55,13 @@ class Run(models.Model):
         FAILED = "failed", "Failed"
         ABORTED = "aborted", "Aborted"
         CANCELLED = "cancelled", "Cancelled"
+        # Stopped by the installation, not by the model or the request (no model set up, a
+        # broken plugin runtime or sandbox): it goes on by itself once that part works again.
+        HELD = "held", "Waiting for the installation"
 
     TERMINAL = frozenset({"succeeded", "failed", "aborted", "cancelled"})
     # States in which no step is queued or executing: a human (or resume) must act.
-    WAITING = frozenset({"paused", "awaiting_approval", "escalated"})
+    WAITING = frozenset({"paused", "awaiting_approval", "escalated", "held"})
 
     class Phase(models.TextChoices):
         PLAN = "plan", "Plan"
@@ -118,6 +121,8 @@ class Run(models.Model):
     waited_s = models.FloatField(default=0.0)
 
     error = models.TextField(blank=True)
+    # While HELD: which part of the installation it waits for (see autocoder/installation.py).
+    held_by = models.CharField(max_length=16, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # Moves with every committed step: the watchdog kicks runs whose steps stopped moving.
     updated_at = models.DateTimeField(auto_now=True, db_index=True)

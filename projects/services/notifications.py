@@ -9,7 +9,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from autocoder import realtime
-from projects.models import ApprovalRequest, Membership, Notification
+from autocoder.installation import InstallationFault
+from projects.models import ApprovalRequest, Membership, Notification, Team
 from projects.selectors.approvals import may_decide
 
 Kind = Notification.Kind
@@ -38,6 +39,23 @@ def notifications_approval_requested(*, approval: ApprovalRequest) -> int:
                         url=url, approval=approval)
            for user in deciders if user.pk not in existing]
     Notification.objects.bulk_create(new, ignore_conflicts=True)
+    if new:
+        _publish_user_change(team.pk, [n.user_id for n in new])
+    return len(new)
+
+
+def notifications_installation_fault(*, team: Team, fault: InstallationFault) -> int:
+    """Tell the team's admins that a part of the installation holds its runs. One unread
+    notice per admin and problem: fifty held runs do not make fifty notices."""
+    message = str(fault)[:300]
+    admins = (Membership.objects.filter(team=team, role=Membership.Role.ADMIN)
+              .exclude(user__notifications__kind=Kind.INSTALLATION,
+                       user__notifications__message=message,
+                       user__notifications__read_at__isnull=True)
+              .values_list("user_id", flat=True))
+    new = [Notification(user_id=user_id, team=team, kind=Kind.INSTALLATION, message=message)
+           for user_id in set(admins)]
+    Notification.objects.bulk_create(new)
     if new:
         _publish_user_change(team.pk, [n.user_id for n in new])
     return len(new)

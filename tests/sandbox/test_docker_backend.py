@@ -201,12 +201,13 @@ def test_unreachable_engine_is_a_sandbox_error(monkeypatch: pytest.MonkeyPatch) 
         run({}, ["python", "-c", "pass"], Limits(), backend="docker")
 
 
-def test_dockerfile_matches_the_backend_and_the_venv() -> None:
+def test_the_sandbox_image_is_the_plugin_runtime() -> None:
+    """The Docker sandbox runs plugins on the same pinned runtime as the bwrap sandbox."""
     text = (ROOT / "docker" / "sandbox.Dockerfile").read_text()
     assert re.search(r"^FROM python:3\.11-slim$", text, re.M)
     assert "USER 10001:10001" in text and "--uid 10001" in text
-    from importlib.metadata import version
-
-    for package in ("pytest", "build", "setuptools"):
-        assert f"{package}=={version(package)}" in text, f"{package} pin differs from the venv"
-    assert "wheel==" in text
+    assert "COPY autocoder/runtime/requirements.txt" in text
+    assert "--no-deps -r /tmp/plugin-runtime.txt" in text
+    portal = (ROOT / "Dockerfile").read_text()
+    assert "python -m autocoder.runtime.build --dir /opt/plugin-runtime" in portal
+    assert "PLUGIN_RUNTIME_DIR=/opt/plugin-runtime" in portal

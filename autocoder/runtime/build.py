@@ -1,0 +1,82 @@
+"""Build the plugin runtime: `python -m autocoder.runtime.build [--dir DIR] [--force]`.
+
+Runs without Django (the Makefile and the Dockerfile call it before anything else is set up).
+The environment is built beside its final place and renamed into it, so a half-built runtime is
+never used and two builds at once do not mix. It has no pip of its own: the portal's pip
+installs into it (`pip --python`), and plugins have no way to install anything.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+from autocoder.runtime import (
+    REQUIREMENTS,
+    STAMP_NAME,
+    requirements_digest,
+    runtime_dir,
+    runtime_problem,
+    runtime_python,
+)
+
+
+def build(target: Path, *, force: bool = False, quiet: bool = True) -> bool:
+    """Build the runtime at `target` unless an up-to-date one is there. True when built."""
+    if not force and runtime_problem(target) is None:
+        return False
+    staging = target.with_name(f"{target.name}.building-{os.getpid()}")
+    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        venv.EnvBuilder(with_pip=False, symlinks=True, clear=True).create(staging)
+        _install(staging, quiet=quiet)
+        (staging / STAMP_NAME).write_text(json.dumps({
+            "digest": requirements_digest(), "python": sys.version.split()[0]}))
+        _replace(staging, target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return True
+
+
+def _install(staging: Path, *, quiet: bool) -> None:
+    # The lock pins every dependency: --no-deps installs exactly it and nothing else.
+    command = [sys.executable, "-m", "pip", "--python", str(runtime_python(staging)),
+               "install", "--no-deps", "--disable-pip-version-check",
+               "-r", str(REQUIREMENTS)]
+    if quiet:
+        command.append("-q")
+    subprocess.run(command, check=True)
+
+
+def _replace(staging: Path, target: Path) -> None:
+    old = target.with_name(f"{target.name}.old-{os.getpid()}")
+    if target.exists():
+        target.rename(old)
+    staging.rename(target)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", type=Path, default=None, help="where (default: %(default)s)")
+    parser.add_argument("--force", action="store_true", help="rebuild even when up to date")
+    args = parser.parse_args(argv)
+    target = (args.dir or runtime_dir()).resolve()
+    try:
+        built = build(target, force=args.force)
+    except subprocess.CalledProcessError as error:
+        print(f"the plugin runtime could not be built at {target}: pip failed "
+              f"(exit {error.returncode}); see its output above", file=sys.stderr)
+        return 2
+    print(f"plugin runtime {'built' if built else 'up to date'} at {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
