@@ -13,7 +13,7 @@ RUNTIME_STAMP := .plugin-runtime/autocoder-runtime.json
 # features (AMX) that some virtual machines report but do not allow, and then segfaults.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test test-browser install lint typecheck clean-var screenshots
+.PHONY: run test test-browser install user-install-check lint typecheck clean-var screenshots
 
 run: $(RUN_STAMP) $(RUNTIME_STAMP)
 	$(PY) manage.py up
@@ -45,6 +45,13 @@ $(RUNTIME_STAMP): autocoder/runtime/requirements.txt $(RUN_STAMP)
 $(TEST_STAMP): $(RUN_STAMP)
 	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP) install -q -e '.[dev,local]'
 	touch $@
+
+# The product as users install it: a venv of its own with `make run`'s install only (no dev
+# extras), the bundled demo generated, published and pip-installed from a live portal.
+USER_VENV ?= $(CURDIR)/.venv-user
+user-install-check:
+	$(MAKE) install VENV=$(USER_VENV)
+	$(USER_VENV)/bin/python .ci/user_install.py
 
 # Refresh the README's screenshots (docs/screenshots) from the browser tests.
 screenshots: $(TEST_STAMP)

@@ -47,7 +47,7 @@ class BuiltArtifact:
         return hashlib.sha256(self.data).hexdigest()
 
 
-def pyproject_for(manifest: Manifest) -> str:
+def pyproject_for(manifest: Manifest, dependencies: tuple[str, ...] = ()) -> str:
     summary = " ".join(manifest.summary.split())[:200]
     lines = [
         "[build-system]",
@@ -60,6 +60,7 @@ def pyproject_for(manifest: Manifest) -> str:
         f"description = {_toml(summary)}",
         'readme = {file = "README.md", content-type = "text/markdown"}',
         f"requires-python = {_toml(requires_python(manifest))}",
+        f"dependencies = [{', '.join(_toml(pin) for pin in dependencies)}]",
         "",
         "[tool.setuptools]",
         f"packages = {_packages_toml(manifest)}",
@@ -86,11 +87,20 @@ def build_inputs(files: dict[str, str], manifest: Manifest) -> dict[str, str | b
     staged: dict[str, str | bytes] = dict(files)
     staged[f"{manifest.package}/plugin.toml"] = files["plugin.toml"]
     if "pyproject.toml" not in files:
-        staged["pyproject.toml"] = pyproject_for(manifest)
+        staged["pyproject.toml"] = pyproject_for(manifest, declared_dependencies(files, manifest))
         # Subpackages (a/b/__init__.py) are listed too, since setuptools is told the packages.
         staged["pyproject.toml"] = _with_subpackages(str(staged["pyproject.toml"]), files,
                                                      manifest.package)
     return staged
+
+
+def declared_dependencies(files: dict[str, str], manifest: Manifest) -> tuple[str, ...]:
+    """What the wheel requires: the runtime libraries plugin.toml lists and those the reviewed
+    code imports, pinned as the plugin runtime has them (the versions its tests ran on)."""
+    from autocoder.safety.imports import used_libraries
+
+    used = {f"{lib.distribution}=={lib.version}" for lib in used_libraries(files)}
+    return tuple(sorted(used | set(manifest.libraries)))
 
 
 def _with_subpackages(pyproject: str, files: dict[str, str], package: str) -> str:

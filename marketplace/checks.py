@@ -114,7 +114,19 @@ def tests_run(files: Mapping[str, str]) -> dict[str, Any]:
         report = run_pytest(dict(files), limits=TEST_LIMITS)
     except (SandboxError, ValueError) as exc:
         raise PackageError([f"tests: the sandbox could not run them ({exc})"]) from None
+    if all(outcome.nodeid == "<session>" for outcome in report.outcomes):
+        _raise_if_installation_broken()
     return sandbox_report_dict(report)
+
+
+def _raise_if_installation_broken() -> None:
+    """No test result at all: the plugin is to blame only if a known-good one can be tested."""
+    from autocoder.runtime.probe import runtime_fault
+
+    fault = runtime_fault(fresh=True)
+    if fault is not None:
+        raise PackageError([f"tests: the portal could not test this plugin, because {fault}. "
+                            "Nothing was found wrong with the plugin; tell your admin"])
 
 
 def sandbox_report_dict(report: Any) -> dict[str, Any]:

@@ -90,6 +90,7 @@ class Manifest:
     category: str = ""
     tags: tuple[str, ...] = ()
     requires_python: str = ""
+    libraries: tuple[str, ...] = ()  # pinned plugin-runtime libraries, from [runtime]
     raw: Mapping[str, Any] = field(default_factory=dict)
 
     @property
@@ -102,7 +103,7 @@ class Manifest:
                 "permissions": {"network": self.network, "filesystem": self.filesystem},
                 "commands": [command.as_dict() for command in self.commands],
                 "category": self.category, "tags": list(self.tags),
-                "requires_python": self.requires_python}
+                "requires_python": self.requires_python, "libraries": list(self.libraries)}
 
 
 def normalize_name(name: str) -> str:
@@ -124,18 +125,42 @@ def parse_manifest(text: str) -> Manifest:
         raise PackageError([f"plugin.toml: not valid TOML ({exc})"]) from None
     errors: list[str] = []
     for key in data:
-        if key not in ("plugin", "permissions", "commands", "tool"):
+        if key not in ("plugin", "permissions", "commands", "runtime", "tool"):
             errors.append(f"plugin.toml: unknown table or key {key!r} (expected [plugin],"
-                          " [permissions], [[commands]])")
+                          " [permissions], [runtime], [[commands]])")
     plugin = _table(data, "plugin", errors, required=True)
     permissions = _table(data, "permissions", errors, required=False)
     manifest = _manifest_fields(plugin, errors)
     network, filesystem = _permissions(permissions, errors)
     commands = _commands(data.get("commands"), errors)
+    libraries = _libraries(_table(data, "runtime", errors, required=False), errors)
     if errors:
         raise PackageError(errors)
     return Manifest(**manifest, network=network, filesystem=filesystem, commands=commands,
-                    raw=data)
+                    libraries=libraries, raw=data)
+
+
+def _libraries(runtime: dict[str, Any], errors: list[str]) -> tuple[str, ...]:
+    """[runtime] libraries: the plugin runtime's libraries the plugin uses, each pinned to the
+    runtime's version ("openpyxl==3.1.5" or just "openpyxl")."""
+    from autocoder.runtime import LIBRARIES
+
+    value = runtime.get("libraries", [])
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        errors.append("plugin.toml: [runtime] libraries must be a list of strings")
+        return ()
+    known = {normalize_name(lib.distribution): lib for lib in LIBRARIES}
+    pins = []
+    for item in value:
+        name, _, version = item.partition("==")
+        lib = known.get(normalize_name(name.strip()))
+        if lib is None or (version and version.strip() != lib.version):
+            offered = ", ".join(f"{lib.distribution}=={lib.version}" for lib in LIBRARIES)
+            errors.append(f"plugin.toml: [runtime] library {item!r} is not in the plugin "
+                          f"runtime (it has {offered}; see docs/plugins.md)")
+            continue
+        pins.append(f"{lib.distribution}=={lib.version}")
+    return tuple(pins)
 
 
 def _table(data: dict[str, Any], key: str, errors: list[str], *,

@@ -7,6 +7,8 @@ from the requester's examples and are read-only for the model.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import json
 from typing import Any
 
@@ -57,7 +59,10 @@ def method_name(command: str) -> str:
 # -- plugin.toml ---------------------------------------------------------------------------------
 
 
-def plugin_toml(spec: Spec, *, network: bool = False, filesystem: str = "none") -> str:
+def plugin_toml(spec: Spec, *, network: bool = False, filesystem: str = "none",
+                libraries: Sequence[str] = ()) -> str:
+    """The manifest; `libraries` are the plugin runtime's libraries the code imports, pinned
+    ("openpyxl==3.1.5"), listed under [runtime] (see docs/plugins.md)."""
     lines = [
         "[plugin]",
         f"name = {_toml_str(spec.name)}",
@@ -69,6 +74,9 @@ def plugin_toml(spec: Spec, *, network: bool = False, filesystem: str = "none") 
         f"network = {'true' if network else 'false'}",
         f"filesystem = {_toml_str(filesystem)}",
     ]
+    if libraries:
+        lines += ["", "[runtime]",
+                  f"libraries = [{', '.join(_toml_str(lib) for lib in libraries)}]"]
     for command in spec.commands:
         lines += ["", "[[commands]]", f"name = {_toml_str(command.name)}",
                   f"description = {_toml_str(command.description)}"]
