@@ -126,7 +126,8 @@ def run_stages(url: str, env: dict[str, str], scratch: Path,
         out = manage("plugin_publish", str(plugin_dir), "--team", "demo", "--visibility",
                      "public", "--approve-as", "admin", "--json", env=env)
         published = json.loads(out.strip().splitlines()[-1])
-        return f"{published['plugin']} {published['version']}: {', '.join(published['files'])}"
+        files = ', '.join(file['filename'] for file in published['files'])
+        return f"{published['plugin']} {published['version']}: {files}"
 
     def _install() -> str:
         bare = scratch / "bare-venv"
