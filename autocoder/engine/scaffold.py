@@ -7,9 +7,8 @@ from the requester's examples and are read-only for the model.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from autocoder.engine.spec import CommandSpec, Spec, package_name

@@ -18,7 +18,7 @@ _lock = threading.Lock()
 _cached: tuple[float, InstallationFault | None] | None = None
 
 
-def probe_files() -> dict[str, str]:
+def probe_files() -> dict[str, str | bytes]:
     """A plugin whose one test passes only in a working runtime (libraries present, the
     portal's packages absent)."""
     imports = "\n".join(f"import {lib.modules[0]}  # noqa: F401" for lib in LIBRARIES)
