@@ -169,6 +169,8 @@ LLM_TIMEOUT_S = env.float("LLM_TIMEOUT_S", default=120.0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
 LLM_SCRIPT = env.str("LLM_SCRIPT", default="")
 LLM_N_CTX = env.int("LLM_N_CTX", default=4096)
+# Where local model files (GGUF) are downloaded to (docs/llm.md, "Local model").
+MODELS_DIR = Path(env.str("MODELS_DIR", default="") or VAR_DIR / "models")
 # LLM_<FIELD>_<ROLE> (LLM_MODEL_IMPLEMENTER, LLM_PROVIDER_REFLECTOR, ...): see docs/llm.md.
 LLM_ROLE_OVERRIDES = llm_env.role_env_overrides()
 EMBEDDER = env.str("EMBEDDER", default="minilm")

@@ -11,5 +11,6 @@ urlpatterns = [
     path("simple/", include("marketplace.index_urls")),
     path("marketplace/", include("marketplace.urls")),
     path("lessons/", include("autocoder.lessons.urls")),
+    path("settings/model/local/", include("autocoder.llm.local.urls")),
     path("", include("projects.urls")),
 ]
