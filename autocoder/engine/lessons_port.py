@@ -23,12 +23,17 @@ class Retrieved:
 
 @dataclass(frozen=True)
 class Reflection:
+    """One failed iteration. `reflection` is empty when the reflector said nothing (or there is
+    no model for it); the failing tests and the diff that fixed it still make a lesson."""
+
     iteration: int
     error_text: str
     failed_approach: str
     reflection: str
     fixed_by_next: bool
     fix_summary: str
+    failing_tests: list[str] = field(default_factory=list)
+    fix_diff: str = ""
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,7 @@ def learn(outcome: RunOutcome) -> int:
         reflections=[ReflectionNote(
             iteration=r.iteration, error_text=r.error_text, failed_approach=r.failed_approach,
             reflection=r.reflection, fixed_by_next=r.fixed_by_next, fix_summary=r.fix_summary,
+            failing_tests=tuple(r.failing_tests), fix_diff=r.fix_diff,
         ) for r in outcome.reflections],
         lessons_used=list(outcome.lessons_used),
     )

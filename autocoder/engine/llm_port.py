@@ -24,10 +24,32 @@ class Provider(Protocol):
 ProviderFactory = Callable[[Run, str], Provider]
 
 
+def run_provider_choice(chosen: str = "", *, script: object | None = None) -> str:
+    """What a new run stores as its provider; the one place of the rule below.
+
+    A provider chosen for the run (`generate --provider`, a script handed over) forces every
+    role. Otherwise the run stores "" and each role resolves through role_config with the
+    run's team, so per-role settings and team overrides apply. The globally configured
+    scripted provider is the exception: its script belongs to the run, whose replayed position
+    is durable state, so it is stored as a choice.
+    """
+    from django.conf import settings
+
+    from autocoder.llm.config import normalize_provider
+
+    if chosen:
+        return normalize_provider(chosen)
+    if script is not None or normalize_provider(settings.LLM_PROVIDER) == "scripted":
+        return "scripted"
+    return ""
+
+
 def default_provider_factory(run: Run, role: str) -> Provider:
+    """The provider for `role` in `run`: the run's forced choice, else what is configured for
+    the role with the team's override on top."""
     from autocoder.llm import provider_for_role
 
-    return provider_for_role(role, provider=run.provider)
+    return provider_for_role(role, team_id=run.project.team_id, provider=run.provider or None)
 
 
 @dataclass

@@ -28,7 +28,12 @@ from autocoder.engine import lessons_port
 from autocoder.engine.detector import IterationSnapshot, detect
 from autocoder.engine.escapes import ESCAPES, choose_escape
 from autocoder.engine.llm_port import RunLLM, reply_hash
-from autocoder.engine.prompting import PromptContext, build_messages, plan_from_reply
+from autocoder.engine.prompting import (
+    PromptContext,
+    build_messages,
+    plan_from_reply,
+    review_opinion,
+)
 from autocoder.engine.replies import code_hash, diff_stats, merge_files, parse_reply, unified_diff
 from autocoder.engine.scaffold import (
     acceptance_nodeids,
@@ -37,6 +42,7 @@ from autocoder.engine.scaffold import (
     scaffold_files,
 )
 from autocoder.engine.spec import Spec
+from autocoder.llm.types import LLMError
 from autocoder.signatures import normalize_error_signature
 from projects.models import ApprovalRequest, Iteration, Run
 
@@ -340,6 +346,14 @@ def verify_phase(step: Step) -> Transition:
     }
     carry: dict[str, Any] = {key: pending[key] for key in ("lesson_ids", "lessons")
                              if key in pending}
+    reasons = change_approval_reasons(run, spec, previous, checkpoint, pending)
+    # A person looks next (this change, or the publish request of a run that succeeded), so the
+    # reviewing model reads the candidate first. Asked here, in the step: the publish request
+    # is made inside the run's final transaction, where a slow model call must not hold locks.
+    opinion = (second_opinion(step, files=files, result=result, reasons=reasons)
+               if reasons or result["succeeded"] else None)
+    if opinion is not None and result["succeeded"]:
+        carry["second_opinion"] = opinion
     updates: dict[str, Any] = {"escape_in_force": ""}
     if result["succeeded"]:
         transition = ending(carry, Run.Status.SUCCEEDED,
@@ -355,7 +369,6 @@ def verify_phase(step: Step) -> Transition:
                          "succeeded": result["succeeded"],
                          "safety_verdict": result["safety_verdict"],
                          "error_signature": result["error_signature"]}]
-    reasons = change_approval_reasons(run, spec, previous, checkpoint, pending)
     if reasons:
         transition.approval = Approval(ApprovalRequest.Kind.CHANGE, {
             "reasons": reasons, "diff": checkpoint["diff"], "diff_stats": checkpoint["diff_stats"],
@@ -363,8 +376,57 @@ def verify_phase(step: Step) -> Transition:
             "failures": result["failures"], "plan": run.plan,
             "reasoning": pending.get("prose", ""), "succeeded": result["succeeded"],
             "permissions_change": pending.get("permissions_change"),
+            **({"second_opinion": opinion} if opinion is not None else {}),
         })
     return transition
+
+
+MAX_CHECKS_CHARS = 4000
+MAX_CHECKS_FINDINGS = 10
+
+
+def second_opinion(step: Step, *, files: dict[str, str], result: dict[str, Any],
+                   reasons: list[str]) -> dict[str, Any] | None:
+    """The reviewing model's verdict on a candidate a person is about to judge:
+    {"verdict": approve|request_changes|unsure, "remarks", "iteration"}.
+
+    None when it gives none: an empty or unusable reply, a failed call, no tokens left. The
+    opinion is advice for a person, never worth failing or stopping the run for.
+    """
+    run = step.run
+    if run.max_tokens and run.tokens_total >= run.max_tokens:
+        return None
+    ctx = prompt_context(step, files=files)
+    ctx.checks = _checks_text(result, reasons)
+    try:
+        text = step.llm.complete("reviewer", build_messages("reviewer", ctx,
+                                                            budget_chars=budget_chars()))
+    except LLMError as error:  # the call is on record with its error; the run goes on
+        logger.warning("run %s: no second opinion, the reviewer's call failed: %s", run.id, error)
+        return None
+    opinion = review_opinion(text)
+    return {**opinion, "iteration": step.number} if opinion is not None else None
+
+
+def _checks_text(result: dict[str, Any], reasons: list[str]) -> str:
+    """What the reviewer is told about the candidate besides its code."""
+    report, safety = result["test_report"] or {}, result["safety_report"] or {}
+    if result["tests_ran"]:
+        examples = "all pass" if result["acceptance_passed"] else "do not all pass"
+        lines = [f"Tests: {report.get('passed', 0)} passed, {report.get('failed', 0)} failed, "
+                 f"{report.get('errors', 0)} errors (pass rate {result['pass_rate']:.0%}); the "
+                 f"requester's examples {examples}."]
+    else:
+        lines = ["The tests did not run."]
+    findings = safety.get("findings", [])
+    lines.append(f"Safety gate: {safety.get('verdict') or 'not run'}, "
+                 f"{len(findings)} finding(s).")
+    lines += [f"- {f.get('file')}:{f.get('line')} [{f.get('tool')} {f.get('rule')}] "
+              f"{f.get('message')}" for f in findings[:MAX_CHECKS_FINDINGS]]
+    if reasons:
+        lines.append("Why a person is asked: " + "; ".join(reasons))
+    lines += result["failures"]
+    return "\n".join(lines)[:MAX_CHECKS_CHARS]
 
 
 def _evaluate(spec: Spec, pending: dict[str, Any]) -> dict[str, Any]:
@@ -618,26 +680,41 @@ def _error_text(outcome: dict[str, Any]) -> str:
 
 
 def run_outcome(run: Run, spec: Spec, status: str) -> lessons_port.RunOutcome:
+    """What the run learned, for lessons. A run may end before its first checkpoint (a model
+    call that failed for good in the first plan step): then there is nothing to reflect on."""
     iterations = list(run.iterations.order_by("number"))
     reflections = []
-    for it, following in zip(iterations, [*iterations[1:], None], strict=True):
-        if not it.reflection:
-            continue
-        fixed = following is not None and following.error_signature != it.error_signature \
-            and (following.succeeded or following.pass_rate > it.pass_rate)
-        reflections.append(lessons_port.Reflection(
-            # The signature goes last: lessons key a mistake by the error text's last line.
-            iteration=it.number, error_text="\n".join([*it.failures, it.error_signature])[-2000:],
-            failed_approach=it.plan[:2000], reflection=it.reflection, fixed_by_next=fixed,
-            fix_summary=(following.reply_prose or following.diff[:1500]) if fixed and following
-            else "",
-        ))
+    for index, it in enumerate(iterations):
+        following = iterations[index + 1] if index + 1 < len(iterations) else None
+        fixed = following is not None and _fixed_by(it, following)
+        # Without a reflection the facts still teach: what failed, and the change that fixed it.
+        if it.reflection or fixed:
+            reflections.append(_reflection(it, following if fixed else None))
     used = sorted({lesson for it in iterations for lesson in it.lessons_used})
     return lessons_port.RunOutcome(
         team_id=run.project.team_id, run_id=run.id, spec_name=spec.name,
         spec_summary=spec.summary, succeeded=status == Run.Status.SUCCEEDED,
         final_approach=run.plan, final_iteration=iterations[-1].number if iterations else 0,
         reflections=reflections, lessons_used=used,
+    )
+
+
+def _fixed_by(it: Iteration, following: Iteration) -> bool:
+    """The next iteration cleared this one's error and did better."""
+    return following.error_signature != it.error_signature and (
+        following.succeeded or following.pass_rate > it.pass_rate)
+
+
+def _reflection(it: Iteration, fix: Iteration | None) -> lessons_port.Reflection:
+    """One iteration's mistake and, when the next iteration fixed it, that fix."""
+    outcomes = (it.test_report or {}).get("outcomes", [])
+    return lessons_port.Reflection(
+        # The signature goes last: lessons key a mistake by the error text's last line.
+        iteration=it.number, error_text="\n".join([*it.failures, it.error_signature])[-2000:],
+        failed_approach=it.plan[:2000], reflection=it.reflection, fixed_by_next=fix is not None,
+        fix_summary=(fix.reply_prose or fix.diff[:1500]) if fix is not None else "",
+        failing_tests=[o["nodeid"] for o in outcomes if o["outcome"] in FAILING],
+        fix_diff=fix.diff if fix is not None else "",
     )
 
 

@@ -42,7 +42,7 @@ _ROLE_SECTIONS: dict[str, frozenset[str]] = {
     "implementer": frozenset({"guidance", "plan", "escape", "approaches", "lessons", "files",
                               "failures"}),
     "tester": frozenset({"guidance", "plan", "files", "failures"}),
-    "reviewer": frozenset({"guidance", "plan", "files", "failures"}),
+    "reviewer": frozenset({"guidance", "plan", "files", "checks"}),
     "reflector": frozenset({"guidance", "plan", "escape", "files", "failures"}),
 }
 
@@ -58,6 +58,7 @@ class PromptContext:
     lessons: str = ""  # lessons learned retrieved for this run, most relevant first
     guidance: str = ""  # a person's answer to an escalation or a plan review
     escape: str = ""  # "" or the escape in force (reset_context, try_alternative, escalate)
+    checks: str = ""  # for the reviewer: what tests and safety gate found on the candidate
 
 
 def build_messages(role: str, ctx: PromptContext, *, budget_chars: int = 24000) -> list[Message]:
@@ -81,13 +82,26 @@ def plan_from_reply(text: str) -> str:
     return plan[: PLAN_MAX_CHARS - len(marker)].rstrip() + marker
 
 
-_VERDICT = re.compile(r"^\W*verdict\W*(approve|request[_ ]changes)\b", re.I | re.M)
+_VERDICT = re.compile(r"^\W*verdict\W*(approve|request[_ ]changes|unsure)\b", re.I | re.M)
+MAX_REMARKS_CHARS = 3000
 
 
 def review_verdict(text: str) -> str:
-    """"approve", "request_changes", or "" when the reviewer gave no verdict line."""
+    """"approve", "request_changes", "unsure", or "" when the reviewer gave no verdict line."""
     found = _VERDICT.search(text or "")
     return found.group(1).lower().replace(" ", "_") if found else ""
+
+
+def review_opinion(text: str) -> dict[str, str] | None:
+    """The reviewer's reply as {"verdict", "remarks"}; None for a reply without a verdict
+    line (empty, or not what was asked for), which is no opinion at all."""
+    found = _VERDICT.search(text or "")
+    if found is None:
+        return None
+    # The whole verdict line goes, with any markdown around the verdict ("**VERDICT: ...**").
+    end = text.find("\n", found.end())
+    remarks = (text[:found.start()] + (text[end:] if end >= 0 else "")).strip()
+    return {"verdict": review_verdict(text), "remarks": _cap(remarks, MAX_REMARKS_CHARS)}
 
 
 # -- templates -----------------------------------------------------------------------------------
@@ -100,12 +114,20 @@ def _template(name: str) -> str:
 
 def _role_template(role: str, spec: Spec, iteration: int) -> tuple[str, str]:
     values = {"plugin_name": spec.name, "package": spec.package, "iteration": str(iteration),
-              "acceptance_path": ACCEPTANCE_TEST_PATH}
+              "acceptance_path": ACCEPTANCE_TEST_PATH, "libraries": runtime_libraries_text()}
     values["contract"] = Template(_template("_contract")).substitute(values).strip()
     values["protocol"] = Template(_template("_protocol")).substitute(values).strip()
     system, _, task = _template(role).partition(TASK_MARKER)
     return (Template(system).substitute(values).strip(),
             Template(task).substitute(values).strip())
+
+
+def runtime_libraries_text() -> str:
+    """The plugin runtime's libraries as the model is told them (autocoder/runtime)."""
+    from autocoder.runtime import LIBRARIES
+
+    return "\n".join(f"  - `{lib.modules[0]}` ({lib.distribution} {lib.version}): {lib.purpose}"
+                     for lib in LIBRARIES)
 
 
 # -- the user message ----------------------------------------------------------------------------
@@ -133,6 +155,7 @@ class _UserMessage:
                             if a.strip()] if "approaches" in wanted else [])
         self.lessons = ctx.lessons.strip() if "lessons" in wanted else ""
         self.failures = ctx.failures.strip() if "failures" in wanted else ""
+        self.checks = ctx.checks.strip() if "checks" in wanted else ""
         self.files = _FileSection(ctx.files, self.main_path) if "files" in wanted else None
 
     def sections(self, files_text: str | None = None) -> list[str]:
@@ -145,6 +168,8 @@ class _UserMessage:
             parts.append(self.files.render() if files_text is None else files_text)
         if self.failures:
             parts.append(_FAILURES_HEADING + self.failures)
+        if self.checks:
+            parts.append(_CHECKS_HEADING + self.checks)
         parts.append(self.task)
         return parts
 
@@ -185,6 +210,7 @@ class _UserMessage:
 
 _LESSONS_HEADING = "# Lessons from earlier runs\n\n"
 _FAILURES_HEADING = "# What went wrong in the last iteration\n\n"
+_CHECKS_HEADING = "# What the tests and the safety gate found\n\n"
 _HIDDEN_NOTE = "Not shown, to save space (they exist and stay as they are unless you send them): "
 MAX_HIDDEN_NAMES = 30
 

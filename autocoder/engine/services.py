@@ -26,7 +26,12 @@ from django.utils import timezone
 
 from autocoder import realtime
 from autocoder.engine import loop
-from autocoder.engine.llm_port import ProviderFactory, RunLLM, default_provider_factory
+from autocoder.engine.llm_port import (
+    ProviderFactory,
+    RunLLM,
+    default_provider_factory,
+    run_provider_choice,
+)
 from autocoder.engine.spec import spec_from_dict
 from autocoder.llm.types import LLMError
 from projects.models import ApprovalRequest, Iteration, LoopEvent, Membership, Project, Run, Team
@@ -89,11 +94,12 @@ def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | 
               autonomy: str = "", max_iterations: int | None = None,
               max_tokens: int | None = None, max_wall_s: int | None = None,
               use_lessons: bool = True, dispatch: Dispatch | None = enqueue_step) -> Run:
-    """Queue a new run of `project`; its first step is sent once this transaction commits."""
-    from django.conf import settings
+    """Queue a new run of `project`; its first step is sent once this transaction commits.
 
+    `provider` forces every role onto one provider; left empty, each role uses its configured
+    model and the team's override (see llm_port.run_provider_choice)."""
     spec = spec_from_dict(project.spec)
-    provider = provider or settings.LLM_PROVIDER
+    provider = run_provider_choice(provider, script=script)
     if provider == "scripted" and script is None:
         script = _configured_script()
     with transaction.atomic():
@@ -380,7 +386,17 @@ def _request_publish(run: Run) -> None:
         "test_report": best.test_report if best else {},
         "safety": best.safety_report if best else {},
         "permissions": loop._permissions(best.files.get("plugin.toml", "")) if best else None,
+        **_second_opinion_on(run, best),
     })
+
+
+def _second_opinion_on(run: Run, best: Iteration | None) -> dict[str, Any]:
+    """The reviewing model's opinion, asked by the verify step (never here, under the row
+    lock), when it is about the candidate being published."""
+    opinion = (run.pending or {}).get("second_opinion")
+    if not opinion or best is None or opinion.get("iteration") != best.number:
+        return {}
+    return {"second_opinion": opinion}
 
 
 def _notify(run: Run, *payloads: dict[str, Any]) -> None:

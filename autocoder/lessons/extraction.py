@@ -129,6 +129,99 @@ def negative_draft(note: ReflectionNote, summary: RunSummary) -> LessonDraft:
     )
 
 
+@dataclass(frozen=True)
+class FileChange:
+    path: str
+    created: bool
+    deleted: bool
+    removed: tuple[str, ...]
+    added: tuple[str, ...]
+
+
+def diff_changes(diff: str) -> list[FileChange]:
+    """Per file of a unified diff (autocoder.engine.replies.unified_diff), the non-blank lines
+    it removed and added; code files first, tests last (the fix is usually in the code)."""
+    changes: list[FileChange] = []
+    for block in re.split(r"^diff --git ", diff or "", flags=re.M)[1:]:
+        head, _, body = block.partition("\n")
+        lines = body.splitlines()
+        path = head.split(" b/", 1)[-1].strip()
+        changes.append(FileChange(
+            path=path, created=any(line.startswith("new file mode") for line in lines[:2]),
+            deleted=any(line.startswith("deleted file mode") for line in lines[:2]),
+            removed=_changed(lines, "-"), added=_changed(lines, "+")))
+    return sorted(changes, key=lambda c: (c.path.startswith("tests/"), c.path))
+
+
+def _changed(lines: list[str], sign: str) -> tuple[str, ...]:
+    return tuple(line[1:].strip() for line in lines
+                 if line.startswith(sign) and not line.startswith(sign * 3) and line[1:].strip())
+
+
+MAX_QUOTED_LINES = 3
+MAX_DESCRIBED_FILES = 2
+MAX_NAMED_TESTS = 3
+
+
+def _quote(lines: tuple[str, ...]) -> str:
+    shown = " / ".join(clip(line, 120) for line in lines[:MAX_QUOTED_LINES])
+    return f"`{shown}`" + (f" (and {len(lines) - MAX_QUOTED_LINES} more lines)"
+                           if len(lines) > MAX_QUOTED_LINES else "")
+
+
+def _describe(change: FileChange) -> str:
+    if change.created:
+        return f"create {change.path}"
+    if change.deleted:
+        return f"delete {change.path}"
+    if change.removed and change.added:
+        return f"in {change.path} replace {_quote(change.removed)} with {_quote(change.added)}"
+    if change.added:
+        return f"in {change.path} add {_quote(change.added)}"
+    return f"in {change.path} remove {_quote(change.removed)}"
+
+
+def change_summary(diff: str) -> str:
+    """The change a diff made, in words a later prompt can follow ("" for an empty diff)."""
+    changes = diff_changes(diff)
+    parts = [_describe(c) for c in changes[:MAX_DESCRIBED_FILES]]
+    more = len(changes) - MAX_DESCRIBED_FILES
+    return "; ".join(parts) + (f" (and {more} more files)" if more > 0 else "")
+
+
+def _tests_text(nodeids: tuple[str, ...]) -> str:
+    names = [nodeid.rsplit("::", 1)[-1] for nodeid in nodeids]
+    shown = ", ".join(names[:MAX_NAMED_TESTS])
+    more = len(names) - MAX_NAMED_TESTS
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def facts_draft(note: ReflectionNote, summary: RunSummary) -> LessonDraft:
+    """The lesson for a fixed mistake nobody reflected on: built only from what is known, the
+    failing tests, the normalised error and the change that fixed it."""
+    signature = normalize_error_signature(note.error_text)
+    head = error_head(signature)
+    changes = diff_changes(note.fix_diff)
+    fix = change_summary(note.fix_diff) or note.fix_summary.strip()
+    tests = _tests_text(note.failing_tests)
+    where = f" in {tests}" if tests else ""
+    failed = note.failed_approach.strip() or "; ".join(
+        f"{c.path} had {_quote(c.removed)}" for c in changes if c.removed and not c.deleted)
+    when = f"If {tests or 'the tests'} fail" + (f' with "{clip(signature, 120)}"'
+                                                 if signature else "")
+    return LessonDraft(
+        kind="negative", iteration=max(note.iteration, 0),
+        title=clip(f"{head}{where}: {fix}", MAX_TITLE_CHARS),
+        task_context=task_context_for(summary), error_signature=signature,
+        failed_approach=clip(failed, MAX_FIELD_CHARS),
+        resolution=clip(fix[:1].upper() + fix[1:], MAX_FIELD_CHARS),
+        avoidance_rule=clip(f"{when}: {fix}.", MAX_FIELD_CHARS),
+        tags=clean_tags([head if _EXCEPTION_NAME.search(signature) else "",
+                         *_keyword_tags(signature, failed, fix)]),
+        error_text=note.error_text[-MAX_FIELD_CHARS:],
+    )
+
+
 def positive_draft(summary: RunSummary) -> LessonDraft:
     """The deterministic lesson for the approach that made a run succeed."""
     approach = summary.final_approach.strip()
@@ -150,8 +243,10 @@ def positive_draft(summary: RunSummary) -> LessonDraft:
 
 
 def drafts_for_run(summary: RunSummary) -> list[LessonDraft]:
-    """Deterministic drafts: one per reflection that led to a fix, one for a successful end."""
-    drafts = [negative_draft(note, summary) for note in summary.reflections
+    """Deterministic drafts: one per mistake that was fixed (from its reflection, or from the
+    facts when nobody reflected on it), one for a successful end."""
+    drafts = [negative_draft(note, summary) if note.reflection.strip() or not note.fix_diff
+              else facts_draft(note, summary) for note in summary.reflections
               if note.fixed_by_next and (note.error_text.strip() or note.fix_summary.strip())]
     if summary.succeeded and summary.final_approach.strip():
         drafts.append(positive_draft(summary))

@@ -7,7 +7,11 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class ReflectionNote:
-    """One reflection of the loop; `fixed_by_next` says the next iteration cleared the error."""
+    """One reflection of the loop; `fixed_by_next` says the next iteration cleared the error.
+
+    `reflection` is empty when the reflector was silent; then `failing_tests` (pytest node ids)
+    and `fix_diff` (the unified diff of the fixing iteration) are what the lesson is built from.
+    """
 
     iteration: int
     error_text: str
@@ -15,6 +19,8 @@ class ReflectionNote:
     reflection: str
     fixed_by_next: bool
     fix_summary: str
+    failing_tests: tuple[str, ...] = ()
+    fix_diff: str = ""
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ import pytest
 from autocoder.engine import services
 from autocoder.lessons.models import Lesson
 from projects.models import Run
-from tests.engine.conftest import iterations, prompts
+from tests.engine.conftest import greeter_spec, iterations, prompts
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -47,3 +47,33 @@ def test_runs_without_lessons_neither_read_nor_write_them(
     assert run.status == Run.Status.SUCCEEDED
     assert run.lessons_written == 0 and not Lesson.objects.exists()
     assert "# Lessons from earlier runs" not in prompts(run, "implementer")[1]
+
+
+def test_a_fix_nobody_reflected_on_still_teaches_a_later_run(
+        start_run: Callable[..., Run]) -> None:
+    # Only the implementer answers, wrong then right: no plan, no reflection (as with no
+    # reflector model). The lesson comes from the facts: the failing tests, the normalised
+    # error and the change that fixed it.
+    first = services.run_drive(run_id=start_run("fixed_silently", use_lessons=True).id)
+    assert first.status == Run.Status.SUCCEEDED
+    mistake, _ = iterations(first)
+    assert mistake.reflection == "" and first.plan == ""
+    assert first.lessons_written == 1
+    lesson = Lesson.objects.get()
+    assert lesson.kind == "negative" and lesson.error_signature == mistake.error_signature
+    assert lesson.error_signature.startswith("AssertionError")
+    # The rule names the failing tests, the error and the fix, quoting the code both ways.
+    assert "test_greet_example_1" in lesson.avoidance_rule
+    assert "AssertionError" in lesson.avoidance_rule
+    assert 'replace `return {"message": f"Hello {name}"}`' in lesson.avoidance_rule
+    assert 'with `return {"message": f"Hello, {name}!"}`' in lesson.avoidance_rule
+    assert "greeter/plugin.py" in lesson.resolution
+
+    # A similar request, worded differently, making the same mistake is shown the lesson.
+    similar = greeter_spec(summary="Says hello to someone, with a comma after Hello.")
+    second = services.run_drive(run_id=start_run("fixed_silently", use_lessons=True,
+                                                 spec=similar).id)
+    assert second.status == Run.Status.SUCCEEDED
+    retry = iterations(second)[1]
+    assert lesson.id in retry.lessons_used
+    assert f"Avoid: {lesson.title[:60]}" in prompts(second, "implementer")[1]

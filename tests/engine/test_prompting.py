@@ -10,6 +10,7 @@ from autocoder.engine.prompting import (
     PromptContext,
     build_messages,
     plan_from_reply,
+    review_opinion,
     review_verdict,
 )
 from autocoder.engine.replies import parse_reply
@@ -90,6 +91,31 @@ def test_reflector_gets_the_failures_and_asks_three_short_questions() -> None:
 def test_reviewer_is_asked_for_a_verdict_line() -> None:
     user = build_messages("reviewer", context())[1].content
     assert "VERDICT: approve" in user and "VERDICT: request_changes" in user
+    assert "VERDICT: unsure" in user
+
+
+def test_reviewer_is_shown_what_the_checks_found_not_a_failure_history() -> None:
+    user = build_messages("reviewer", context(checks="Tests: 3 passed, 0 failed.",
+                                              failures="old failure"))[1].content
+    assert "# What the tests and the safety gate found\n\nTests: 3 passed, 0 failed." in user
+    assert "old failure" not in user
+    assert "# What the tests" not in build_messages("implementer",
+                                                    context(checks="x"))[1].content
+
+
+@pytest.mark.parametrize(("reply", "opinion"), [
+    ("VERDICT: approve\n1. fine", {"verdict": "approve", "remarks": "1. fine"}),
+    ("**Verdict: Request changes**\n- plugin.py: strip the name",
+     {"verdict": "request_changes", "remarks": "- plugin.py: strip the name"}),
+    ("Some thoughts first.\nVERDICT: unsure", {"verdict": "unsure",
+                                               "remarks": "Some thoughts first."}),
+    ("", None),
+    ("Looks great, ship it!", None),
+    ("VERDICT: maybe", None),
+])
+def test_a_review_without_a_verdict_line_is_no_opinion(reply: str,
+                                                       opinion: dict[str, str] | None) -> None:
+    assert review_opinion(reply) == opinion
 
 
 def test_try_alternative_lists_every_earlier_approach_for_the_architect() -> None:

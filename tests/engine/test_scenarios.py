@@ -41,9 +41,10 @@ def test_success_on_the_first_try(start_run: Callable[..., Run]) -> None:
     assert "+        return {\"message\": f\"Hello, {name}!\"}" in first.diff
     assert run.best_iteration_id == first.id
     assert set(first.timings) >= {"implement", "test_write", "gate", "sandbox", "verify"}
-    # Every role was called once and each call is on record with its tokens.
+    # Every role was called once and each call is on record with its tokens; the reviewer
+    # reads the candidate before it goes to a person (its script is silent: no opinion).
     roles = list(run.llm_calls.values_list("role", flat=True))
-    assert roles == ["architect", "implementer", "tester"]
+    assert roles == ["architect", "implementer", "tester", "reviewer"]
     assert run.tokens_prompt == sum(LLMCall.objects.filter(run=run)
                                     .values_list("prompt_tokens", flat=True)) > 0
     # A successful run asks for its publish approval; the project waits for it.

@@ -45,7 +45,7 @@ def test_a_worker_runs_a_scripted_run_to_success(start_run: Callable[..., Run],
     assert final.status == Run.Status.SUCCEEDED, final.error
     assert [it.number for it in final.iterations.order_by("number")] == [1, 2]
     assert final.script_position == {"architect": 1, "implementer": 2, "tester": 2,
-                                      "reflector": 1}
+                                      "reflector": 1, "reviewer": 1}
 
 
 def test_approval_in_the_portal_resumes_the_run_on_the_worker(

@@ -47,7 +47,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("spec", help="path of the spec JSON file (DESIGN 4.1)")
-        parser.add_argument("--provider", default="", help="LLM provider (default: LLM_PROVIDER)")
+        parser.add_argument("--provider", default="",
+                            help="one LLM provider for every role (default: each role's own)")
         parser.add_argument("--script", default="", help="scripted replies (provider scripted)")
         parser.add_argument("--out", default="", help="directory for the plugin's files")
         parser.add_argument("--max-iterations", type=int, default=None)
@@ -60,8 +61,12 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         spec = self._spec(Path(options["spec"]))
-        provider = options["provider"] or settings.LLM_PROVIDER
-        script = self._script(options["script"]) if provider == "scripted" else None
+        # Only --provider forces every role; without it each role uses its own settings.
+        provider = options["provider"]
+        scripted = (provider or settings.LLM_PROVIDER) == "scripted"
+        # --script alone is a recorded demo: it needs no model set up (DESIGN 4.4).
+        scripted = scripted or (not provider and bool(options["script"]))
+        script = self._script(options["script"]) if scripted else None
         if options["max_iterations"] is not None and options["max_iterations"] < 1:
             raise CommandError("--max-iterations must be at least 1")
         ensure_schema()

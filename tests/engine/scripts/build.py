@@ -100,6 +100,9 @@ REFLECTION = ("What went wrong: greet returned 'Hello Ada' but the example expec
               "Why: the format string lacks the comma and the exclamation mark.\n"
               "What to change: return f'Hello, {name}!' in greet.")
 
+REVIEW = ("VERDICT: request_changes\n"
+          "1. greeter/plugin.py: a name with spaces around it is greeted as typed; strip it first.")
+
 SCENARIOS: dict[str, dict[str, list[str]]] = {
     "success": {"architect": [PLAN], "implementer": [reply("ok")],
                 "tester": [GENERATED_TESTS]},
@@ -131,6 +134,10 @@ SCENARIOS: dict[str, dict[str, list[str]]] = {
             reply("ok"),
         ],
     },
+    # The implementer alone, wrong then right: no plan, no reflection, only the facts teach.
+    "fixed_silently": {"implementer": [reply("wrong_a"), reply("ok")]},
+    "reviewed": {"architect": [PLAN], "implementer": [reply("ok")], "tester": [GENERATED_TESTS],
+                 "reviewer": [REVIEW]},
     "permissions_request": {
         "architect": [PLAN],
         "implementer": [reply("ok") + '\n```toml path=plugin.toml\n[permissions]\n'
