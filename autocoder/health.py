@@ -118,22 +118,20 @@ def check_embedder() -> Check:
                   "lessons of another model: run `python manage.py lessons_reembed`", probe)
 
 
-def check_llm() -> Check:
-    def probe() -> tuple[bool, str]:
-        provider = settings.LLM_PROVIDER
-        if provider == "scripted":
-            return True, "scripted provider (replays recorded replies; no model configured)"
-        if provider == "openai":
-            import httpx
+def check_llm(*, live: bool = True) -> Check:
+    """Whether the site's model works. `live` (doctor) makes a real, short call to each remote
+    model and reports its latency; /healthz only checks the set-up, since it is polled."""
+    from autocoder.llm.readiness import SET_UP, model_health
 
-            response = httpx.get(f"{settings.LLM_BASE_URL.rstrip('/')}/models", timeout=5,
-                                 headers={"Authorization": f"Bearer {settings.LLM_API_KEY}"})
-            ok = response.status_code == 200
-            return ok, f"{settings.LLM_BASE_URL}: HTTP {response.status_code}"
-        return True, f"provider {provider} configured"
+    try:
+        health = model_health(live=live)
+    except Exception as exc:  # a health check reports failures, it never raises them
+        return Check("llm", False, f"{type(exc).__name__}: {exc}", SET_UP)
+    return Check("llm", health.ok, health.detail, health.fix)
 
-    return _guard("llm", "set LLM_PROVIDER, LLM_BASE_URL, LLM_API_KEY and LLM_MODEL "
-                  "(see docs/configuration.md)", probe)
+
+def check_llm_set_up() -> Check:
+    return check_llm(live=False)
 
 
 # /healthz answers 200 only when these are fine; the others are reported for information.
@@ -143,7 +141,7 @@ ALL_CHECKS: tuple[Callable[[], Check], ...] = (
     check_sandbox, check_embedder, check_llm,
 )
 SERVICE_CHECKS: tuple[Callable[[], Check], ...] = (
-    check_database, check_pgvector, check_redis, check_workers,
+    check_database, check_pgvector, check_redis, check_workers, check_llm_set_up,
 )
 
 

@@ -73,6 +73,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "projects.context_processors.teams",
+                "autocoder.llm.context_processors.model_banner",
             ],
         },
     },
@@ -161,7 +162,10 @@ DEMO_PASSWORD = env.str("AUTOCODER_DEMO_PASSWORD", default="autocoder-demo")
 # Generation engine, sandbox and LLM (documented in docs/configuration.md).
 SANDBOX_BACKEND = env.str("SANDBOX_BACKEND", default="bwrap")
 SANDBOX_DOCKER_IMAGE = env.str("SANDBOX_DOCKER_IMAGE", default="autocoder-sandbox:latest")
-LLM_PROVIDER = env.str("LLM_PROVIDER", default="scripted")
+# Empty: no model until one is set up on the Model page (/settings/model/) or here; a script
+# of recorded replies alone (LLM_SCRIPT, tests and demos) selects the scripted provider.
+LLM_PROVIDER = env.str("LLM_PROVIDER", default="") or (
+    "scripted" if env.str("LLM_SCRIPT", default="") else "")
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
 LLM_API_KEY = env.str("LLM_API_KEY", default="")
 LLM_MODEL = env.str("LLM_MODEL", default="")

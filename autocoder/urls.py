@@ -12,5 +12,6 @@ urlpatterns = [
     path("marketplace/", include("marketplace.urls")),
     path("lessons/", include("autocoder.lessons.urls")),
     path("settings/model/local/", include("autocoder.llm.local.urls")),
+    path("settings/model/", include("autocoder.llm.urls")),
     path("", include("projects.urls")),
 ]

@@ -1,4 +1,4 @@
-"""Which model each role uses: environment defaults <- per-role environment <- team override.
+"""Which model each role uses: environment or Model page <- per-role environment <- team override.
 
 Also the factory that turns a ProviderConfig into a provider. SDK-backed providers are imported
 only when built, so the project runs without llama-cpp-python and starts fast.
@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 
@@ -20,6 +21,9 @@ from autocoder.llm.types import (
     Provider,
     ProviderConfig,
 )
+
+if TYPE_CHECKING:
+    from autocoder.llm.models import SiteModelConfig
 
 # Spellings people use for the same OpenAI-compatible wire protocol.
 PROVIDER_ALIASES: dict[str, str] = {
@@ -34,15 +38,55 @@ def normalize_provider(name: str) -> str:
     return PROVIDER_ALIASES.get(name, name)
 
 
-def default_config() -> ProviderConfig:
+# The fields the Model page sets, and the setting that wins over the page when it is set.
+ENV_SETTINGS: dict[str, str] = {
+    "provider": "LLM_PROVIDER", "base_url": "LLM_BASE_URL", "api_key": "LLM_API_KEY",
+    "model": "LLM_MODEL",
+}
+
+
+def default_config(role: str | None = None, *,
+                   site: SiteModelConfig | None = None) -> ProviderConfig:
+    """The base every role starts from: each field from the environment when it is set there,
+    otherwise from the Model page (`site_layer`). The one place the base config is built;
+    `site` replaces the stored page (the page tests values before saving them)."""
+    site_values = site_layer(role, site=site)
+
+    def pick(field: str) -> str:
+        return str(getattr(settings, ENV_SETTINGS[field]) or site_values.get(field, ""))
+
     return ProviderConfig(
-        provider=normalize_provider(settings.LLM_PROVIDER),
-        model=settings.LLM_MODEL,
-        base_url=settings.LLM_BASE_URL,
-        api_key=settings.LLM_API_KEY,
+        provider=normalize_provider(pick("provider")),
+        model=pick("model"),
+        base_url=pick("base_url"),
+        api_key=pick("api_key"),
         timeout_s=settings.LLM_TIMEOUT_S,
         max_retries=settings.LLM_MAX_RETRIES,
     )
+
+
+def site_layer(role: str | None = None, *,
+               site: SiteModelConfig | None = None) -> dict[str, str]:
+    """What the Model page (SiteModelConfig) says for `role`, where it may apply.
+
+    The address, key and model names saved on the page belong to the provider saved with
+    them: while the environment names another provider they are not used, so a key is never
+    sent to a server it was not entered for. The model names follow LLM_MODEL: when the
+    environment sets it, the page's default and per-role names are not used.
+    """
+    env_provider = normalize_provider(settings.LLM_PROVIDER)
+    if env_provider == "scripted" or all(getattr(settings, name) for name in ENV_SETTINGS.values()):
+        return {}  # nothing is left for the page to decide; spares the query
+    if site is None:
+        from autocoder.llm.selectors import site_model_config_get
+
+        site = site_model_config_get()
+    if site is None or not site.provider or env_provider not in ("", site.provider):
+        return {}
+    return {"provider": site.provider, "base_url": site.base_url, "model": site.model_for(role),
+            # Read (and unsealed) only when it is the key in use: an unreadable stored key
+            # must not break a set-up whose key comes from the environment.
+            "api_key": "" if settings.LLM_API_KEY else site.api_key}
 
 
 def layer(config: ProviderConfig, values: Mapping[str, object]) -> ProviderConfig:
@@ -65,7 +109,7 @@ def role_config(role: str, *, team_id: int | None = None) -> ProviderConfig:
     """The configuration for `role`, with the team's override when `team_id` is given."""
     if role not in ROLES:
         raise LLMConfigError(f"unknown role {role!r}; roles are {', '.join(ROLES)}")
-    config = layer(default_config(), settings.LLM_ROLE_OVERRIDES.get(role, {}))
+    config = layer(default_config(role), settings.LLM_ROLE_OVERRIDES.get(role, {}))
     if team_id is not None:
         from autocoder.llm.selectors import team_model_override_get
 

@@ -1,9 +1,11 @@
-"""Per-team model choices, edited in the Django admin; they win over the environment."""
+"""Model choices stored in the database: the site's (the Model page) and per team (the admin)."""
 
 from __future__ import annotations
 
+from pathlib import PurePath
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
@@ -85,3 +87,80 @@ class TeamModelOverride(models.Model):
         fields = {"provider": self.provider, "model": self.model, "base_url": self.base_url,
                   "api_key": self.api_key}
         return {name: value for name, value in fields.items() if value}
+
+
+class SiteModelConfig(models.Model):
+    """The model the whole site uses, set on the Model page (/settings/model/). One row.
+
+    A value set in the environment (LLM_PROVIDER, LLM_BASE_URL, ...) wins over the row; the
+    address, key and model names here belong to `provider` and are not used while the
+    environment names another provider (see autocoder.llm.config.site_layer).
+    """
+
+    SINGLETON_ID = 1
+
+    class Provider(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible server (OpenAI, Ollama, vLLM, llama.cpp server, " \
+                           "LM Studio)"
+        ANTHROPIC = "anthropic", "Anthropic"
+        LLAMACPP = "llamacpp", "Local model (a GGUF file run inside the workers)"
+
+    provider = models.CharField(max_length=16, choices=Provider.choices, blank=True,
+                                help_text="Blank: no model is set up.")
+    base_url = models.CharField(max_length=500, blank=True, validators=[validate_base_url],
+                                verbose_name="base URL")
+    # Write-only on the page, never logged, stored sealed (autocoder.sealing).
+    api_key_sealed = models.TextField(blank=True, verbose_name="API key (sealed)")
+    model = models.CharField(max_length=500, blank=True,
+                             help_text="Model name, or the .gguf path of a local model.")
+    # {role: model name} for the roles that use another model than `model`.
+    role_models = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        verbose_name = "site model set-up"
+
+    def __str__(self) -> str:
+        return f"site model: {self.provider or 'none'} {self.model}".strip()
+
+    def __repr__(self) -> str:
+        return (f"<SiteModelConfig provider={self.provider!r} model={self.model!r} "
+                f"base_url={safe_url(self.base_url)!r} api_key={self.api_key_status}>")
+
+    def clean(self) -> None:
+        unknown = set(self.role_models) - set(ROLES)
+        if unknown:
+            raise ValidationError({"role_models": f"unknown roles: {', '.join(sorted(unknown))}"})
+        # The workers load the file by this path, whatever their working directory.
+        if self.provider == self.Provider.LLAMACPP and self.model and \
+                not PurePath(self.model).is_absolute():
+            raise ValidationError({"model": "Enter the absolute path of the .gguf file, e.g. "
+                                            "/srv/models/qwen2.5-coder-7b.gguf."})
+
+    @property
+    def api_key(self) -> str:
+        try:
+            return unseal(self.api_key_sealed)
+        except UnsealError as exc:
+            raise LLMConfigError(
+                f"The stored API key of the site's model cannot be read ({exc}): enter it again "
+                "on the Model page, or put the previous key in SECRET_KEY_FALLBACKS.") from exc
+
+    @api_key.setter
+    def api_key(self, value: str) -> None:
+        self.api_key_sealed = seal(value)
+
+    @property
+    def api_key_status(self) -> str:
+        if not self.api_key_sealed:
+            return "not set"
+        try:
+            unseal(self.api_key_sealed)
+        except UnsealError:
+            return "unreadable: enter it again"
+        return "set"
+
+    def model_for(self, role: str | None) -> str:
+        return (self.role_models.get(role, "") if role else "") or self.model

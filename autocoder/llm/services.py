@@ -2,8 +2,21 @@
 
 from __future__ import annotations
 
-from autocoder.llm.models import TeamModelOverride
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from autocoder.llm.models import SiteModelConfig, TeamModelOverride
+from autocoder.llm.selectors import SITE_MODEL_ACTION
+from autocoder.llm.types import ROLES, safe_url
 from projects.models import Team
+from projects.services.audit import audit_record
+
+logger = logging.getLogger(__name__)
 
 KEEP_KEY = None
 
@@ -31,3 +44,75 @@ def team_model_override_set(
 def team_model_override_delete(*, team: Team, role: str) -> bool:
     deleted, _ = TeamModelOverride.objects.filter(team=team, role=role).delete()
     return bool(deleted)
+
+
+# -- the site's model (the Model page) -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SiteModelSaved:
+    config: SiteModelConfig
+    changed: bool
+    released: list[int] = field(default_factory=list)  # held runs that went on at once
+
+
+def site_model_config_set(
+    *, actor: User, provider: str, base_url: str = "", model: str = "",
+    role_models: Mapping[str, str] | None = None, api_key: str | None = KEEP_KEY,
+    release: bool = True,
+) -> SiteModelSaved:
+    """Save the site's model set-up (validated; ValidationError saves nothing), record the
+    change in the audit log, and let runs held for want of a model go on when it now works.
+
+    `api_key=None` keeps the stored key, "" removes it. `release=False` leaves held runs to
+    the watchdog (it asks every minute)."""
+    with transaction.atomic():
+        site = (SiteModelConfig.objects.select_for_update()
+                .filter(pk=SiteModelConfig.SINGLETON_ID).first()
+                or SiteModelConfig(pk=SiteModelConfig.SINGLETON_ID))
+        before = _audit_view(site)
+        site.provider, site.base_url = provider.strip(), base_url.strip()
+        site.model = model.strip()
+        site.role_models = {role: name.strip() for role, name in (role_models or {}).items()
+                            if name and name.strip()}
+        new_key = bool(api_key and api_key.strip())
+        if api_key is not KEEP_KEY:
+            site.api_key = api_key.strip()
+        site.updated_by = actor
+        site.full_clean()
+        site.save()
+        after = _audit_view(site, new_key=new_key)
+        changed = after != before
+        if changed:
+            audit_record(actor=actor, action=SITE_MODEL_ACTION, team=None, target=site,
+                         before=before, after=after)
+    released = site_model_held_runs_release() if release else []
+    return SiteModelSaved(config=site, changed=changed, released=released)
+
+
+def site_model_local_select(*, actor: User, model_path: str) -> SiteModelSaved:
+    """Use a local GGUF file for every role (what choosing the downloaded local model does).
+    The stored address and key stay, unused, for a later switch back."""
+    site = SiteModelConfig.objects.filter(pk=SiteModelConfig.SINGLETON_ID).first()
+    return site_model_config_set(actor=actor, provider=SiteModelConfig.Provider.LLAMACPP,
+                                 base_url=site.base_url if site else "", model=model_path,
+                                 role_models={})
+
+
+def site_model_held_runs_release() -> list[int]:
+    """Runs held for want of a model go on now if the model works (offline check)."""
+    from autocoder.engine.services import runs_held_release
+
+    released = runs_held_release()
+    if released:
+        logger.info("model set up: released held runs %s", released)
+    return released
+
+
+def _audit_view(site: SiteModelConfig, *, new_key: bool = False) -> dict[str, Any]:
+    """What the audit log keeps of the set-up: never the key, only whether one is stored."""
+    key = site.api_key_status
+    return {"provider": site.provider, "base_url": safe_url(site.base_url),
+            "model": site.model, "role_models": {role: site.role_models[role] for role in ROLES
+                                                 if role in site.role_models},
+            "api_key": f"{key} (new key entered)" if new_key else key}

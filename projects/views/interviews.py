@@ -237,8 +237,12 @@ def interview_start(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         return _closed(request, interview)
     except services.InterviewInvalid as invalid:
         return _summary_response(request, interview, errors=invalid.errors, edit=True)
-    messages.success(request, "Started. You can follow its progress here; reviewers are told "
-                              "when something needs their approval.")
+    if run.status == Run.Status.HELD:
+        # The run page says why in plain words (the fault's headline); no "Started" here.
+        messages.info(request, "Your request is saved.")
+    else:
+        messages.success(request, "Started. You can follow its progress here; reviewers are "
+                                  "told when something needs their approval.")
     url = _run_url(interview, run) or reverse("interview_summary", args=[interview.pk])
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 

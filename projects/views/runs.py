@@ -10,6 +10,7 @@ from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from autocoder.installation import PART_NAMES, InstallationFault
 from projects.diffs import code_lines, split_rows, unified_rows
 from projects.http import AuthenticatedHttpRequest
 from projects.models import Iteration, Membership, Run
@@ -36,7 +37,17 @@ def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 def _live_context(run: Run, membership: Membership) -> dict[str, Any]:
     overview = run_overview(run)
     return {"run": run, "project": run.project, "team": run.project.team, "overview": overview,
-            "may_control": services.may_control(membership=membership, run=run)}
+            "may_control": services.may_control(membership=membership, run=run),
+            "held_headline": _held_headline(run),
+            # Admins are the ones told to fix a held run; they see what is broken.
+            "sees_faults": membership.is_admin or membership.user.is_staff}
+
+
+def _held_headline(run: Run) -> str:
+    """Plain words for a run held by the installation (see autocoder/installation.py)."""
+    if run.status != Run.Status.HELD or run.held_by not in PART_NAMES:
+        return ""
+    return InstallationFault(run.held_by, "", "").headline
 
 
 def _iteration_context(run: Run, params: QueryDict) -> dict[str, Any]:

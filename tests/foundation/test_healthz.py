@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import dramatiq
 import pytest
@@ -56,8 +57,11 @@ def test_healthz_is_503_when_redis_is_unreachable(settings: object, clean_redis:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_doctor_reports_every_part(running_worker: dramatiq.Worker,
+def test_doctor_reports_every_part(running_worker: dramatiq.Worker, settings: Any,
                                    capsys: pytest.CaptureFixture[str]) -> None:
+    # A fresh installation has no model (tests/llm/test_readiness.py); here a recorded script.
+    settings.LLM_PROVIDER = "scripted"
+    settings.LLM_SCRIPT = str(settings.BASE_DIR / "tests" / "engine" / "scripts" / "success.json")
     call_command("doctor", "--json")
     report = json.loads(capsys.readouterr().out)
     assert set(report) == {"database", "pgvector", "redis", "workers", "sandbox", "embedder", "llm"}

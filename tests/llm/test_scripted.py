@@ -131,6 +131,7 @@ def test_the_dict_is_copied_so_later_edits_do_not_change_a_running_script() -> N
     assert replies(provider, "implementer", 2) == ["first", "first"]
 
 
+@pytest.mark.django_db  # with no model in the environment, role_config reads the Model page
 def test_build_provider_with_a_script_replays_it() -> None:
     provider = build_provider(role_config("implementer"), script={"implementer": ["x"]})
     assert isinstance(provider, ScriptedProvider)

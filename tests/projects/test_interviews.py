@@ -51,8 +51,10 @@ def script_file(tmp_path: Path, settings: Any) -> Path:
 
 @pytest.fixture
 def no_model(settings: Any) -> None:
-    settings.LLM_PROVIDER = "scripted"
-    settings.LLM_SCRIPT = ""
+    """What a fresh installation has: no model in the environment, none on the Model page."""
+    settings.LLM_PROVIDER = settings.LLM_MODEL = settings.LLM_BASE_URL = ""
+    settings.LLM_API_KEY = settings.LLM_SCRIPT = ""
+    settings.LLM_ROLE_OVERRIDES = {}
 
 
 def client_for(user: object) -> Client:
@@ -408,17 +410,23 @@ def test_start_with_problems_changes_nothing_and_says_what_to_fix(
     assert project.status == Project.Status.INTERVIEWING and not project.runs.exists()
 
 
-def test_start_without_a_configured_model_explains_and_keeps_the_answers(
+def test_start_without_a_configured_model_queues_the_request_and_says_so(
         team_with_roles: dict, no_model: None) -> None:
+    """No model is a state of the installation, not the requester's problem: the request is
+    saved and waits in the queue (its run held), and the page says so in plain words."""
     client = client_for(team_with_roles["member"])
     interview = start_interview(client)
     answer_checklist(client, interview)
-    response = client.post(reverse("interview_start", args=[interview.pk]))
+    response = client.post(reverse("interview_start", args=[interview.pk]), follow=True)
     html = page(response)
-    assert "The request could not be started" in html and "Your answers are saved" in html
+    assert "Generation is not connected yet: your request is saved and waits in the queue; " \
+           "your admins have been told." in html
+    assert "LLM_PROVIDER" not in html  # the fix is for admins, not for the requester
     interview.refresh_from_db()
-    assert interview.step == Interview.Step.SUMMARY
-    assert Project.objects.get(pk=interview.project_id).status == "interviewing"
+    assert interview.step == Interview.Step.STARTED
+    run = Run.objects.get(project_id=interview.project_id)
+    assert (run.status, run.held_by) == (Run.Status.HELD, "model")
+    assert Project.objects.get(pk=interview.project_id).status == Project.Status.QUEUED
 
 
 def test_an_unreachable_model_does_not_stop_the_interview(

@@ -76,7 +76,21 @@ class Command(BaseCommand):
         self.stdout.write("Demo team 'demo'; log in as any of:")
         for username in usernames:
             self.stdout.write(f"  {username:<10} password: {settings.DEMO_PASSWORD}")
+        self._print_model_state(url)
         self.stdout.write("Press Ctrl-C to stop everything.\n")
+
+    def _print_model_state(self, url: str) -> None:
+        """Say so when no model works: requests would wait in the queue without a word."""
+        from autocoder.installation import fault_of
+
+        fault = fault_of("model")
+        if fault is None:
+            return
+        state = ("No model is set up" if fault.problem == "no model is set up"
+                 else f"The model cannot work ({fault.problem})")
+        self.stdout.write(self.style.WARNING(
+            f"{state}: open {url}settings/model/ as admin, or set LLM_PROVIDER, LLM_BASE_URL "
+            "and LLM_MODEL (see docs/llm.md). Until then, requests wait in the queue."))
 
     def _supervise(self, children: list[subprocess.Popen[bytes]]) -> None:
         while all(child.poll() is None for child in children):

@@ -1,0 +1,44 @@
+"""The "no model works" banner for the people who can do something about it."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+from django.http import HttpRequest
+
+from autocoder.installation import InstallationFault
+
+
+def model_banner(request: HttpRequest) -> dict[str, Callable[[], dict[str, Any] | None]]:
+    """`model_banner`: for site admins and team admins while no model works, what to show.
+
+    A callable, cached per request: the check runs only on pages that show the banner (full
+    pages through base.html, not htmx fragments)."""
+    return {"model_banner": functools.cache(lambda: _banner(request))}
+
+
+def _banner(request: HttpRequest) -> dict[str, Any] | None:
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return None
+    site_admin = bool(user.is_staff or user.is_superuser)
+    if not site_admin and not _team_admin(user.pk):
+        return None
+    fault = _model_fault()
+    if fault is None:
+        return None
+    return {"problem": fault.problem, "fix": fault.fix, "site_admin": site_admin}
+
+
+def _team_admin(user_id: int) -> bool:
+    from projects.models import Membership
+
+    return Membership.objects.filter(user_id=user_id, role=Membership.Role.ADMIN).exists()
+
+
+def _model_fault() -> InstallationFault | None:
+    from autocoder.installation import fault_of
+
+    return fault_of("model")

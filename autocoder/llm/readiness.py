@@ -1,0 +1,290 @@
+"""Is a model set up, and does it answer?
+
+`model_fault()` looks only at the configuration (no network call), so it can be asked on every
+run start, by the workers' watchdog and on every page an admin opens. `model_probe()` makes a
+real, short call through the same provider code the runs use: the Model page's "Test
+connection" and `doctor` use it. See docs/llm.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from autocoder.installation import InstallationFault
+from autocoder.llm.config import build_provider, default_config, layer, normalize_provider
+from autocoder.llm.types import (
+    PROVIDERS,
+    ROLES,
+    LLMAuthError,
+    LLMBadRequest,
+    LLMConfigError,
+    LLMConnectionError,
+    LLMError,
+    LLMRateLimited,
+    LLMTimeout,
+    Message,
+    ProviderConfig,
+    safe_url,
+)
+
+if TYPE_CHECKING:
+    from autocoder.llm.models import SiteModelConfig
+
+MODEL_PAGE = "/settings/model/"
+SET_UP = (f"a site admin sets one up on the portal's Model page ({MODEL_PAGE}), or sets "
+          "LLM_PROVIDER and the other LLM_* settings (see docs/llm.md)")
+
+# A probe asks for a word, not an essay: it proves the address, the key and the model name.
+PROBE_MESSAGES = [Message("system", "You are checking a connection. Answer with one word."),
+                  Message("user", "Reply with the word: ready")]
+PROBE_MAX_TOKENS = 8
+PROBE_TIMEOUT_S = 15.0
+
+# What to do about each kind of failed probe (`ProbeResult.failed`).
+PROBE_FIXES: dict[str, str] = {
+    "address": "start the model server, or correct the base URL on the Model page "
+               "(or LLM_BASE_URL)",
+    "key": "enter the right API key on the Model page (or LLM_API_KEY)",
+    "model": "correct the model name on the Model page (or LLM_MODEL)",
+    "timeout": "check that the server is up and not overloaded; a slow server may need a "
+               "larger LLM_TIMEOUT_S",
+    "setup": SET_UP,
+}
+OTHER_FIX = "read the server's log; the Model page's Test connection shows its answer"
+
+
+def model_fault() -> InstallationFault | None:
+    """Why no model can answer now (as a fault to show admins), or None when one is set up."""
+    try:
+        config = default_config()
+    except LLMConfigError as error:  # a stored key sealed under a secret key that is gone
+        return InstallationFault("model", f"the model set-up cannot be read ({error})",
+                                 "enter the API key again on the Model page")
+    return config_fault(config)
+
+
+def config_fault(config: ProviderConfig) -> InstallationFault | None:
+    """What keeps `config` from working, judged without calling it."""
+    from django.conf import settings
+
+    provider = normalize_provider(config.provider)
+    if provider in ("", "none"):
+        return InstallationFault("model", "no model is set up", SET_UP)
+    if provider not in PROVIDERS:
+        return InstallationFault("model", f"the provider {provider!r} is unknown (known: "
+                                 f"{', '.join(PROVIDERS)})", "choose a provider on the Model "
+                                 "page, or correct LLM_PROVIDER")
+    if provider == "scripted":
+        if settings.LLM_SCRIPT and Path(settings.LLM_SCRIPT).is_file():
+            return None
+        return InstallationFault("model", "only the scripted provider (recorded replies) is "
+                                 "configured, and it has no script", SET_UP)
+    if provider == "llamacpp":
+        return _local_fault(config.model)
+    return _remote_fault(provider, config)
+
+
+def _remote_fault(provider: str, config: ProviderConfig) -> InstallationFault | None:
+    # A blank address means the vendor's hosted API, which is of no use without a key.
+    if provider == "openai" and not config.base_url and not config.api_key:
+        return InstallationFault("model", "the OpenAI-compatible provider has no server address",
+                                 "set its base URL on the Model page (or LLM_BASE_URL)")
+    if provider == "anthropic" and not config.api_key:
+        return InstallationFault("model", "the Anthropic provider has no API key",
+                                 "enter the key on the Model page (or LLM_API_KEY)")
+    if not config.model:
+        return InstallationFault("model", f"the {provider} provider has no model name",
+                                 "enter the model name on the Model page (or LLM_MODEL)")
+    return None
+
+
+def _local_fault(model_path: str) -> InstallationFault | None:
+    if importlib.util.find_spec("llama_cpp") is None:
+        return InstallationFault("model", "the local model runtime (llama-cpp-python) is not "
+                                 "installed", "pick the local model on the Model page, which "
+                                 "installs it, or run `pip install llama-cpp-python`")
+    if not model_path or not Path(model_path).is_file():
+        return InstallationFault("model", "the local model file is missing "
+                                 f"({model_path or 'none'})", "download it on the Model page "
+                                 "or with `python manage.py model_pull`")
+    return None
+
+
+# -- real calls ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One real call to one model. `failed` names the part that failed: address, key, model,
+    timeout, setup, busy, request or server; `problem` says it in plain words."""
+
+    roles: tuple[str, ...]
+    provider: str
+    model: str
+    where: str
+    ok: bool
+    reply: str = ""
+    latency_ms: int = 0
+    failed: str = ""
+    problem: str = ""
+
+    @property
+    def described(self) -> str:
+        return f"{self.provider} model {self.model or '(none)'} at {self.where}"
+
+    @property
+    def fix(self) -> str:
+        return PROBE_FIXES.get(self.failed, OTHER_FIX) if not self.ok else ""
+
+
+def model_probe(config: ProviderConfig, *, roles: tuple[str, ...] = ("analyst",),
+                timeout_s: float = PROBE_TIMEOUT_S) -> ProbeResult:
+    """Ask `config`'s model for one word, once (no retries), within `timeout_s`."""
+    config = dataclasses.replace(config, timeout_s=min(config.timeout_s, timeout_s),
+                                 max_retries=0)
+    where = _where(config)
+    tried = ProbeResult(roles=roles, provider=config.provider, model=config.model, where=where,
+                        ok=False)
+    try:
+        completion = build_provider(config).complete(
+            PROBE_MESSAGES, role=roles[0], max_tokens=PROBE_MAX_TOKENS,
+            timeout_s=config.timeout_s)
+    except LLMError as error:
+        failed, problem = explain_failure(error, config, where)
+        return dataclasses.replace(tried, failed=failed, problem=problem)
+    return dataclasses.replace(tried, ok=True, reply=completion.text.strip()[:200],
+                               latency_ms=completion.latency_ms)
+
+
+def model_probes(*, site: SiteModelConfig | None = None,
+                 load_local: bool = True) -> list[ProbeResult]:
+    """One probe per distinct model the roles use (most set-ups: one). `site` tests values of
+    the Model page before they are saved; `load_local=False` leaves local models (loading one
+    takes a while and much memory) and the scripted provider to the offline check."""
+    # Roles differ in more than their model (reply caps, timeouts); one call per model will do.
+    by_model: dict[tuple[str, ...], tuple[ProviderConfig, list[str]]] = {}
+    for role, config in site_role_configs(site=site).items():
+        key = (config.provider, config.base_url, config.api_key, config.model)
+        by_model.setdefault(key, (config, []))[1].append(role)
+    skipped = ("llamacpp", "scripted") if not load_local else ()
+    return [model_probe(config, roles=tuple(roles)) for config, roles in by_model.values()
+            if normalize_provider(config.provider) not in skipped]
+
+
+@dataclass(frozen=True)
+class ConnectionTest:
+    """What "Test connection" found: a fault that made calling pointless, or one result per
+    distinct model."""
+
+    fault: InstallationFault | None
+    results: list[ProbeResult]
+
+    @property
+    def ok(self) -> bool:
+        return self.fault is None and all(result.ok for result in self.results)
+
+
+def model_connection_test(*, site: SiteModelConfig | None = None) -> ConnectionTest:
+    """Call every model the roles use, with `site` (unsaved page values) or what is stored."""
+    try:
+        fault = config_fault(default_config(site=site))
+    except LLMConfigError as error:
+        fault = InstallationFault("model", str(error), "enter the API key again")
+    if fault is not None:
+        return ConnectionTest(fault, [])
+    return ConnectionTest(None, model_probes(site=site))
+
+
+def site_role_configs(*, site: SiteModelConfig | None = None) -> dict[str, ProviderConfig]:
+    """Each role's configuration without a team's override: role_config's layers, with
+    `site` (unsaved page values) in place of the stored page when given."""
+    from django.conf import settings
+
+    from autocoder.llm.config import role_config
+
+    if site is None:
+        return {role: role_config(role) for role in ROLES}
+    return {role: layer(default_config(role, site=site),
+                        settings.LLM_ROLE_OVERRIDES.get(role, {})) for role in ROLES}
+
+
+def explain_failure(error: LLMError, config: ProviderConfig, where: str) -> tuple[str, str]:
+    """(the part that failed, what happened in plain words) for a failed call."""
+    if isinstance(error, LLMConnectionError):
+        return "address", (f"The address {where} could not be reached: is the server running, "
+                           "and is the address right?")
+    if isinstance(error, LLMTimeout):
+        return "timeout", f"{where} did not answer within {config.timeout_s:g} seconds."
+    if isinstance(error, LLMAuthError):
+        return "key", f"{where} refused the API key ({error})."
+    if isinstance(error, LLMBadRequest) and _unknown_model(str(error)):
+        return "model", (f"{where} does not know the model \u201c{config.model}\u201d ({error}). "
+                         "Check its name; an OpenAI-compatible address usually ends in /v1.")
+    if isinstance(error, LLMConfigError):
+        return "setup", f"The set-up is incomplete: {error}."
+    if isinstance(error, LLMRateLimited):
+        return "busy", f"{where} is busy (rate limited): try again in a moment ({error})."
+    if isinstance(error, LLMBadRequest):
+        return "request", f"{where} refused the request: {error}."
+    return "server", f"{where} failed: {error}."
+
+
+def _unknown_model(message: str) -> bool:
+    text = message.lower()
+    return "http 404" in text or ("model" in text and any(
+        words in text for words in ("not found", "does not exist", "unknown", "no such")))
+
+
+def _where(config: ProviderConfig) -> str:
+    provider = normalize_provider(config.provider)
+    if provider == "llamacpp":
+        return "this machine (local file)"
+    if provider == "scripted":
+        return "the script (recorded replies)"
+    if config.base_url:
+        return safe_url(config.base_url)
+    return {"openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com"
+            }.get(provider, "the provider")
+
+
+# -- the health check ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Health:
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def model_health(*, live: bool = True) -> Health:
+    """Whether the site's model works, for `doctor` (live: real calls) and /healthz (offline).
+
+    Never "ok" for a set-up that cannot work: no model, a missing file, a refused key."""
+    from django.conf import settings
+
+    fault = model_fault()
+    if fault is not None:
+        return Health(False, fault.problem, fault.fix)
+    config = default_config()
+    if config.provider == "scripted":
+        return Health(True, f"scripted provider replaying {settings.LLM_SCRIPT} (recorded "
+                            "replies for tests and demos, not a model)")
+    if config.provider == "llamacpp" or not live:
+        return Health(True, f"{config.provider} model {config.model} at {_where(config)} is set "
+                            "up (not called: `manage.py doctor` calls remote models)")
+    return _probes_health(model_probes(load_local=False))
+
+
+def _probes_health(results: list[ProbeResult]) -> Health:
+    failed = [result for result in results if not result.ok]
+    if not results:
+        return Health(True, "every role uses a local model (checked without loading it)")
+    if failed:
+        return Health(False, " ".join(result.problem for result in failed), failed[0].fix)
+    return Health(True, "; ".join(f"{result.described} answered in {result.latency_ms} ms"
+                                  for result in results))

@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from autocoder.llm import views
+
+app_name = "llm"
+
+urlpatterns = [
+    path("", views.model_settings, name="model_settings"),
+    path("test/", views.model_test, name="model_test"),
+]

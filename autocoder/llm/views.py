@@ -1,0 +1,116 @@
+"""The Model page (/settings/model/): the site's model set-up, for site admins (staff) only.
+
+Everyone else gets a 404, as for any page of the portal they may not see.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AnonymousUser, User
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.template import TemplateDoesNotExist
+from django.template.loader import get_template
+from django.views.decorators.http import require_POST
+
+from autocoder.llm import readiness, selectors, services
+from autocoder.llm.forms import SiteModelForm, SiteModelSaveForm
+from autocoder.llm.types import LLMConfigError
+from projects.http import AuthenticatedHttpRequest
+
+PAGE = "llm/model_settings.html"
+# Provided by the local-model download (autocoder/llm/local); until it exists the page shows
+# how to use a local file by hand.
+LOCAL_MODEL_PARTIAL = "llm/_local_model.html"
+
+
+def require_site_admin(user: User | AnonymousUser) -> None:
+    """Site admins only; for anyone else the page does not exist."""
+    if not (user.is_authenticated and (user.is_staff or user.is_superuser)):
+        raise Http404("No such page")
+
+
+@login_required
+def model_settings(request: AuthenticatedHttpRequest) -> HttpResponse:
+    require_site_admin(request.user)
+    site, env = selectors.site_model_config_get(), selectors.site_model_env_values()
+    form = SiteModelSaveForm(request.POST or None, site=site, env=env)
+    if request.method == "POST" and form.is_valid():
+        saved = services.site_model_config_set(actor=request.user, **form.service_kwargs())
+        messages.success(request, _saved_message(saved))
+        return redirect("llm:model_settings")
+    return render(request, PAGE, _context(form))
+
+
+@login_required
+@require_POST
+def model_test(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Test what the form holds, before (or without) saving it; nothing is stored."""
+    require_site_admin(request.user)
+    site, env = selectors.site_model_config_get(), selectors.site_model_env_values()
+    form = SiteModelForm(request.POST, site=site, env=env)
+    context = _context(form)
+    if form.is_valid():
+        context["test"] = readiness.model_connection_test(site=form.candidate())
+    if request.htmx:
+        return render(request, f"{PAGE}#test_result", context)
+    return render(request, PAGE, context)
+
+
+def _saved_message(saved: services.SiteModelSaved) -> str:
+    if not saved.changed:
+        return "Nothing changed."
+    text = "Saved."
+    if saved.released:
+        count = len(saved.released)
+        text += (f" {count} waiting request{'s' if count != 1 else ''} started with the new "
+                 "model.")
+    return text
+
+
+def _context(form: SiteModelForm) -> dict[str, Any]:
+    partial = _local_model_partial()
+    return {"form": form, "fault": readiness.model_fault(), "roles": _role_models(),
+            "stale_provider": _stale_provider(form),
+            "history": selectors.site_model_history(),
+            "local_model_partial": partial, **(_local_model_context() if partial else {})}
+
+
+def _stale_provider(form: SiteModelForm) -> str:
+    """The stored provider when the environment names another (its values are then unused)."""
+    env = form.env.get("provider")
+    stored = form.site.provider
+    return stored if env is not None and stored and stored != env.value else ""
+
+
+def _role_models() -> list[dict[str, str]]:
+    """What each role uses now, whichever source it comes from."""
+    try:
+        configs = readiness.site_role_configs()
+    except LLMConfigError:
+        return []  # the status above already says the set-up cannot be read
+    if not any(config.provider for config in configs.values()):
+        return []  # "no model is set up" says it all
+    return [{"role": role, "provider": config.provider or "none",
+             "model": config.model or "(none)"} for role, config in configs.items()]
+
+
+def _local_model_context() -> dict[str, Any]:
+    """The local-model panel's own context, so it renders with the page (without it, the
+    panel loads itself through htmx)."""
+    try:
+        from autocoder.llm.local.selectors import local_model_context
+    except ImportError:
+        return {}
+    return local_model_context()
+
+
+def _local_model_partial() -> str:
+    try:
+        get_template(LOCAL_MODEL_PARTIAL)
+    except TemplateDoesNotExist:
+        return ""
+    return LOCAL_MODEL_PARTIAL

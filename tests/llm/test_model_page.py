@@ -1,0 +1,264 @@
+"""The Model page (/settings/model/) through the Django test client, on the real database.
+
+"Test connection" makes real HTTP calls through the real OpenAI-compatible provider to the
+loopback fake server (tests/llm/fakeserver.py), which stands in for the hosted and self-run
+model servers we cannot reach here; an unreachable address is a real port nobody listens on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from autocoder.llm.config import role_config
+from autocoder.llm.models import SiteModelConfig
+from autocoder.llm.selectors import SITE_MODEL_ACTION
+from projects.models import AuditEntry
+from tests.factories import UserFactory
+from tests.live import free_port
+from tests.llm.fakeserver import FakeServer, Reply
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/settings/model/"
+TEST = "/settings/model/test/"
+KEY = "sk-page-secret-4f9a"
+
+
+def chat(text: str) -> Reply:
+    return Reply(body={
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "coder-7b",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": 20, "completion_tokens": 1, "total_tokens": 21},
+    })
+
+
+@pytest.fixture(autouse=True)
+def no_model_in_environment(settings: Any) -> Any:
+    """A fresh installation: the environment names no model."""
+    settings.LLM_PROVIDER = settings.LLM_MODEL = settings.LLM_BASE_URL = ""
+    settings.LLM_API_KEY = settings.LLM_SCRIPT = ""
+    settings.LLM_ROLE_OVERRIDES = {}
+    return settings
+
+
+@pytest.fixture
+def staff() -> Client:
+    client = Client()
+    client.force_login(UserFactory(is_staff=True))
+    return client
+
+
+def client_for(user: Any) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def form(**values: str) -> dict[str, str]:
+    return {"provider": "openai", "base_url": "", "new_api_key": "", "model": "", **values}
+
+
+def html(response: Any) -> str:
+    return response.content.decode()
+
+
+# -- access --------------------------------------------------------------------------------------
+
+
+def test_only_site_admins_reach_the_page(staff: Client, team_with_roles: dict) -> None:
+    assert staff.get(PAGE).status_code == 200
+    superuser = UserFactory(is_superuser=True)
+    assert client_for(superuser).get(PAGE).status_code == 200
+    for name in ("owner", "member", "outsider"):  # a team admin is not a site admin
+        client = client_for(team_with_roles[name])
+        assert client.get(PAGE).status_code == 404
+        assert client.post(PAGE, form(model="m")).status_code == 404
+        assert client.post(TEST, form(model="m")).status_code == 404
+    assert not SiteModelConfig.objects.exists()
+    anonymous = Client().get(PAGE)
+    assert anonymous.status_code == 302 and "/login/" in anonymous["Location"]
+
+
+def test_the_navigation_links_the_page_for_site_admins_only(staff: Client,
+                                                           team_with_roles: dict) -> None:
+    assert f'href="{PAGE}"' in html(staff.get("/"))
+    assert f'href="{PAGE}"' not in html(client_for(team_with_roles["owner"]).get("/"))
+
+
+# -- saving --------------------------------------------------------------------------------------
+
+
+def test_a_saved_key_is_sealed_write_only_and_kept_when_left_empty(staff: Client) -> None:
+    saved = staff.post(PAGE, form(base_url="http://gpu-box:8000/v1", model="coder-7b",
+                                  new_api_key=KEY))
+    assert saved.status_code == 302
+    site = SiteModelConfig.objects.get()
+    assert site.api_key_sealed.startswith("sealed:v1:") and KEY not in site.api_key_sealed
+    assert site.api_key == KEY
+    page = html(staff.get(PAGE))
+    assert KEY not in page and "Stored key: set." in page
+    assert 'name="new_api_key"' in page and 'value="' + KEY not in page
+
+    staff.post(PAGE, form(base_url="http://gpu-box:8000/v1", model="coder-14b"))  # key empty
+    site.refresh_from_db()
+    assert (site.model, site.api_key) == ("coder-14b", KEY)
+    staff.post(PAGE, form(base_url="http://gpu-box:8000/v1", model="coder-14b",
+                          clear_api_key="on"))
+    site.refresh_from_db()
+    assert site.api_key_sealed == ""
+
+
+def test_every_change_is_in_the_audit_log_without_the_key(staff: Client) -> None:
+    staff.post(PAGE, form(base_url="http://gpu-box:8000/v1", model="coder-7b",
+                          new_api_key=KEY, model_implementer="coder-32b"))
+    staff.post(PAGE, form(base_url="http://gpu-box:8000/v1", model="coder-7b",
+                          model_implementer="coder-32b"))  # nothing changed: no entry
+    [entry] = AuditEntry.objects.filter(action=SITE_MODEL_ACTION)
+    assert entry.team_id is None and entry.actor_name.startswith("user")
+    assert entry.after == {"provider": "openai", "base_url": "http://gpu-box:8000/v1",
+                           "model": "coder-7b", "role_models": {"implementer": "coder-32b"},
+                           "api_key": "set (new key entered)"}
+    assert entry.before["api_key"] == "not set"
+    assert KEY not in json.dumps([entry.before, entry.after])
+    assert "coder-32b" in html(staff.get(PAGE))  # the page lists recent changes
+
+
+def test_the_page_sets_each_roles_model(staff: Client) -> None:
+    staff.post(PAGE, form(base_url="http://gpu-box:8000/v1", model="coder-7b",
+                          model_implementer="coder-32b", new_api_key=KEY))
+    implementer, tester = role_config("implementer"), role_config("tester")
+    assert (implementer.provider, implementer.model, implementer.api_key) == (
+        "openai", "coder-32b", KEY)
+    assert (tester.model, tester.base_url) == ("coder-7b", "http://gpu-box:8000/v1")
+
+
+def test_a_remote_set_up_that_cannot_work_is_not_saved(staff: Client) -> None:
+    response = staff.post(PAGE, form(base_url="http://gpu-box:8000/v1"))  # no model name
+    assert response.status_code == 200
+    assert "This set-up cannot work: the openai provider has no model name" in html(response)
+    response = staff.post(PAGE, form(provider="anthropic", model="claude-sonnet-4-5"))
+    assert "the Anthropic provider has no API key" in html(response)
+    assert not SiteModelConfig.objects.exists()
+
+
+def test_a_local_model_is_stored_as_the_absolute_path_of_its_file(staff: Client) -> None:
+    relative = staff.post(PAGE, form(provider="llamacpp", model="models/coder.gguf"))
+    assert "absolute path" in html(relative) and not SiteModelConfig.objects.exists()
+    staff.post(PAGE, form(provider="llamacpp", model="/srv/models/coder.gguf"))
+    assert role_config("analyst").provider == "llamacpp"
+    assert role_config("analyst").model == "/srv/models/coder.gguf"
+
+
+# -- the environment wins ------------------------------------------------------------------------
+
+
+def test_values_from_the_environment_win_and_show_read_only(
+        staff: Client, no_model_in_environment: Any) -> None:
+    env = no_model_in_environment
+    env.LLM_BASE_URL, env.LLM_API_KEY = "http://env-server:8000/v1", "env-key-77"
+    env.LLM_ROLE_OVERRIDES = {"reviewer": {"model": "env-reviewer"}}
+    page = html(staff.get(PAGE))
+    assert "Set by LLM_BASE_URL in the environment, which wins over this page." in page
+    assert "Set by LLM_API_KEY in the environment" in page
+    assert "Set by LLM_MODEL_REVIEWER in the environment" in page
+    assert "env-key-77" not in page
+    assert 'value="http://env-server:8000/v1"' in page and "disabled" in page
+
+    staff.post(PAGE, form(base_url="http://page-server/v1", model="page-model",
+                          model_reviewer="page-reviewer", new_api_key=KEY))
+    site = SiteModelConfig.objects.get()
+    assert site.base_url == "" and site.api_key == "" and "reviewer" not in site.role_models
+    analyst, reviewer = role_config("analyst"), role_config("reviewer")
+    assert (analyst.base_url, analyst.api_key, analyst.model) == (
+        "http://env-server:8000/v1", "env-key-77", "page-model")
+    assert reviewer.model == "env-reviewer"
+
+
+def test_page_values_saved_for_another_provider_are_not_used(
+        staff: Client, no_model_in_environment: Any) -> None:
+    """A key belongs to its endpoint: the page's Anthropic key never goes to the
+    environment's OpenAI-compatible server."""
+    staff.post(PAGE, form(provider="anthropic", model="claude-sonnet-4-5", new_api_key=KEY))
+    no_model_in_environment.LLM_PROVIDER = "openai"
+    no_model_in_environment.LLM_BASE_URL = "http://ollama:11434/v1"
+    config = role_config("analyst")
+    assert (config.provider, config.api_key, config.model) == ("openai", "", "")
+    page = html(staff.get(PAGE))
+    assert "were saved for the provider \u201canthropic\u201d" in page
+
+
+# -- test connection -----------------------------------------------------------------------------
+
+
+def test_test_connection_calls_the_model_and_shows_its_reply_and_latency(
+        staff: Client, fake_server: FakeServer) -> None:
+    fake_server.queue(chat("ready"))
+    response = staff.post(TEST, form(base_url=fake_server.url + "/v1", model="coder-7b",
+                                     new_api_key=KEY), HTTP_HX_REQUEST="true")
+    body = html(response)
+    assert response.status_code == 200 and body.lstrip().startswith('<div id="test-result"')
+    assert "Works" in body and "It replied \u201cready\u201d in" in body and " ms." in body
+    [request] = fake_server.requests
+    assert (request.method, request.path) == ("POST", "/v1/chat/completions")
+    assert request.body["model"] == "coder-7b"
+    assert request.headers["authorization"] == f"Bearer {KEY}"
+    assert not SiteModelConfig.objects.exists()  # testing saves nothing
+
+
+def test_test_connection_uses_the_stored_key_and_works_without_javascript(
+        staff: Client, fake_server: FakeServer) -> None:
+    staff.post(PAGE, form(base_url=fake_server.url + "/v1", model="coder-7b",
+                          new_api_key=KEY))
+    fake_server.queue(chat("ready"))
+    response = staff.post(TEST, form(base_url=fake_server.url + "/v1", model="coder-7b"))
+    assert "<h1>Model</h1>" in html(response) and "It replied \u201cready\u201d" in html(response)
+    assert fake_server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+
+
+def test_test_connection_names_a_refused_key(staff: Client, fake_server: FakeServer) -> None:
+    fake_server.queue(Reply(status=401, body={"error": {"message": "Incorrect API key"}}))
+    body = html(staff.post(TEST, form(base_url=fake_server.url + "/v1", model="coder-7b",
+                                      new_api_key="sk-wrong"), HTTP_HX_REQUEST="true"))
+    assert "Failed" in body and "refused the API key" in body
+    assert "enter the right API key" in body and "sk-wrong" not in body
+
+
+def test_test_connection_names_an_unknown_model(staff: Client, fake_server: FakeServer) -> None:
+    fake_server.queue(Reply(status=404, body={"error": {"message": "model 'nope' not found"}}))
+    body = html(staff.post(TEST, form(base_url=fake_server.url + "/v1", model="nope"),
+                           HTTP_HX_REQUEST="true"))
+    assert "does not know the model \u201cnope\u201d" in body
+
+
+def test_test_connection_names_an_unreachable_address(staff: Client) -> None:
+    address = f"http://127.0.0.1:{free_port()}/v1"
+    body = html(staff.post(TEST, form(base_url=address, model="coder-7b"),
+                           HTTP_HX_REQUEST="true"))
+    assert f"The address {address} could not be reached" in body
+    assert "start the model server, or correct the base URL" in body
+
+
+def test_test_connection_without_a_model_says_what_is_missing(staff: Client) -> None:
+    body = html(staff.post(TEST, form(provider=""), HTTP_HX_REQUEST="true"))
+    assert "Not called: no model is set up." in body
+
+
+# -- the banner ----------------------------------------------------------------------------------
+
+
+def test_admins_see_a_banner_while_no_model_works(staff: Client, team_with_roles: dict,
+                                                  fake_server: FakeServer) -> None:
+    home = html(staff.get("/"))
+    assert 'id="model-banner"' in home and "no model is set up" in home
+    assert f'<a href="{PAGE}">Set up the model</a>' in home
+    team_admin = html(client_for(team_with_roles["owner"]).get("/"))
+    assert 'id="model-banner"' in team_admin and "Ask a site administrator" in team_admin
+    assert 'id="model-banner"' not in html(client_for(team_with_roles["member"]).get("/"))
+
+    staff.post(PAGE, form(base_url=fake_server.url + "/v1", model="coder-7b"))
+    assert 'id="model-banner"' not in html(staff.get("/"))
