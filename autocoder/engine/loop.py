@@ -42,7 +42,9 @@ from autocoder.engine.scaffold import (
     scaffold_files,
 )
 from autocoder.engine.spec import Spec
+from autocoder.installation import InstallationFault
 from autocoder.llm.types import LLMError
+from autocoder.sandbox.types import PluginRuntimeError, SandboxError
 from autocoder.signatures import normalize_error_signature
 from projects.models import ApprovalRequest, Iteration, Run
 
@@ -285,6 +287,7 @@ def gate_phase(step: Step) -> Transition:
     permissions = Permissions(network=bool(granted.get("network", False)),
                               filesystem=str(granted.get("filesystem", "none")))
     report = scan_files(files, permissions)
+    files = pending["files"] = _with_declared_libraries(step.spec, files, granted)
     pending["safety"] = {
         "verdict": report.verdict,
         "findings": [_finding_dict(f) for f in report.findings],
@@ -294,6 +297,18 @@ def gate_phase(step: Step) -> Transition:
     return Transition(phase=Run.Phase.VERIFY if blocked else Run.Phase.SANDBOX, pending=pending,
                       notes=[{"kind": "run.safety", "verdict": report.verdict,
                               "findings": len(report.findings)}])
+
+
+def _with_declared_libraries(spec: Spec, files: dict[str, str],
+                             granted: dict[str, Any]) -> dict[str, str]:
+    """plugin.toml lists the plugin runtime's libraries the code imports (the wheel declares
+    them too); the manifest is the host's to write, so it is kept in step here."""
+    from autocoder.safety.imports import used_libraries
+
+    pins = [f"{lib.distribution}=={lib.version}" for lib in used_libraries(files)]
+    manifest = plugin_toml(spec, network=bool(granted.get("network", False)),
+                           filesystem=str(granted.get("filesystem", "none")), libraries=pins)
+    return files if files.get("plugin.toml") == manifest else {**files, "plugin.toml": manifest}
 
 
 def _finding_dict(finding: Any) -> dict[str, Any]:
@@ -311,12 +326,41 @@ def sandbox_phase(step: Step) -> Transition:
     pending = step.pending
     limits = Limits(timeout_s=float(setting("ENGINE_SANDBOX_TIMEOUT_S", 60)),
                     memory_mb=int(setting("ENGINE_SANDBOX_MEMORY_MB", 512)))
-    report = run_pytest(pending["files"], limits=limits, cancel_check=step.cancelled)
+    try:
+        report = run_pytest(pending["files"], limits=limits, cancel_check=step.cancelled)
+    except SandboxError as error:
+        raise _installation_fault(error) from error
+    if not report.outcomes or _runner_crashed(report):
+        _raise_if_installation_broken()
     pending["report"] = report_dict(report)
     return Transition(phase=Run.Phase.VERIFY, pending=pending,
                       notes=[{"kind": "run.tests", "passed": report.passed,
                               "failed": report.failed, "errors": report.errors,
                               "pass_rate": report.pass_rate}])
+
+
+def _runner_crashed(report: Any) -> bool:
+    """Only the runner's own "<session>" problem and no test outcome: nothing ran."""
+    return all(o.nodeid == "<session>" for o in report.outcomes)
+
+
+def _raise_if_installation_broken() -> None:
+    """A test run that said nothing is the model's fault only if a known-good plugin's tests
+    do run: otherwise the runtime or the sandbox is broken and the run must be held."""
+    from autocoder.runtime.probe import runtime_fault
+
+    fault = runtime_fault(fresh=True)
+    if fault is not None:
+        raise fault
+
+
+def _installation_fault(error: SandboxError) -> InstallationFault:
+    from autocoder.runtime import BUILD_FIX
+    from autocoder.runtime.probe import SANDBOX_FIX
+
+    if isinstance(error, PluginRuntimeError):
+        return InstallationFault("runtime", error.problem, BUILD_FIX)
+    return InstallationFault("sandbox", str(error), SANDBOX_FIX)
 
 
 def report_dict(report: Any) -> dict[str, Any]:

@@ -33,7 +33,8 @@ from autocoder.engine.llm_port import (
     run_provider_choice,
 )
 from autocoder.engine.spec import spec_from_dict
-from autocoder.llm.types import LLMError
+from autocoder.installation import InstallationFault, fault_of
+from autocoder.llm.types import LLMAuthError, LLMConfigError, LLMError
 from projects.models import ApprovalRequest, Iteration, LoopEvent, Membership, Project, Run, Team
 
 logger = logging.getLogger(__name__)
@@ -98,16 +99,21 @@ def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | 
 
     `provider` forces every role onto one provider; left empty, each role uses its configured
     model and the team's override (see llm_port.run_provider_choice)."""
+    from django.conf import settings
+
     spec = spec_from_dict(project.spec)
     provider = run_provider_choice(provider, script=script)
-    if provider == "scripted" and script is None:
+    if provider == "scripted" and script is None and settings.LLM_SCRIPT:
         script = _configured_script()
+    fault = _model_fault(provider, script)
     with transaction.atomic():
         Project.objects.select_for_update().filter(id=project.id).first()
         if project.runs.exclude(status__in=Run.TERMINAL).exists():
             raise RunStateError("This project already has a run in progress.")
         run = Run.objects.create(
-            project=project, provider=provider, script=script, autonomy=autonomy or spec.autonomy,
+            # A run held for a model uses whichever model is set up when it is released.
+            project=project, provider="" if fault else provider, script=script,
+            autonomy=autonomy or spec.autonomy,
             max_iterations=max_iterations or spec.max_iterations,
             max_tokens=max_tokens if max_tokens is not None
             else int(loop.setting("ENGINE_MAX_TOKENS", 200_000)),
@@ -116,9 +122,23 @@ def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | 
             use_lessons=use_lessons, step_token=_new_token(), phase=Run.Phase.PLAN,
         )
         _project_set_status(project, Project.Status.QUEUED, queue=True)
-        _after_commit(run, dispatch, run.step_token)
-        _notify(run, {"kind": "run.queued"})
+        if fault is not None:
+            _hold(run, fault)
+        else:
+            _after_commit(run, dispatch, run.step_token)
+            _notify(run, {"kind": "run.queued"})
     return run
+
+
+def _model_fault(provider: str, script: dict[str, Any] | None) -> InstallationFault | None:
+    """Why the run cannot reach a model now: it then waits, held, until one is set up.
+    A run handed its own script needs no configured model."""
+    if script is not None:
+        return None
+    if provider == "scripted":
+        return InstallationFault("model", "the scripted provider (recorded replies) was chosen "
+                                 "without a script", "pass --script FILE.json or set LLM_SCRIPT")
+    return fault_of("model")
 
 
 def _configured_script() -> dict[str, Any]:
@@ -158,6 +178,8 @@ PROJECT_STATUS_FOR_RUN: dict[str, str] = {
     Run.Status.FAILED: Project.Status.FAILED,
     Run.Status.ABORTED: Project.Status.FAILED,
     Run.Status.CANCELLED: Project.Status.FAILED,
+    # Held by the installation: to the requester the request simply waits in the queue.
+    Run.Status.HELD: Project.Status.QUEUED,
 }
 
 
@@ -182,6 +204,15 @@ def run_step_perform(*, run_id: int, token: str, dispatch: Dispatch | None = enq
         transition = _budget_transition(run) or loop.perform(loop.Step(
             run=run, spec=spec_from_dict(run.project.spec), llm=llm,
             cancelled=_cancel_check(run_id)))
+    except InstallationFault as fault:
+        run_hold(run_id=run_id, token=token, fault=fault)
+        return None
+    except (LLMConfigError, LLMAuthError) as error:
+        # The model's set-up is wrong (no key, a bad key, a missing file): an admin's to fix.
+        run_hold(run_id=run_id, token=token, fault=InstallationFault(
+            "model", str(error), "check the model's settings on the Model page "
+            "(see docs/llm.md)"))
+        return None
     except LLMError as error:
         return _step_failed(run_id, token, phase, error, retryable=error.retryable,
                             dispatch=dispatch)
@@ -516,6 +547,66 @@ def runs_stalled_kick(*, stalled_for_s: float | None = None,
     if kicked:
         logger.warning("watchdog re-sent the current step of stalled runs %s", kicked)
     return kicked
+
+
+# -- held by the installation --------------------------------------------------------------------
+
+
+def run_hold(*, run_id: int, token: str, fault: InstallationFault) -> None:
+    """Hold the run at the step `token` names: that step is performed again, from the start,
+    once the broken part works. Nothing is charged to the model (no checkpoint, no detector
+    event, no lesson), and the team's admins are told what to fix."""
+    logger.error("run %s held: %s", run_id, fault)
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("project").filter(id=run_id).first()
+        if run is not None and run.step_token == token and not run.is_terminal:
+            _hold(run, fault)
+
+
+def _hold(run: Run, fault: InstallationFault) -> None:
+    from projects.services.notifications import notifications_installation_fault
+
+    run.status, run.held_by, run.error = Run.Status.HELD, fault.part, str(fault)
+    run.step_attempts, run.waiting_since = 0, timezone.now()
+    run.save()
+    _project_set_status(run.project, Project.Status.QUEUED, queue=True)
+    notifications_installation_fault(team=run.project.team, fault=fault)
+    _notify(run, {"kind": "run.held", "part": fault.part, "headline": fault.headline})
+
+
+def runs_held_release(*, dispatch: Dispatch | None = enqueue_step) -> list[int]:
+    """Let held runs go on whose broken part works again (the watchdog calls this every
+    minute; saving a working model set-up calls it at once). Returns the released runs."""
+    held = list(Run.objects.filter(status=Run.Status.HELD).values_list("id", "held_by"))
+    working = {part for part in {part for _, part in held} if fault_of(part) is None}
+    released = []
+    for run_id, part in held:
+        if part in working and _release(run_id, dispatch):
+            released.append(run_id)
+    if released:
+        logger.info("released held runs %s", released)
+    return released
+
+
+def _release(run_id: int, dispatch: Dispatch | None) -> bool:
+    with transaction.atomic():
+        run = (Run.objects.select_for_update().select_related("project")
+               .filter(id=run_id, status=Run.Status.HELD).first())
+        if run is None:
+            return False  # released or cancelled by someone else meanwhile
+        now = timezone.now()
+        if run.waiting_since and run.started_at:
+            run.waited_s += (now - run.waiting_since).total_seconds()
+        started = run.started_at is not None
+        run.status = Run.Status.RUNNING if started else Run.Status.QUEUED
+        run.held_by, run.error, run.waiting_since = "", "", None
+        run.step_token, run.step_attempts = _new_token(), 0
+        run.save()
+        _project_set_status(run.project, Project.Status.GENERATING if started
+                            else Project.Status.QUEUED)
+        _after_commit(run, dispatch, run.step_token)
+        _notify(run, {"kind": "run.resumed"})
+    return True
 
 
 def _continue(run: Run, dispatch: Dispatch | None) -> None:

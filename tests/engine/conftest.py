@@ -42,6 +42,10 @@ class DispatchRecorder:
 def engine_settings(settings: Any) -> Any:
     settings.ENGINE_RETRY_DELAY_MS = 0
     settings.ENGINE_SANDBOX_TIMEOUT_S = 20
+    # A model is set up, so runs start instead of waiting for one; tests that bring their own
+    # provider (a factory or a script) stand in for it, and none calls this address.
+    settings.LLM_PROVIDER, settings.LLM_BASE_URL = "openai", "http://127.0.0.1:9/v1"
+    settings.LLM_MODEL = "stand-in"
     return settings
 
 

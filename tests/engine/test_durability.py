@@ -172,7 +172,10 @@ def test_a_provider_that_always_times_out_fails_the_run_clearly(
     assert final.iteration == 0
 
 
-def test_a_provider_refusing_the_key_fails_at_once(start_run: Callable[..., Run]) -> None:
+def test_a_provider_refusing_the_key_holds_the_run_for_the_admins(
+        start_run: Callable[..., Run]) -> None:
+    """A refused key is the installation's to fix, not the model's failure: the run waits,
+    held, with the provider's words, and nothing is charged to an iteration."""
     class Refusing(ScriptedProvider):
         def _attempt(self, messages: list[Message], **kwargs: Any) -> Any:
             raise LLMAuthError("HTTP 401: invalid key (check the API key for this provider)")
@@ -181,9 +184,11 @@ def test_a_provider_refusing_the_key_fails_at_once(start_run: Callable[..., Run]
     run = start_run(None, provider="refusing")
     final = services.run_drive(run_id=run.id, provider_factory=lambda run, role: provider)
 
-    assert final.status == Run.Status.FAILED
+    assert (final.status, final.held_by) == (Run.Status.HELD, "model")
+    assert "the model connection is broken" in final.error
     assert "check the API key" in final.error
-    assert final.llm_calls.count() == 1
+    assert final.llm_calls.count() == 1 and final.iteration == 0
+    assert final.project.status == Project.Status.QUEUED
 
 
 def test_cancel_between_steps(start_run: Callable[..., Run]) -> None:
