@@ -120,3 +120,34 @@ def test_approve_command_follows_the_teams_rules_and_audits(engine_settings: Any
     assert json.loads(out.getvalue())["status"] == "succeeded"
     actions = list(AuditEntry.objects.filter(team__slug="demo").values_list("action", flat=True))
     assert actions.count("approval.approve") == 2
+
+
+@pytest.mark.slow
+def test_generate_on_a_broken_runtime_says_which_part_and_exits_3(
+        engine_settings: Any, tmp_path: Path) -> None:
+    """The failure users met: the sandbox's interpreter lacked pytest. Now the run is held
+    (nothing charged to the model) and the command names the broken part and its fix."""
+    import venv
+
+    from autocoder.runtime import STAMP_NAME, requirements_digest
+    from tests.runtime.conftest import forget_probe
+
+    broken = tmp_path / "runtime-without-pytest"
+    venv.EnvBuilder(with_pip=False, symlinks=True).create(broken)
+    (broken / STAMP_NAME).write_text(json.dumps({"digest": requirements_digest()}))
+    engine_settings.PLUGIN_RUNTIME_DIR = str(broken)
+    forget_probe()
+    out, err = io.StringIO(), io.StringIO()
+    try:
+        with pytest.raises(SystemExit) as exited:
+            call_command("generate", str(EXAMPLES / "weekly-scheduler.spec.json"), "--provider",
+                         "scripted", "--script", str(EXAMPLES / "weekly-scheduler.script.json"),
+                         "--out", str(tmp_path / "p"), "--json", stdout=out, stderr=err)
+    finally:
+        forget_probe()
+    assert exited.value.code == 3
+    result = json.loads(out.getvalue())
+    assert (result["status"], result["iterations"], result["lessons_written"]) == ("held", 0, 0)
+    assert result["loop_events"] == []
+    assert "the plugin runtime is broken" in err.getvalue()
+    assert "No module named pytest" in err.getvalue() and "make run" in err.getvalue()

@@ -85,6 +85,10 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(summary))
         else:
             self._report(summary)
+        if summary["status"] == Run.Status.HELD:
+            # Not the model's failure: a part of the installation must be fixed first.
+            self.stderr.write(f"the run waits for the installation: {run.error}")
+            raise SystemExit(3)
         if summary["status"] in FAILED:
             raise SystemExit(1)
 
