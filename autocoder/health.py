@@ -5,8 +5,6 @@ Each check returns a `Check`; none raises. `hint` tells an operator what to do w
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -78,22 +76,16 @@ def check_workers() -> Check:
 
 
 def check_sandbox() -> Check:
-    def probe() -> tuple[bool, str]:
-        if settings.SANDBOX_BACKEND == "docker":
-            import docker
+    """The real path: a tiny plugin's tests run in the sandbox on the plugin runtime."""
+    from autocoder.runtime.probe import runtime_fault
 
-            docker.from_env().ping()
-            return True, "docker engine reachable"
-        if not shutil.which("bwrap"):
-            return False, "bwrap not found"
-        done = subprocess.run(  # a real namespace set-up, as the sandbox will do
-            ["bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"],
-            capture_output=True, timeout=10, check=False,
-        )
-        return done.returncode == 0, f"bwrap {'works' if done.returncode == 0 else done.stderr!r}"
+    fault = runtime_fault()
+    if fault is not None:
+        return Check("sandbox", False, f"{fault.headline_for_admins}", fault.fix)
+    from autocoder.runtime import runtime_dir
 
-    return _guard("sandbox", "install bubblewrap (`apt-get install bubblewrap`) or set "
-                  "SANDBOX_BACKEND=docker with a reachable Docker engine", probe)
+    return Check("sandbox", True, f"{settings.SANDBOX_BACKEND}: a plugin's tests run on the "
+                 f"plugin runtime ({runtime_dir()})")
 
 
 def check_embedder() -> Check:

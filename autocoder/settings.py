@@ -161,6 +161,8 @@ DEMO_PASSWORD = env.str("AUTOCODER_DEMO_PASSWORD", default="autocoder-demo")
 
 # Generation engine, sandbox and LLM (documented in docs/configuration.md).
 SANDBOX_BACKEND = env.str("SANDBOX_BACKEND", default="bwrap")
+# The plugin runtime (autocoder/runtime): the interpreter plugin code runs on in the sandbox.
+PLUGIN_RUNTIME_DIR = env.str("PLUGIN_RUNTIME_DIR", default=str(BASE_DIR / ".plugin-runtime"))
 SANDBOX_DOCKER_IMAGE = env.str("SANDBOX_DOCKER_IMAGE", default="autocoder-sandbox:latest")
 # Empty: no model until one is set up on the Model page (/settings/model/) or here; a script
 # of recorded replies alone (LLM_SCRIPT, tests and demos) selects the scripted provider.

@@ -31,6 +31,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         started = time.monotonic()
+        self._ensure_plugin_runtime()
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)
         demo = demo_data_ensure(password=settings.DEMO_PASSWORD)
@@ -45,6 +46,16 @@ class Command(BaseCommand):
             self.stdout.write("\nStopping...")
         finally:
             self._stop(children)
+
+    def _ensure_plugin_runtime(self) -> None:
+        """Plugins are tested on a runtime of their own (autocoder/runtime): build it when
+        missing or out of date (`make run` has usually done so already)."""
+        from autocoder.runtime import build, runtime_dir, runtime_problem
+
+        problem = runtime_problem()
+        if problem:
+            self.stdout.write(f"Building the plugin runtime ({problem})...")
+            build.build(runtime_dir())
 
     def _start_children(self, options: dict[str, Any]) -> list[subprocess.Popen[bytes]]:
         python = sys.executable
