@@ -171,7 +171,11 @@ LLM_PROVIDER = env.str("LLM_PROVIDER", default="") or (
 LLM_BASE_URL = env.str("LLM_BASE_URL", default="")
 LLM_API_KEY = env.str("LLM_API_KEY", default="")
 LLM_MODEL = env.str("LLM_MODEL", default="")
-LLM_TIMEOUT_S = env.float("LLM_TIMEOUT_S", default=120.0)
+# The idle timeout: the longest silence from a model (no first token, no next chunk), not a
+# limit on a reply that keeps streaming. Read from LLM_IDLE_TIMEOUT_S, or its older name.
+LLM_TIMEOUT_S = env.float("LLM_IDLE_TIMEOUT_S", default=env.float("LLM_TIMEOUT_S", default=120.0))
+# A reply cap for every role; 0 keeps each role's own (autocoder.llm.config.ROLE_MAX_TOKENS).
+LLM_MAX_TOKENS = env.int("LLM_MAX_TOKENS", default=0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
 LLM_SCRIPT = env.str("LLM_SCRIPT", default="")
 LLM_N_CTX = env.int("LLM_N_CTX", default=4096)

@@ -7,18 +7,33 @@ another worker continues the script where the last committed step left it.
 from __future__ import annotations
 
 import hashlib
+import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from autocoder.llm.types import CallRecord, Completion, LLMError, Message
+from django.utils import timezone
+
+from autocoder import realtime
+from autocoder.llm.types import DEADLINE, CallRecord, Completion, LLMError, Message
 from projects.models import LLMCall, Run
+
+logger = logging.getLogger(__name__)
+
+# The run page shows a streaming reply live (templates/projects/run_detail.html, llm_stream):
+# one event per half second at most, with the last characters of the text.
+STREAM_EVENT = "run.llm_stream"
+STREAM_INTERVAL_S = 0.5
+STREAM_TAIL_CHARS = 600
 
 
 class Provider(Protocol):
     def complete(self, messages: list[Message], *, role: str, max_tokens: int | None = None,
                  temperature: float | None = None, timeout_s: float | None = None,
-                 record: Callable[[CallRecord], None] | None = None) -> Completion: ...
+                 record: Callable[[CallRecord], None] | None = None,
+                 on_text: Callable[[str], None] | None = None,
+                 deadline: float | None = None) -> Completion: ...
 
 
 ProviderFactory = Callable[[Run, str], Provider]
@@ -85,15 +100,40 @@ class RunLLM:
 
     def complete(self, role: str, messages: list[Message]) -> str:
         """The reply text; every attempt is stored as an LLMCall row (costs are real even when
-        the step later dies), and the run's token counters move at once."""
+        the step later dies), and the run's token counters move at once.
+
+        The reply streams to the run page as it is written. It may take as long as it keeps
+        streaming, up to the end of the run's wall-time budget: there reading stops and the text
+        so far is the reply (the next step then ends the run for its budget).
+        """
         records: list[CallRecord] = []
+        # A scripted reply arrives whole and at once: there is nothing to watch.
+        stream = None if self._scripted is not None else ReplyStream(
+            run_id=self.run.id, role=role, iteration=self.iteration)
+        if stream is not None:
+            stream.start()
         try:
-            completion = self.provider(role).complete(messages, role=role, record=records.append)
+            completion = self.provider(role).complete(
+                messages, role=role, record=records.append, on_text=stream,
+                deadline=self.deadline())
         except LLMError as error:
             self._store(role, messages, records, reply="", failure=error)
+            if stream is not None:
+                stream.finish("failed")
             raise
         self._store(role, messages, records, reply=completion.text, completion=completion)
+        if stream is not None:
+            stream.finish("cut" if completion.finish_reason == DEADLINE else "done",
+                          tokens=completion.completion_tokens)
         return completion.text
+
+    def deadline(self) -> float | None:
+        """The end of the run's wall-time budget on this process's monotonic clock (time spent
+        waiting for people does not count, as in loop.wall_time_exhausted)."""
+        if not self.run.started_at or not self.run.max_wall_s:
+            return None
+        used = (timezone.now() - self.run.started_at).total_seconds() - self.run.waited_s
+        return time.monotonic() + self.run.max_wall_s - used
 
     def _store(self, role: str, messages: list[Message], records: list[CallRecord], *,
                reply: str, completion: Completion | None = None,
@@ -120,6 +160,56 @@ class RunLLM:
                 tokens_prompt=F("tokens_prompt") + prompt,
                 tokens_completion=F("tokens_completion") + completion_tokens,
             )
+
+
+@dataclass
+class ReplyStream:
+    """Shows a reply on the run page while the model writes it: events of kind
+    `run.llm_stream` to the run's group with the role, the tokens so far and the tail of the
+    text, at most one per `interval_s` (plus the first and the last).
+
+    Best effort: these events are progress, not state (the page gets the reply from the
+    database once the step commits), so a failure to publish is logged once and stops the
+    publishing for this reply, never the call.
+    """
+
+    run_id: int
+    role: str
+    iteration: int
+    interval_s: float = STREAM_INTERVAL_S
+    chunks: int = 0
+    text: str = ""
+    _sent_at: float = field(default=float("-inf"), init=False)
+    _broken: bool = field(default=False, init=False)
+
+    def start(self) -> None:
+        self._send("reading")  # the model reads the prompt before its first token
+
+    def __call__(self, text: str) -> None:
+        if len(text) < len(self.text):
+            self.chunks = 0  # a retried attempt starts its text again
+        self.chunks += 1
+        self.text = text
+        if time.monotonic() - self._sent_at >= self.interval_s:
+            self._send("writing")
+
+    def finish(self, state: str, *, tokens: int | None = None) -> None:
+        self._send(state, tokens)
+
+    def _send(self, state: str, tokens: int | None = None) -> None:
+        if self._broken:
+            return
+        self._sent_at = time.monotonic()
+        data = {"run_id": self.run_id, "iteration": self.iteration, "role": self.role,
+                "state": state, "tokens": self.chunks if tokens is None else tokens,
+                "tail": self.text[-STREAM_TAIL_CHARS:]}
+        try:
+            realtime.publish(realtime.run_group(self.run_id), {"kind": STREAM_EVENT,
+                                                              "data": data})
+        except Exception:  # the channel layer is a convenience; the call goes on without it
+            self._broken = True
+            logger.warning("could not publish the %s reply of run %s as it streams",
+                           self.role, self.run_id, exc_info=True)
 
 
 def _record_from(role: str, completion: Completion | None, failure: LLMError | None) -> CallRecord:

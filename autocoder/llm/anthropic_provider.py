@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 
 import anthropic
@@ -12,21 +13,31 @@ from autocoder.llm.base import (
     Reply,
     TextCallback,
     error_for_status,
+    partial_reply,
+    past,
+    read_stream,
     retry_after_seconds,
+    sdk_timeout,
     server_error,
 )
 from autocoder.llm.types import (
+    CAPPED,
+    DEADLINE,
+    FINISHED,
     LLMBadRequest,
     LLMConfigError,
     LLMConnectionError,
     LLMError,
+    LLMRateLimited,
+    LLMServerError,
     LLMTimeout,
     Message,
     ProviderConfig,
     safe_url,
 )
 
-# The Messages API requires max_tokens; this is the cap when the caller sets none.
+# The Messages API requires max_tokens; this is the cap when neither the caller nor the role's
+# configuration (LLM_MAX_TOKENS*) sets one.
 DEFAULT_MAX_TOKENS = 4096
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 
@@ -64,27 +75,32 @@ class AnthropicProvider(BaseProvider):
 
     def _attempt(self, messages: list[Message], *, role: str, max_tokens: int | None,
                  temperature: float | None, timeout_s: float,
-                 on_text: TextCallback | None) -> Reply:
+                 on_text: TextCallback | None, deadline: float | None) -> Reply:
         system, turns = to_anthropic(messages)
         request: dict[str, Any] = {"model": self.config.model, "messages": turns,
                                    "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
-                                   "timeout": timeout_s}
+                                   "timeout": sdk_timeout(anthropic.Timeout, timeout_s, deadline)}
         if system:
             request["system"] = system
         # No temperature: the Messages API of this SDK generation has no sampling parameters.
         try:
             if on_text is None:
                 return self._reply(self._client.messages.create(**request))
-            return self._stream(request, on_text, deadline=time.monotonic() + timeout_s)
+            return self._stream(request, messages, on_text, idle_s=timeout_s, deadline=deadline)
+        except anthropic.APITimeoutError:
+            if past(deadline):  # the deadline came before any reply: nothing to keep
+                return Reply(text="", prompt_tokens=0, completion_tokens=0,
+                             model=self.config.model, finish_reason=DEADLINE)
+            failure: LLMError = LLMTimeout(
+                f"no reply from {safe_url(self.base_url)} within {timeout_s:g}s "
+                "(LLM_IDLE_TIMEOUT_S)")
         except anthropic.APIError as error:
-            failure = self._translate(error, timeout_s)
+            failure = self._translate(error)
         # Raised outside the except block so the SDK error is not kept as __context__.
         raise failure
 
-    def _translate(self, error: anthropic.APIError, timeout_s: float) -> LLMError:
+    def _translate(self, error: anthropic.APIError) -> LLMError:
         where = safe_url(self.base_url)
-        if isinstance(error, anthropic.APITimeoutError):
-            return LLMTimeout(f"no reply from {where} within {timeout_s:g}s")
         if isinstance(error, anthropic.APIConnectionError):
             cause = error.__cause__ or error.__context__
             return LLMConnectionError(f"cannot reach {where}: "
@@ -100,35 +116,89 @@ class AnthropicProvider(BaseProvider):
         text = "".join(block.text for block in response.content if block.type == "text")
         return Reply(text=text, prompt_tokens=_prompt_tokens(response.usage),
                      completion_tokens=response.usage.output_tokens or 0,
-                     model=response.model or self.config.model)
+                     model=response.model or self.config.model,
+                     finish_reason=_finish(response.stop_reason))
 
-    def _stream(self, request: dict[str, Any], on_text: TextCallback, *,
-                deadline: float) -> Reply:
-        parts: list[str] = []
-        prompt_tokens = completion_tokens = 0
-        model = self.config.model
+    def _stream(self, request: dict[str, Any], messages: list[Message], on_text: TextCallback,
+                *, idle_s: float, deadline: float | None) -> Reply:
+        state = _StreamState(model=self.config.model, on_text=on_text)
+        where = safe_url(self.base_url)
         with self._client.messages.create(**request, stream=True) as stream:
-            for event in stream:
-                if time.monotonic() > deadline:
-                    raise LLMTimeout(f"reply from {safe_url(self.base_url)} took longer than "
-                                     f"{request['timeout']:g}s")
-                if event.type == "message_start":
-                    model = event.message.model or model
-                    prompt_tokens = _prompt_tokens(event.message.usage)
-                    completion_tokens = event.message.usage.output_tokens or 0
-                elif event.type == "content_block_delta" and event.delta.type == "text_delta":
-                    parts.append(event.delta.text)
-                    on_text("".join(parts))
-                elif event.type == "message_delta" and event.usage is not None:
-                    # message_delta carries the cumulative output count, not an increment.
-                    completion_tokens = event.usage.output_tokens or completion_tokens
-        return Reply(text="".join(parts), prompt_tokens=prompt_tokens,
-                     completion_tokens=completion_tokens, model=model)
+            read_stream(stream.response, state.take, idle_s=idle_s, deadline=deadline,
+                        where=where, silence=lambda: (
+                            f"{where} sent no text for {idle_s:g}s after {state.deltas} "
+                            "deltas (LLM_IDLE_TIMEOUT_S)"))
+        text = "".join(state.parts)
+        if state.finish_reason is None and past(deadline):
+            reply = partial_reply(text, state.deltas, messages, state.model,
+                                  max_tokens=request["max_tokens"])
+            # message_start already counted the prompt, and deltas counted output so far.
+            return Reply(text=text, prompt_tokens=state.prompt_tokens or reply.prompt_tokens,
+                         completion_tokens=max(state.completion_tokens,
+                                               reply.completion_tokens),
+                         model=state.model, finish_reason=DEADLINE)
+        return Reply(text=text, prompt_tokens=state.prompt_tokens,
+                     completion_tokens=state.completion_tokens, model=state.model,
+                     finish_reason=state.finish_reason or FINISHED)
+
+
+@dataclass
+class _StreamState:
+    """What the events of one streamed message said so far."""
+
+    model: str
+    on_text: TextCallback
+    parts: list[str] = field(default_factory=list)
+    deltas: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+
+    def take(self, event: dict[str, Any]) -> bool:
+        """Fold one event in; True when it carried text."""
+        kind = event.get("type")
+        if kind == "error":
+            raise _stream_error(event.get("error") or {})
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self.model = message.get("model") or self.model
+            started = SimpleNamespace(**(message.get("usage") or {}))
+            self.prompt_tokens = _prompt_tokens(started)
+            self.completion_tokens = getattr(started, "output_tokens", 0) or 0
+        elif kind == "message_delta":
+            # message_delta carries the cumulative output count, not an increment.
+            usage = event.get("usage") or {}
+            self.completion_tokens = usage.get("output_tokens") or self.completion_tokens
+            stop = (event.get("delta") or {}).get("stop_reason")
+            self.finish_reason = _finish(stop) if stop else self.finish_reason
+        elif kind == "content_block_delta":
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta" and delta.get("text"):
+                self.parts.append(delta["text"])
+                self.deltas += 1
+                self.on_text("".join(self.parts))
+                return True
+        return False
+
+
+def _stream_error(error: dict[str, Any]) -> LLMError:
+    """An error event inside a stream: overloaded and API errors can pass, others will not."""
+    text = f"{error.get('type', 'error')}: {error.get('message', '')}"
+    if error.get("type") in ("overloaded_error", "api_error"):
+        return LLMServerError(f"error event in the stream: {text}")
+    if error.get("type") == "rate_limit_error":
+        return LLMRateLimited(f"error event in the stream: {text}")
+    return LLMBadRequest(f"error event in the stream: {text}")
+
+
+def _finish(stop_reason: str | None) -> str:
+    return CAPPED if stop_reason == "max_tokens" else FINISHED
 
 
 def _prompt_tokens(usage: Any) -> int:
     # With prompt caching, input_tokens counts only the uncached part; all of it was sent.
-    return ((usage.input_tokens or 0) + (getattr(usage, "cache_creation_input_tokens", 0) or 0)
+    return ((getattr(usage, "input_tokens", 0) or 0)
+            + (getattr(usage, "cache_creation_input_tokens", 0) or 0)
             + (getattr(usage, "cache_read_input_tokens", 0) or 0))
 
 

@@ -105,11 +105,26 @@ def layer(config: ProviderConfig, values: Mapping[str, object]) -> ProviderConfi
     return dataclasses.replace(config, **changes)  # type: ignore[arg-type]
 
 
+# Reply caps sized for a small local model (~20 tokens/s on a laptop CPU): a plan, a plugin's
+# code, its tests, short reviews and reflections. A model given no cap writes until its context
+# is full, which on such a machine takes longer than a whole run may.
+ROLE_MAX_TOKENS: dict[str, int] = {
+    "analyst": 600, "architect": 600, "implementer": 2000, "tester": 1200,
+    "reviewer": 400, "reflector": 400,
+}
+
+
 def role_config(role: str, *, team_id: int | None = None) -> ProviderConfig:
-    """The configuration for `role`, with the team's override when `team_id` is given."""
+    """The configuration for `role`, with the team's override when `team_id` is given.
+
+    Every role gets a reply cap (`max_tokens`): the role's default below, LLM_MAX_TOKENS for
+    every role, LLM_MAX_TOKENS_<ROLE> for this one. Providers send it whatever door calls them.
+    """
     if role not in ROLES:
         raise LLMConfigError(f"unknown role {role!r}; roles are {', '.join(ROLES)}")
-    config = layer(default_config(role), settings.LLM_ROLE_OVERRIDES.get(role, {}))
+    config = layer(default_config(role),
+                   {"max_tokens": settings.LLM_MAX_TOKENS or ROLE_MAX_TOKENS[role]})
+    config = layer(config, settings.LLM_ROLE_OVERRIDES.get(role, {}))
     if team_id is not None:
         from autocoder.llm.selectors import team_model_override_get
 

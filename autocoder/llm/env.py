@@ -13,9 +13,11 @@ from autocoder.llm.types import ROLES
 
 # Longest names first, so LLM_BASE_URL_X is not read as field BASE with role URL_X.
 FIELDS: dict[str, str] = {
+    "IDLE_TIMEOUT_S": "timeout_s",
+    "MAX_TOKENS": "max_tokens",
     "BASE_URL": "base_url",
     "API_KEY": "api_key",
-    "TIMEOUT_S": "timeout_s",
+    "TIMEOUT_S": "timeout_s",  # the older name of IDLE_TIMEOUT_S
     "MAX_RETRIES": "max_retries",
     "PROVIDER": "provider",
     "MODEL": "model",
@@ -57,7 +59,7 @@ def _parse_value(name: str, field: str, value: str) -> object:
     try:
         if field == "timeout_s":
             return float(value)
-        if field == "max_retries":
+        if field in ("max_retries", "max_tokens"):
             return int(value)
     except ValueError:
         raise LLMSettingsError(f"{name}={value!r} is not a number") from None

@@ -7,13 +7,17 @@ memory); llama.cpp contexts are not thread-safe, so calls on one model are seria
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from autocoder.llm.base import BaseProvider, Reply, TextCallback
+from autocoder.llm.base import BaseProvider, Reply, TextCallback, past, read_timeout
 from autocoder.llm.types import (
+    CAPPED,
+    DEADLINE,
+    FINISHED,
     LLMBadRequest,
     LLMConfigError,
     LLMServerError,
@@ -23,7 +27,8 @@ from autocoder.llm.types import (
 )
 
 INSTALL_HINT = "install the local extra: pip install .[local]"
-# llama.cpp generates until the context is full when no cap is given; keep replies bounded.
+# llama.cpp generates until the context is full when no cap is given; keep replies bounded even
+# when neither the caller nor the role's configuration (LLM_MAX_TOKENS*) sets one.
 DEFAULT_MAX_TOKENS = 1024
 
 _models: dict[tuple[str, int], tuple[Any, threading.Lock]] = {}
@@ -34,10 +39,10 @@ class _TokenMeter:
     """A llama.cpp logits processor: runs once per generated token, so it counts and can stop.
 
     It runs inside a ctypes callback where exceptions are swallowed, so past the deadline it
-    forces the end-of-sequence token instead, and the caller raises the timeout.
+    forces the end-of-sequence token instead, and the caller keeps the text generated so far.
     """
 
-    def __init__(self, deadline: float, eos_token: int) -> None:
+    def __init__(self, deadline: float | None, eos_token: int) -> None:
         self.deadline = deadline
         self.eos_token = eos_token
         self.prompt_tokens = 0
@@ -48,7 +53,7 @@ class _TokenMeter:
         if self.completion_tokens == 0:
             self.prompt_tokens = len(input_ids)  # on the first token the context is the prompt
         self.completion_tokens += 1
-        if self.expired or time.monotonic() > self.deadline:
+        if self.expired or (self.deadline is not None and time.monotonic() > self.deadline):
             self.expired = True
             scores[:] = -float("inf")
             scores[self.eos_token] = 0.0
@@ -110,10 +115,16 @@ class LlamaCppProvider(BaseProvider):
 
     def _attempt(self, messages: list[Message], *, role: str, max_tokens: int | None,
                  temperature: float | None, timeout_s: float,
-                 on_text: TextCallback | None) -> Reply:
-        deadline = time.monotonic() + timeout_s
-        if not self._lock.acquire(timeout=timeout_s):
-            raise LLMTimeout(f"{self.path.name} stayed busy with other calls for {timeout_s:g}s")
+                 on_text: TextCallback | None, deadline: float | None) -> Reply:
+        """Generation in this process cannot go silent; the idle timeout bounds the wait for
+        the model while other calls use it, and the deadline stops generation (reading a very
+        long prompt cannot be interrupted)."""
+        wait_s = read_timeout(timeout_s, deadline)
+        if not self._lock.acquire(timeout=wait_s):
+            if past(deadline):
+                return Reply(text="", prompt_tokens=0, completion_tokens=0,
+                             model=self.path.name, finish_reason=DEADLINE)
+            raise LLMTimeout(f"{self.path.name} stayed busy with other calls for {wait_s:g}s")
         meter = _TokenMeter(deadline, self._model.token_eos())
         try:
             reply = self._generate(messages, max_tokens=max_tokens, temperature=temperature,
@@ -126,7 +137,7 @@ class LlamaCppProvider(BaseProvider):
         finally:
             self._lock.release()
         if meter.expired:
-            raise LLMTimeout(f"{self.path.name} did not finish within {timeout_s:g}s")
+            return dataclasses.replace(reply, finish_reason=DEADLINE)
         return reply
 
     def _generate(self, messages: list[Message], *, max_tokens: int | None,
@@ -144,16 +155,25 @@ class LlamaCppProvider(BaseProvider):
             request["temperature"] = temperature
         if on_text is None:
             response = self._model.create_chat_completion(**request)
-            usage = response["usage"]
-            return Reply(text=response["choices"][0]["message"].get("content") or "",
+            usage, choice = response["usage"], response["choices"][0]
+            return Reply(text=choice["message"].get("content") or "",
                          prompt_tokens=usage["prompt_tokens"],
-                         completion_tokens=usage["completion_tokens"], model=self.path.name)
+                         completion_tokens=usage["completion_tokens"], model=self.path.name,
+                         finish_reason=_finish(choice.get("finish_reason")))
         parts: list[str] = []
+        finish = None
         for chunk in self._model.create_chat_completion(**request):
-            piece = chunk["choices"][0]["delta"].get("content") if chunk["choices"] else None
+            choice = chunk["choices"][0] if chunk["choices"] else {}
+            finish = choice.get("finish_reason") or finish
+            piece = choice.get("delta", {}).get("content")
             if piece:
                 parts.append(piece)
                 on_text("".join(parts))
         # Streams carry no usage; the meter saw every token, which is the exact count.
         return Reply(text="".join(parts), prompt_tokens=meter.prompt_tokens,
-                     completion_tokens=meter.completion_tokens, model=self.path.name)
+                     completion_tokens=meter.completion_tokens, model=self.path.name,
+                     finish_reason=_finish(finish))
+
+
+def _finish(finish_reason: str | None) -> str:
+    return CAPPED if finish_reason == "length" else FINISHED

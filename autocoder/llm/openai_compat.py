@@ -1,28 +1,40 @@
 """Any OpenAI-compatible chat endpoint: OpenAI, Ollama, vLLM, llama.cpp server, LM Studio.
 
 Uses the official `openai` SDK with its own retries switched off: the retry policy is ours
-(autocoder.llm.retry), shared by every provider and visible in the call record.
+(autocoder.llm.retry), shared by every provider and visible in the call record. Streamed replies
+are read line by line, so that the idle timeout and the caller's deadline are checked as the
+text arrives.
 """
 
 from __future__ import annotations
 
-import time
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
 
+import httpx2
 import openai
 
 from autocoder.llm.base import (
+    CONNECT_TIMEOUT_S,
     BaseProvider,
     Reply,
     TextCallback,
     error_for_status,
     estimate_tokens,
+    partial_reply,
+    past,
     prompt_text,
+    read_stream,
     retry_after_seconds,
+    sdk_timeout,
     server_error,
 )
 from autocoder.llm.types import (
+    CAPPED,
+    DEADLINE,
+    FINISHED,
     LLMConfigError,
     LLMConnectionError,
     LLMError,
@@ -63,11 +75,11 @@ class OpenAICompatibleProvider(BaseProvider):
 
     def _attempt(self, messages: list[Message], *, role: str, max_tokens: int | None,
                  temperature: float | None, timeout_s: float,
-                 on_text: TextCallback | None) -> Reply:
+                 on_text: TextCallback | None, deadline: float | None) -> Reply:
         request: dict[str, Any] = {
             "model": self.config.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],
-            "timeout": timeout_s,
+            "timeout": sdk_timeout(openai.Timeout, timeout_s, deadline),
         }
         if max_tokens is not None:
             request["max_tokens"] = max_tokens
@@ -76,58 +88,112 @@ class OpenAICompatibleProvider(BaseProvider):
         try:
             if on_text is None:
                 return self._reply(self._client.chat.completions.create(**request), messages)
-            return self._stream(request, messages, on_text, deadline=time.monotonic() + timeout_s)
+            return self._stream(request, messages, on_text, idle_s=timeout_s,
+                                deadline=deadline, max_tokens=max_tokens)
+        except openai.APITimeoutError as error:
+            if past(deadline):  # the deadline came before any reply: nothing to keep
+                return Reply(text="", prompt_tokens=0, completion_tokens=0,
+                             model=self.config.model, finish_reason=DEADLINE)
+            failure = self._timed_out(error, timeout_s, streaming=on_text is not None)
         except openai.APIError as error:
-            failure = self._translate(error, timeout_s)
+            failure = self._translate(error)
         # Raised outside the except block: the SDK error (which may quote the key) is not
         # kept as __context__.
         raise failure
 
-    def _translate(self, error: openai.APIError, timeout_s: float) -> LLMError:
+    def _timed_out(self, error: openai.APITimeoutError, timeout_s: float, *,
+                   streaming: bool) -> LLMError:
         where = safe_url(self.base_url)
-        if isinstance(error, openai.APITimeoutError):
-            return LLMTimeout(f"no reply from {where} within {timeout_s:g}s")
+        if isinstance(error.__cause__, httpx2.ConnectTimeout):
+            return LLMConnectionError(f"cannot reach {where}: no connection within "
+                                      f"{CONNECT_TIMEOUT_S:g}s")
+        what = "no first token" if streaming else "no reply"
+        return LLMTimeout(f"{what} from {where} within {timeout_s:g}s (LLM_IDLE_TIMEOUT_S)")
+
+    def _translate(self, error: openai.APIError) -> LLMError:
+        where = safe_url(self.base_url)
         if isinstance(error, openai.APIConnectionError):
             return LLMConnectionError(f"cannot reach {where}: {_cause(error)}")
         if isinstance(error, openai.APIStatusError):
             return error_for_status(error.status_code, _status_message(error),
                                     retry_after_s=retry_after_seconds(error.response.headers))
-        # An error event inside a stream, or a body the SDK cannot parse.
+        # A body the SDK cannot parse.
         return server_error(str(error))
 
     def _reply(self, response: Any, messages: list[Message]) -> Reply:
         if not getattr(response, "choices", None):
             raise server_error("no choices in the reply")
-        text = response.choices[0].message.content or ""
-        return _with_usage(text, response.usage, messages, response.model or self.config.model)
+        choice = response.choices[0]
+        return _with_usage(choice.message.content or "", response.usage, messages,
+                           response.model or self.config.model, chunks=0,
+                           finish_reason=choice.finish_reason)
 
     def _stream(self, request: dict[str, Any], messages: list[Message], on_text: TextCallback,
-                *, deadline: float) -> Reply:
+                *, idle_s: float, deadline: float | None, max_tokens: int | None) -> Reply:
         request = {**request, "stream": True, "stream_options": {"include_usage": True}}
-        parts: list[str] = []
-        usage = None
-        model = self.config.model
+        state = _StreamState(model=self.config.model, on_text=on_text)
         with self._client.chat.completions.create(**request) as stream:
-            for chunk in stream:
-                if time.monotonic() > deadline:
-                    # Per-read timeouts never fire while tokens trickle in; the deadline does.
-                    raise LLMTimeout(f"reply from {safe_url(self.base_url)} took longer than "
-                                     f"{request['timeout']:g}s")
-                model = chunk.model or model
-                usage = chunk.usage or usage
-                if chunk.choices and chunk.choices[0].delta.content:
-                    parts.append(chunk.choices[0].delta.content)
-                    on_text("".join(parts))
-        return _with_usage("".join(parts), usage, messages, model)
+            read_stream(stream.response, state.take, idle_s=idle_s, deadline=deadline,
+                        silence=lambda: self._silence(state.chunks, idle_s),
+                        where=safe_url(self.base_url))
+        text = "".join(state.parts)
+        if state.finish_reason is None and past(deadline):
+            return partial_reply(text, state.chunks, messages, state.model,
+                                 max_tokens=max_tokens)
+        return _with_usage(text, state.usage, messages, state.model, chunks=state.chunks,
+                           finish_reason=state.finish_reason)
+
+    def _silence(self, chunks: int, idle_s: float) -> str:
+        where = safe_url(self.base_url)
+        if not chunks:
+            return f"no first token from {where} within {idle_s:g}s (LLM_IDLE_TIMEOUT_S)"
+        return f"{where} went silent for {idle_s:g}s after {chunks} tokens (LLM_IDLE_TIMEOUT_S)"
 
 
-def _with_usage(text: str, usage: Any, messages: list[Message], model: str) -> Reply:
+@dataclass
+class _StreamState:
+    """What the chunks of one streamed reply said so far."""
+
+    model: str
+    on_text: TextCallback
+    parts: list[str] = field(default_factory=list)
+    chunks: int = 0
+    usage: Any = None
+    finish_reason: str | None = None
+
+    def take(self, chunk: dict[str, Any]) -> bool:
+        """Fold one chunk in; True when it carried text."""
+        if chunk.get("error"):
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise server_error(f"error event in the stream: {message}")
+        self.model = chunk.get("model") or self.model
+        if chunk.get("usage"):
+            self.usage = SimpleNamespace(**chunk["usage"])
+        choices = chunk.get("choices") or []
+        if not choices:
+            return False
+        self.finish_reason = choices[0].get("finish_reason") or self.finish_reason
+        content = (choices[0].get("delta") or {}).get("content")
+        if not content:
+            return False
+        self.parts.append(content)
+        self.chunks += 1
+        self.on_text("".join(self.parts))
+        return True
+
+
+def _with_usage(text: str, usage: Any, messages: list[Message], model: str, *, chunks: int,
+                finish_reason: str | None) -> Reply:
+    finish = CAPPED if finish_reason == "length" else FINISHED
     # Servers that report no usage (or ignore stream_options) get an estimate rather than zero.
     if usage is None:
         return Reply(text=text, prompt_tokens=estimate_tokens(prompt_text(messages)),
-                     completion_tokens=estimate_tokens(text), model=model)
-    return Reply(text=text, prompt_tokens=usage.prompt_tokens or 0,
-                 completion_tokens=usage.completion_tokens or 0, model=model)
+                     completion_tokens=max(chunks, estimate_tokens(text)), model=model,
+                     finish_reason=finish)
+    return Reply(text=text, prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                 completion_tokens=getattr(usage, "completion_tokens", 0) or 0, model=model,
+                 finish_reason=finish)
 
 
 def _status_message(error: openai.APIStatusError) -> str:

@@ -36,10 +36,12 @@ def backoff_delay(
 def with_retries(
     fn: Callable[[], T], *, max_retries: int, base_delay_s: float = 0.5,
     max_delay_s: float = MAX_DELAY_S, sleep: Callable[[float], None] = time.sleep,
+    deadline: float | None = None, clock: Callable[[], float] = time.monotonic,
 ) -> T:
     """Call `fn`; on a retryable LLMError try again up to `max_retries` more times.
 
-    A non-retryable error is raised at once. The error finally raised carries `attempts`.
+    A non-retryable error is raised at once, and so is one whose retry could not start before
+    `deadline` (a `clock()` value). The error finally raised carries `attempts`.
     """
     attempt = 0
     while True:
@@ -51,6 +53,10 @@ def with_retries(
                 raise
             delay = backoff_delay(attempt, base_delay_s=base_delay_s, max_delay_s=max_delay_s,
                                   retry_after_s=error.retry_after_s)
+            if deadline is not None and clock() + delay >= deadline:
+                logger.warning("llm attempt %d failed (%s: %s); no retry, the deadline "
+                               "comes first", attempt + 1, type(error).__name__, error)
+                raise
             logger.warning("llm attempt %d failed (%s: %s); retrying in %.2fs",
                            attempt + 1, type(error).__name__, error, delay)
             sleep(delay)

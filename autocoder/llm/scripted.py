@@ -88,7 +88,7 @@ class ScriptedProvider(BaseProvider):
 
     def _attempt(self, messages: list[Message], *, role: str, max_tokens: int | None,
                  temperature: float | None, timeout_s: float,
-                 on_text: TextCallback | None) -> Reply:
+                 on_text: TextCallback | None, deadline: float | None = None) -> Reply:
         text = self.next_reply(role)
         if on_text is not None:
             on_text(text)

@@ -18,6 +18,11 @@ class Message:
     content: str
 
 
+# Why a reply ended: the model finished, it reached its token cap, or the caller's deadline
+# came first and the reply was cut there (what had arrived is kept).
+FINISHED, CAPPED, DEADLINE = "stop", "length", "deadline"
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
@@ -26,11 +31,13 @@ class Completion:
     latency_ms: int
     model: str
     provider: str
+    finish_reason: str = FINISHED
 
 
 @dataclass(frozen=True)
 class CallRecord:
-    """One provider call, handed to the caller's `record` callback for cost accounting."""
+    """One attempt of a provider call, handed to the caller's `record` callback for cost
+    accounting; `attempts` is the attempt's number (1 for the first try)."""
 
     role: str
     provider: str
@@ -46,17 +53,25 @@ class LLMError(Exception):
     """A provider call failed; `retryable` says whether trying again can help.
 
     `retry_after_s` carries a server's Retry-After hint; `attempts` is set once retries are over.
+    An error that comes after the server started answering is never retryable (see
+    `BaseProvider.complete`): the server works, trying again would only spend the time twice.
     """
 
     retryable: bool = False
 
-    def __init__(self, message: str = "", *, retry_after_s: float | None = None) -> None:
+    def __init__(self, message: str = "", *, retry_after_s: float | None = None,
+                 retryable: bool | None = None) -> None:
         super().__init__(message)
         self.retry_after_s = retry_after_s
         self.attempts = 0
+        if retryable is not None:
+            self.retryable = retryable
 
 
 class LLMTimeout(LLMError):
+    """No first token, or no next chunk, within the idle timeout. Retryable only while nothing
+    had arrived (a server that is restarting or stuck on another request)."""
+
     retryable = True
 
 
@@ -88,7 +103,13 @@ class LLMConfigError(LLMError):
 
 @dataclass(frozen=True, repr=False)
 class ProviderConfig:
-    """Where one role's calls go. `api_key` never appears in repr() or str()."""
+    """Where one role's calls go, and how long they may be. `api_key` never appears in repr().
+
+    `timeout_s` is the idle timeout: the longest silence accepted (before the first token, or
+    between two chunks of a streamed reply; a reply that is not streamed must come whole within
+    it). It is not a limit on a reply that keeps streaming: callers bound the total with a
+    deadline. `max_tokens` caps each reply when the caller asks for no cap of its own.
+    """
 
     provider: str
     model: str = ""
@@ -96,19 +117,23 @@ class ProviderConfig:
     api_key: str = ""
     timeout_s: float = 120
     max_retries: int = 2
+    max_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.timeout_s <= 0:
             raise LLMConfigError(f"timeout_s must be positive, got {self.timeout_s}")
         if self.max_retries < 0:
             raise LLMConfigError(f"max_retries must be 0 or more, got {self.max_retries}")
+        if self.max_tokens is not None and self.max_tokens <= 0:
+            raise LLMConfigError(f"max_tokens must be positive, got {self.max_tokens}")
 
     def __repr__(self) -> str:
         key = "<set>" if self.api_key else "<not set>"
         return (
             f"ProviderConfig(provider={self.provider!r}, model={self.model!r}, "
             f"base_url={safe_url(self.base_url)!r}, api_key={key}, "
-            f"timeout_s={self.timeout_s!r}, max_retries={self.max_retries!r})"
+            f"timeout_s={self.timeout_s!r}, max_retries={self.max_retries!r}, "
+            f"max_tokens={self.max_tokens!r})"
         )
 
     __str__ = __repr__
@@ -127,6 +152,8 @@ class Provider(Protocol):
         temperature: float | None = None,
         timeout_s: float | None = None,
         record: Callable[[CallRecord], None] | None = None,
+        on_text: Callable[[str], None] | None = None,
+        deadline: float | None = None,
     ) -> Completion: ...
 
 

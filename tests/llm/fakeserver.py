@@ -20,7 +20,9 @@ class Reply:
     body: Any = None  # dict -> JSON; str -> as is
     headers: dict[str, str] = field(default_factory=dict)
     delay_s: float = 0.0
-    sse: list[str] | None = None  # server-sent events, each a complete "event/data" block
+    # Server-sent events, each a complete "event/data" block; a number is a pause of that many
+    # seconds (a model that writes slowly, or goes silent).
+    sse: list[str | float] | None = None
 
 
 @dataclass
@@ -114,6 +116,9 @@ class FakeServer:
                 self.send_header("connection", "close")
                 self.end_headers()
                 for event in reply.sse or []:
+                    if isinstance(event, (int, float)):
+                        time.sleep(event)
+                        continue
                     self.wfile.write(event.encode() + b"\n\n")
                     self.wfile.flush()
                 self.close_connection = True

@@ -123,7 +123,8 @@ def test_overloaded_529_is_retried(fake_server: FakeServer) -> None:
     records: list[CallRecord] = []
     assert provider(fake_server).complete(CONVERSATION, role="implementer",
                                           record=records.append).text == "fine"
-    assert records[0].attempts == 2 and len(fake_server.requests) == 2
+    assert [(r.attempts, r.error is None) for r in records] == [(1, False), (2, True)]
+    assert len(fake_server.requests) == 2
 
 
 def test_invalid_request_is_not_retried(fake_server: FakeServer) -> None:

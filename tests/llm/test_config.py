@@ -33,10 +33,10 @@ def llm_env(settings):
 
 
 def test_the_environment_sets_every_role(llm_env) -> None:
-    for role in ("analyst", "implementer", "reflector"):
+    for role, cap in (("analyst", 600), ("implementer", 2000), ("reflector", 400)):
         assert role_config(role) == ProviderConfig(
             provider="openai", model="qwen2.5-coder:7b", base_url="http://ollama:11434/v1",
-            api_key="global-key", timeout_s=90.0, max_retries=3)
+            api_key="global-key", timeout_s=90.0, max_retries=3, max_tokens=cap)
 
 
 def test_per_role_variables_are_read_generically() -> None:

@@ -93,3 +93,17 @@ def test_a_server_retry_after_hint_is_honoured_but_bounded() -> None:
     flaky = Flaky(LLMRateLimited("429", retry_after_s=2.0))
     with_retries(flaky, max_retries=1, base_delay_s=0.01, sleep=waits.append)
     assert waits[0] >= 2.0
+
+
+def test_no_retry_starts_when_the_deadline_comes_first() -> None:
+    clock = [100.0]
+
+    def sleep(seconds: float) -> None:
+        clock[0] += seconds
+
+    flaky = Flaky(*[LLMServerError("503")] * 5)
+    with pytest.raises(LLMServerError) as caught:
+        with_retries(flaky, max_retries=5, base_delay_s=1.0, sleep=sleep,
+                     deadline=101.2, clock=lambda: clock[0])
+    # The first wait (0.5-1 s) fits before the deadline, the second (1-2 s) does not.
+    assert flaky.calls == 2 and caught.value.attempts == 2

@@ -440,8 +440,8 @@ def test_an_unreachable_model_does_not_stop_the_interview(
     interview = start_interview(client)
     interview.refresh_from_db()
     assert not [q for q in interview.questions if q["source"] == "analyst"]
-    call = LLMCall.objects.get(role="analyst")
-    assert call.error and call.provider == "openai" and call.reply == ""
+    calls = LLMCall.objects.filter(role="analyst")  # one row per attempt
+    assert calls and all(c.error and c.provider == "openai" and c.reply == "" for c in calls)
     response = answer_checklist(client, interview)
     assert response["Location"] == reverse("interview_summary", args=[interview.pk])
 
