@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import PurePath
+from typing import ClassVar
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -20,7 +21,38 @@ def validate_base_url(value: str) -> None:
         raise ValidationError("Enter an http:// or https:// URL, e.g. http://ollama:11434/v1.")
 
 
-class TeamModelOverride(models.Model):
+class SealedApiKey:
+    """The `api_key` of a row that stores it sealed in `api_key_sealed` (autocoder/sealing):
+    readable only by the portal, shown to people only as its status."""
+
+    api_key_sealed: str
+    # What a person reads when the key cannot be unsealed: where to enter it again.
+    KEY_HINT: ClassVar[str] = "The stored API key of {owner} cannot be read ({error})"
+
+    @property
+    def api_key(self) -> str:
+        try:
+            return unseal(self.api_key_sealed)
+        except UnsealError as exc:
+            raise LLMConfigError(self.KEY_HINT.format(owner=self, error=exc) + ", or put the "
+                                 "previous key in SECRET_KEY_FALLBACKS.") from exc
+
+    @api_key.setter
+    def api_key(self, value: str) -> None:
+        self.api_key_sealed = seal(value)
+
+    @property
+    def api_key_status(self) -> str:
+        if not self.api_key_sealed:
+            return "not set"
+        try:
+            unseal(self.api_key_sealed)
+        except UnsealError:
+            return "unreadable: enter it again"
+        return "set"
+
+
+class TeamModelOverride(SealedApiKey, models.Model):
     """One team's model for one role; blank fields keep what the environment says."""
 
     class Provider(models.TextChoices):
@@ -59,28 +91,7 @@ class TeamModelOverride(models.Model):
                 f"provider={self.provider!r} model={self.model!r} "
                 f"base_url={safe_url(self.base_url)!r} api_key={self.api_key_status}>")
 
-    @property
-    def api_key(self) -> str:
-        try:
-            return unseal(self.api_key_sealed)
-        except UnsealError as exc:
-            raise LLMConfigError(
-                f"The stored API key of {self} cannot be read ({exc}): enter it again in "
-                "the admin, or put the previous key in SECRET_KEY_FALLBACKS.") from exc
-
-    @api_key.setter
-    def api_key(self, value: str) -> None:
-        self.api_key_sealed = seal(value)
-
-    @property
-    def api_key_status(self) -> str:
-        if not self.api_key_sealed:
-            return "not set"
-        try:
-            unseal(self.api_key_sealed)
-        except UnsealError:
-            return "unreadable: enter it again"
-        return "set"
+    KEY_HINT = "The stored API key of {owner} cannot be read ({error}): enter it again in the admin"
 
     def as_layer(self) -> dict[str, object]:
         """The fields this row sets, in the shape role_config layers over the environment."""
@@ -89,7 +100,7 @@ class TeamModelOverride(models.Model):
         return {name: value for name, value in fields.items() if value}
 
 
-class SiteModelConfig(models.Model):
+class SiteModelConfig(SealedApiKey, models.Model):
     """The model the whole site uses, set on the Model page (/settings/model/). One row.
 
     A value set in the environment (LLM_PROVIDER, LLM_BASE_URL, ...) wins over the row; the
@@ -139,28 +150,8 @@ class SiteModelConfig(models.Model):
             raise ValidationError({"model": "Enter the absolute path of the .gguf file, e.g. "
                                             "/srv/models/qwen2.5-coder-7b.gguf."})
 
-    @property
-    def api_key(self) -> str:
-        try:
-            return unseal(self.api_key_sealed)
-        except UnsealError as exc:
-            raise LLMConfigError(
-                f"The stored API key of the site's model cannot be read ({exc}): enter it again "
-                "on the Model page, or put the previous key in SECRET_KEY_FALLBACKS.") from exc
-
-    @api_key.setter
-    def api_key(self, value: str) -> None:
-        self.api_key_sealed = seal(value)
-
-    @property
-    def api_key_status(self) -> str:
-        if not self.api_key_sealed:
-            return "not set"
-        try:
-            unseal(self.api_key_sealed)
-        except UnsealError:
-            return "unreadable: enter it again"
-        return "set"
+    KEY_HINT = ("The stored API key of the site's model cannot be read ({error}): enter it again "
+                "on the Model page")
 
     def model_for(self, role: str | None) -> str:
         return (self.role_models.get(role, "") if role else "") or self.model
