@@ -21,6 +21,22 @@ ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhos
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 VAR_DIR = config.var_dir()
 
+# HTTPS (docs/operating.md, "Security"): all off for `make run` on plain http; compose.yaml turns
+# them on for a portal behind a TLS-terminating proxy, so `check --deploy` reports nothing.
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=False)
+# The container health check asks over plain http from inside: it is not redirected.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SESSION_COOKIE_SECURE", default=False)
+CSRF_COOKIE_SECURE = env.bool("DJANGO_CSRF_COOKIE_SECURE", default=False)
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=False)
+# The header the proxy sets to say the browser used https (e.g. X-Forwarded-Proto); trust it only
+# behind a proxy that overwrites it, or anyone could claim https.
+_PROXY_SSL_HEADER = env.str("DJANGO_SECURE_PROXY_SSL_HEADER", default="")
+SECURE_PROXY_SSL_HEADER = (
+    ("HTTP_" + _PROXY_SSL_HEADER.upper().replace("-", "_"), "https") if _PROXY_SSL_HEADER else None)
+
 INSTALLED_APPS = [
     "daphne",
     "django.contrib.admin",
@@ -45,6 +61,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "autocoder.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -93,6 +110,9 @@ REDIS_URL = config.redis_url()
 # its websocket closed: updates sent before the browser reconnected were lost. The read timeout
 # stays finite (a dead Redis is still noticed) but well above the blocking pop.
 CHANNEL_LAYER_SOCKET_TIMEOUT_S = 30
+# Websockets check their user's team membership again this often (seconds) before relaying an
+# event: a member removed from a team stops receiving its events within this time.
+WEBSOCKET_MEMBERSHIP_RECHECK_S = env.float("WEBSOCKET_MEMBERSHIP_RECHECK_S", default=2.0)
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
@@ -132,7 +152,11 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("LOGIN_COOLOFF_HOURS", default=0.25)
-AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# Failures of one user name at one address (brute force), then of one address across every user
+# name (password spraying), which locks at its own, higher limit (autocoder.security).
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+LOGIN_IP_FAILURE_LIMIT = env.int("LOGIN_IP_FAILURE_LIMIT", default=20)
+AXES_HANDLER = "autocoder.security.LoginThrottle"
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_RESET_ON_SUCCESS = True
 LOGIN_URL = "login"

@@ -340,8 +340,10 @@ def review_of(plugin: Plugin, user_id: int | None) -> Review | None:
 
 
 def pending_versions_for(viewer: Viewer) -> QuerySet[PluginVersion]:
-    """Versions awaiting the gate in teams where the viewer is a member (reviewers decide)."""
-    return (PluginVersion.objects.filter(status=PluginVersion.Status.PENDING,
+    """Versions awaiting the gate in teams where the viewer is a member (reviewers decide), of
+    plugins the viewer may see: a requester does not learn the names of private plugins."""
+    return (PluginVersion.objects.filter(visible_q(viewer, "plugin__"),
+                                         status=PluginVersion.Status.PENDING,
                                          plugin__team_id__in=sorted(viewer.member_of))
             .select_related("plugin__team", "submitted_by").defer("files")
             .order_by("created_at"))

@@ -322,18 +322,29 @@ def plugin_version_decide(*, version: PluginVersion, user: User, approve: bool,
 
 
 def _check_may_decide(version: PluginVersion, user: User) -> None:
+    refusal = _decision_refusal(version, user)
+    if refusal:
+        raise PermissionDenied(refusal)
+
+
+def _decision_refusal(version: PluginVersion, user: User) -> str:
+    """Why `user` may not decide `version` now ("" when they may): asked at every vote and
+    again when the votes are counted."""
     team = version.plugin.team
     role = viewer_for(user).roles.get(team.id)
     if role is None:
-        raise PermissionDenied("Only members of the plugin's team decide its publication.")
+        return "Only members of the plugin's team decide its publication."
     if role == Membership.Role.REQUESTER and not team.requester_may_approve:
-        raise PermissionDenied("Only reviewers and admins decide publications in this team.")
+        return "Only reviewers and admins decide publications in this team."
     if version.submitted_by_id == user.pk and not team.requester_may_approve:
-        raise PermissionDenied("You submitted this version: another reviewer must decide it.")
+        return "You submitted this version: another reviewer must decide it."
+    return ""
 
 
 def _approvals(version: PluginVersion) -> int:
-    return version.decisions.filter(approved=True).count()
+    """Approvals by people who may still decide (one who left the team no longer counts)."""
+    approvals = version.decisions.filter(approved=True).select_related("user")
+    return sum(not _decision_refusal(version, decision.user) for decision in approvals)
 
 
 def _decide_via_run_approval(version: PluginVersion, user: User, approve: bool,

@@ -1,14 +1,21 @@
-"""Websocket consumers: thin, they check membership and relay group events."""
+"""Websocket consumers: thin, they check membership and relay group events.
+
+Membership is checked when the socket opens and again before relaying events (at most every
+WEBSOCKET_MEMBERSHIP_RECHECK_S seconds): someone removed from the team, by any means (the admin,
+a deleted user or team), stops receiving its events within seconds and their socket is closed.
+"""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
+from django.conf import settings
 
 from autocoder import realtime
-from projects.models import Run, Team
+from projects.models import Membership, Run, Team
 from projects.permissions import membership_for
 
 # Application close codes (4000-4999): clients tell "log in again" from "no access".
@@ -28,10 +35,17 @@ def _run_if_member(user: Any, run_id: int) -> Run | None:
     return run if run and membership_for(user, run.project.team) else None
 
 
+@database_sync_to_async
+def _is_member(user_id: int, team_id: int) -> bool:
+    return Membership.objects.filter(team_id=team_id, user_id=user_id).exists()
+
+
 class TeamConsumer(AsyncJsonWebsocketConsumer):
     """Live events of one team (board changes, run progress summaries)."""
 
     group: str | None = None
+    team_id: int | None = None
+    checked_at: float = 0.0
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -42,7 +56,10 @@ class TeamConsumer(AsyncJsonWebsocketConsumer):
         if team is None:
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        self.group = realtime.team_group(team.id)
+        await self._join(realtime.team_group(team.id), team_id=team.id)
+
+    async def _join(self, group: str, *, team_id: int) -> None:
+        self.group, self.team_id, self.checked_at = group, team_id, time.monotonic()
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
 
@@ -51,7 +68,24 @@ class TeamConsumer(AsyncJsonWebsocketConsumer):
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def event_message(self, event: dict[str, Any]) -> None:
+        if self.team_id is None:  # no longer a member: closing, nothing more is relayed
+            return
+        if not await self._still_member():
+            self.team_id = None
+            await self.close(code=CLOSE_FORBIDDEN)
+            return
         await self.send_json(event["payload"])
+
+    async def _still_member(self) -> bool:
+        """Asked again once the last answer is older than the re-check interval."""
+        now = time.monotonic()
+        if now - self.checked_at < settings.WEBSOCKET_MEMBERSHIP_RECHECK_S:
+            return True
+        user = self.scope.get("user")
+        if self.team_id is None or user is None or not await _is_member(user.pk, self.team_id):
+            return False
+        self.checked_at = now
+        return True
 
 
 class RunConsumer(TeamConsumer):
@@ -67,6 +101,4 @@ class RunConsumer(TeamConsumer):
         if run is None:
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        self.group = realtime.run_group(run.id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
-        await self.accept()
+        await self._join(realtime.run_group(run.id), team_id=run.project.team_id)

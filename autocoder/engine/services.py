@@ -94,8 +94,10 @@ def project_create(*, team: Team, requester: User, spec: dict[str, Any],
 def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | None = None,
               autonomy: str = "", max_iterations: int | None = None,
               max_tokens: int | None = None, max_wall_s: int | None = None,
-              use_lessons: bool = True, dispatch: Dispatch | None = enqueue_step) -> Run:
+              use_lessons: bool = True, dispatch: Dispatch | None = enqueue_step,
+              started_by: User | None = None) -> Run:
     """Queue a new run of `project`; its first step is sent once this transaction commits.
+    `started_by`: who started (or retried) it, treated like the author at its gates.
 
     `provider` forces every role onto one provider; left empty, each role uses its configured
     model and the team's override (see llm_port.run_provider_choice)."""
@@ -120,6 +122,7 @@ def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | 
             max_wall_s=max_wall_s if max_wall_s is not None
             else int(loop.setting("ENGINE_MAX_WALL_S", 3600)),
             use_lessons=use_lessons, step_token=_new_token(), phase=Run.Phase.PLAN,
+            started_by=started_by,
         )
         _project_set_status(project, Project.Status.QUEUED, queue=True)
         if fault is not None:
@@ -668,12 +671,15 @@ def _decision_status(approval: ApprovalRequest, decision: str, comment: str) -> 
 
 
 def _check_may_decide(approval: ApprovalRequest, user: User) -> None:
+    from projects.selectors.approvals import may_decide  # the one rule, for every door
+
     membership = Membership.objects.filter(team_id=approval.project.team_id, user=user).first()
     if membership is None:
         raise PermissionDenied("Only members of the project's team can decide its approvals.")
-    own = approval.project.requester_id == user.pk
-    if not (membership.can_review or (own and approval.project.team.requester_may_approve)):
-        raise PermissionDenied("Only reviewers and admins can decide approval requests.")
+    if not may_decide(membership=membership, project=approval.project,
+                      team=approval.project.team, run=approval.run):
+        raise PermissionDenied("Only reviewers and admins can decide approval requests, and "
+                               "not on a run they asked for or started themselves.")
 
 
 def _already_decided(approval: ApprovalRequest) -> str:
@@ -765,7 +771,8 @@ def generation_run(*, team: Team, requester: User, spec: dict[str, Any],
     uses, until it finishes or waits for a person."""
     project = project_create(team=team, requester=requester, spec=spec)
     run = run_start(project=project, provider=provider, script=script, autonomy=autonomy,
-                    max_iterations=max_iterations, use_lessons=use_lessons, dispatch=None)
+                    max_iterations=max_iterations, use_lessons=use_lessons, dispatch=None,
+                    started_by=requester)
     return run_drive(run_id=run.id, provider_factory=provider_factory, on_step=on_step)
 
 

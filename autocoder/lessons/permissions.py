@@ -1,7 +1,7 @@
 """Who may see and change a lesson. Outsiders get 404, members lacking a role 403.
 
 - A team lesson is visible to the team's members; reviewers and admins of the team curate it
-  (edit, retire, restore, promote to global).
+  (edit, retire, restore); promoting it to global (every team's prompts) takes site staff.
 - A global lesson is visible to every signed-in user; only staff curate it.
 """
 
@@ -37,7 +37,10 @@ def can_curate(user: User, lesson: Lesson) -> bool:
 
 
 def can_promote(user: User, lesson: Lesson) -> bool:
-    return lesson.team_id is not None and can_curate(user, lesson)
+    """A promoted lesson goes into every team's prompts, so site staff decide, not one team's
+    reviewers (staff who can see the lesson: members of its team)."""
+    return (lesson.team_id is not None and bool(getattr(user, "is_staff", False))
+            and can_view(user, lesson))
 
 
 def get_lesson_for_viewer(user: User, lesson_id: int) -> Lesson:

@@ -26,6 +26,10 @@ def _start_services() -> None:
     os.environ["AUTOCODER_VAR_DIR"] = str(scratch)
     (scratch / "staticfiles").mkdir()  # whitenoise expects STATIC_ROOT to exist
     session_tag = f"autocoder-test-{os.getpid()}"
+    # Tests empty the database between tests with TRUNCATE, which the audit log refuses unless
+    # the connection says so (projects/migrations/0010_audit_no_truncate.py).
+    os.environ["PGOPTIONS"] = (os.environ.get("PGOPTIONS", "")
+                               + " -c autocoder.audit_log_truncate=on").strip()
     os.environ.setdefault("DRAMATIQ_NAMESPACE", session_tag)
     os.environ.setdefault("CHANNELS_PREFIX", f"{session_tag}:asgi")
     if not os.environ.get("DATABASE_URL"):

@@ -121,6 +121,10 @@ class Run(models.Model):
     waited_s = models.FloatField(default=0.0)
 
     error = models.TextField(blank=True)
+    # Who started (or retried) the run: treated like the project's author at its gates, so they
+    # cannot approve what they set going on their own (projects.selectors.approvals.is_author).
+    started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
     # While HELD: which part of the installation it waits for (see autocoder/installation.py).
     held_by = models.CharField(max_length=16, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

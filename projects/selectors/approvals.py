@@ -4,25 +4,42 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from projects.models import ApprovalRequest, ApprovalVote, Iteration, Membership, Project, Team
+from projects.models import (
+    ApprovalRequest,
+    ApprovalVote,
+    Iteration,
+    Membership,
+    Project,
+    Run,
+    Team,
+)
 
 
-def may_decide(*, membership: Membership, project: Project, team: Team) -> bool:
-    """Reviewers and admins decide; whoever asked for the project only where the team allows it
-    (as in trusted review systems, an author does not approve their own change by default)."""
-    if project.requester_id == membership.user_id:
+def is_author(user_id: int | None, *, project: Project, run: Run | None) -> bool:
+    """Whoever asked for the project, and whoever started or retried the run: what they set
+    going is their own change (as in trusted review systems)."""
+    return user_id is not None and (project.requester_id == user_id
+                                    or (run is not None and run.started_by_id == user_id))
+
+
+def may_decide(*, membership: Membership, project: Project, team: Team, run: Run | None) -> bool:
+    """Reviewers and admins decide; the author of the change (`is_author`) only where the team
+    allows it, since an author does not approve their own change by default. `run` is the run
+    whose gate it is (None: the project as a whole)."""
+    if is_author(membership.user_id, project=project, run=run):
         return team.requester_may_approve
     return membership.can_review
 
 
 def decidable_projects_q(*, membership: Membership, team: Team) -> Q | None:
-    """A filter for the team's projects whose gates `membership` may decide (None: no project)."""
+    """A filter for the team's projects whose gates `membership` may decide (None: no project).
+    Runs the member started are left out by `approvals_awaiting` (a gate is the run's)."""
     own = Q(requester_id=membership.user_id)
     if membership.can_review:
         return Q() if team.requester_may_approve else ~own
@@ -44,8 +61,9 @@ def approvals_awaiting(user: User | AnonymousUser) -> QuerySet[ApprovalRequest]:
         if allowed is not None:
             project_ids = Project.objects.filter(allowed, team=membership.team).values("pk")
             scope |= Q(project_id__in=project_ids)
+    started = Q(run__started_by=user, project__team__requester_may_approve=False)
     return (ApprovalRequest.objects.filter(scope, status=ApprovalRequest.Status.PENDING)
-            .exclude(_voted_by(user))
+            .exclude(started).exclude(_voted_by(user))
             .select_related("project__team", "project__requester", "run")
             .order_by("created_at"))
 
@@ -63,6 +81,8 @@ class Tally:
     approvals: int
     needed: int
     votes: list[ApprovalVote]
+    # Votes of people who may no longer decide (left the team, lost the role): kept, not counted.
+    lapsed: list[ApprovalVote] = field(default_factory=list)
 
     @property
     def remaining(self) -> int:
@@ -70,11 +90,22 @@ class Tally:
 
 
 def approval_tally(approval: ApprovalRequest, *, team: Team) -> Tally:
-    """The votes on the current candidate (votes on a replaced candidate no longer count)."""
+    """The votes that count now: on the current candidate (votes on a replaced candidate no
+    longer count), by people who may still decide it (checked again at every tally)."""
     candidate = approval_candidate(approval)
     votes = list(approval.votes.select_related("user").filter(candidate=candidate))
-    approvals = sum(vote.decision == ApprovalVote.Decision.APPROVE for vote in votes)
-    return Tally(approvals=approvals, needed=max(team.required_approvals, 1), votes=votes)
+    memberships = {m.user_id: m for m in Membership.objects.filter(
+        team=team, user_id__in=[vote.user_id for vote in votes])}
+    counted: list[ApprovalVote] = []
+    lapsed: list[ApprovalVote] = []
+    for vote in votes:
+        membership = memberships.get(vote.user_id)
+        still = membership is not None and may_decide(
+            membership=membership, project=approval.project, team=team, run=approval.run)
+        (counted if still else lapsed).append(vote)
+    approvals = sum(vote.decision == ApprovalVote.Decision.APPROVE for vote in counted)
+    return Tally(approvals=approvals, needed=max(team.required_approvals, 1), votes=counted,
+                 lapsed=lapsed)
 
 
 @dataclass

@@ -4,8 +4,11 @@
   where the team allows it (Team.requester_may_approve).
 - A decision names the candidate it was made on; a decision on a replaced (stale) candidate is
   refused, and votes on a replaced candidate stop counting.
+- Whoever started or retried the run is treated like the project's author (`is_author`).
 - A team may require N approvals: each reviewer's vote is kept (one per user); the gate opens at
-  N approvals; any reject or request for changes closes it at once.
+  N approvals; any reject or request for changes closes it at once. A vote counts only while its
+  voter may still decide (re-checked at every tally: someone who left the team or lost the
+  reviewer role no longer counts).
 - Concurrent decisions are serialised on the request's row and the engine's guarded update
   (`filter(status="pending").update(...)`) makes exactly one of them the decision.
 - Every vote and decision is in the audit log; the run resumes as soon as the decision commits
@@ -61,10 +64,13 @@ class VoteOutcome:
 def _check_member(approval: ApprovalRequest, user: User) -> None:
     membership = Membership.objects.filter(team_id=approval.project.team_id, user=user).first()
     if membership is None or not may_decide(membership=membership, project=approval.project,
-                                            team=approval.project.team):
+                                            team=approval.project.team, run=approval.run):
         if approval.project.requester_id == user.pk:
             raise PermissionDenied("This team does not let requesters decide approval requests "
                                    "on their own projects; a reviewer has to.")
+        if membership is not None and approval.run.started_by_id == user.pk:
+            raise PermissionDenied("You started this run, so its gates are your own change: "
+                                   "another reviewer has to decide them.")
         raise PermissionDenied("Only reviewers and admins of the team can decide approval "
                                "requests.")
 
@@ -163,9 +169,8 @@ def _decision_comment(approval: ApprovalRequest, decision: str, comment: str) ->
     if decision != Decision.APPROVE:
         return comment
     notes = [f"{vote.user.get_username()}: {vote.comment}"
-             for vote in approval.votes.select_related("user").filter(
-                 decision=Decision.APPROVE, candidate=approval_candidate(approval))
-             if vote.comment]
+             for vote in approval_tally(approval, team=approval.project.team).votes
+             if vote.decision == Decision.APPROVE and vote.comment]
     return "\n".join(notes) if len(notes) > 1 else comment
 
 

@@ -224,7 +224,7 @@ def interview_start(*, interview: Interview, user: User,
         locked.step = Interview.Step.STARTED
         locked.save(update_fields=["step", "updated_at"])
         try:
-            run = run_start(project=project, **dict(run_options or {}))
+            run = run_start(project=project, started_by=user, **dict(run_options or {}))
         except (LLMError, RunStateError) as error:
             raise InterviewInvalid({logic.FIELD_GENERAL: [
                 f"The request could not be started: {error}. Your answers are saved; "

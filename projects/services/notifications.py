@@ -29,7 +29,7 @@ def notifications_approval_requested(*, approval: ApprovalRequest) -> int:
     project, team = approval.project, approval.project.team
     memberships = Membership.objects.filter(team=team).select_related("user")
     deciders = [m.user for m in memberships
-                if may_decide(membership=m, project=project, team=team)]
+                if may_decide(membership=m, project=project, team=team, run=approval.run)]
     message = (f"Review needed: {approval.get_kind_display().lower()} of “{project.name}” "
                f"(iteration {approval.iteration}).")
     url = reverse("approval_detail", args=[approval.pk])

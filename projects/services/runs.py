@@ -38,7 +38,7 @@ def run_control(*, run: Run, user: User, action: str) -> Run:
     before = run.status
     try:
         with transaction.atomic():
-            result = _apply(run, action)
+            result = _apply(run, action, user)
             audit_record(actor=user, action=f"run.{action}", team=run.project.team, target=run,
                          before={"status": before},
                          after={"status": result.status, "run": result.pk,
@@ -48,21 +48,22 @@ def run_control(*, run: Run, user: User, action: str) -> Run:
     return result
 
 
-def _apply(run: Run, action: str) -> Run:
+def _apply(run: Run, action: str, user: User) -> Run:
     if action == "pause":
         return engine.run_pause(run=run)
     if action == "resume":
         return engine.run_resume(run=run)
     if action == "cancel":
         return engine.run_cancel(run=run)
-    return _retry(run)
+    return _retry(run, user)
 
 
-def _retry(run: Run) -> Run:
-    """A new run of the same project with the same settings; the old one stays as history."""
+def _retry(run: Run, user: User) -> Run:
+    """A new run of the same project with the same settings, started by `user` (treated like
+    the author at its gates); the old one stays as history."""
     if not run.is_terminal:
         raise engine.RunStateError("Only a finished run can be retried; cancel it first.")
     return engine.run_start(project=run.project, provider=run.provider, script=run.script,
                             autonomy=run.autonomy, max_iterations=run.max_iterations,
                             max_tokens=run.max_tokens, max_wall_s=run.max_wall_s,
-                            use_lessons=run.use_lessons)
+                            use_lessons=run.use_lessons, started_by=user)

@@ -91,7 +91,8 @@ def _context(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membe
         "approval": approval, "project": approval.project, "run": approval.run, "team": team,
         "payload": approval.payload or {}, "material": material, "diff": diff, "tally": tally,
         "my_vote": next((v for v in tally.votes if v.user_id == request.user.pk), None),
-        "may_decide": may_decide(membership=membership, project=approval.project, team=team),
+        "may_decide": may_decide(membership=membership, project=approval.project, team=team,
+                                 run=approval.run),
         "is_pending": approval.status == ApprovalRequest.Status.PENDING, "form": form,
         "outcomes": material.test_report.get("outcomes") or [],
     }

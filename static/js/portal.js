@@ -108,6 +108,14 @@
 
   document.addEventListener("drop", function (event) { if (dragging) event.preventDefault(); });
 
+  // -- a select marked data-autosubmit sends its form on change (no inline handler: the CSP) --
+  document.addEventListener("change", function (event) {
+    const field = event.target;
+    if (field.matches && field.matches("select[data-autosubmit]") && field.form) {
+      field.form.requestSubmit ? field.form.requestSubmit() : field.form.submit();
+    }
+  });
+
   document.addEventListener("dragend", function () {
     const card = dragging;
     if (!card) return;

@@ -168,15 +168,22 @@ def test_retire_and_restore(people, lessons):
     assert Lesson.objects.get(pk=lesson.pk).retired_at is None
 
 
-def test_a_reviewer_promotes_a_team_lesson_to_global(people, lessons):
+def test_site_staff_promote_a_team_lesson_to_global(people, lessons):
+    """Every team's prompts are at stake: a team's reviewers and admins may not promote."""
     lesson = lessons["weekday"]
     promote = f"/lessons/{lesson.pk}/promote/"
     other = people["outsider"].memberships.get().team
     assert client_for(people["member"]).post(promote).status_code == 403
     assert client_for(people["outsider"]).post(promote).status_code == 404
+    assert client_for(people["reviewer"]).post(promote).status_code == 403
+    assert client_for(people["owner"]).post(promote).status_code == 403
+    assert "Promote to global" not in client_for(people["reviewer"]).get(
+        f"/lessons/{lesson.pk}/").content.decode()
+    assert client_for(people["staff"]).post(promote).status_code == 404  # not in the team
     assert lessons_retrieve(team_id=other.pk, query=WEEKDAY_CASE_RUN1["error"]) == []
 
-    page = client_for(people["reviewer"]).post(promote, follow=True).content.decode()
+    MembershipFactory(team=people["team"], user=people["staff"], role="requester")
+    page = client_for(people["staff"]).post(promote, follow=True).content.decode()
     assert "every team now retrieves it" in page
     assert Lesson.objects.get(pk=lesson.pk).team_id is None
     found = lessons_retrieve(team_id=other.pk, query=WEEKDAY_CASE_RUN1["error"])
