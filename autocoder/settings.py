@@ -62,6 +62,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "autocoder.security.ContentSecurityPolicyMiddleware",
+    "autocoder.middleware.RefuseNulBytesMiddleware",  # 400, not a 500 from PostgreSQL
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

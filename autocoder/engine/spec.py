@@ -34,6 +34,7 @@ _SHADOWED = frozenset(sys.stdlib_module_names) | {
     "tests", "conftest", "pytest", "_pytest", "pluggy",
 }
 
+NUL = "\x00"
 _NAME_RULE = "must be 1-64 characters: letters, digits, - and _ (at least one letter or digit)"
 _TOP_FIELDS = ("name", "summary", "commands", "constraints", "autonomy", "quality_threshold",
                "max_iterations")
@@ -122,6 +123,7 @@ def spec_from_dict(data: object) -> Spec:
     errors: list[str] = []
     if not isinstance(data, dict):
         raise SpecError(["spec: must be a JSON object"])
+    errors += _nul_errors(data)
     _check_unknown(data, _TOP_FIELDS, "", errors)
     name = _check_name(data, errors)
     summary = _check_text(data, "summary", "summary", MAX_SUMMARY_CHARS, errors, required=True)
@@ -136,6 +138,31 @@ def spec_from_dict(data: object) -> Spec:
         raise SpecError(errors)
     return Spec(name=name, summary=summary, commands=commands, constraints=constraints,
                 autonomy=autonomy, quality_threshold=threshold, max_iterations=iterations)
+
+
+def _nul_errors(data: dict[Any, Any], limit: int = 20) -> list[str]:
+    """A NUL character ("\\u0000" in JSON) anywhere in the spec, field by field.
+
+    The spec ends up in PostgreSQL text (the run, the interview), which cannot hold NUL, and in
+    generated source files; it is refused here with the field's name instead of failing later.
+    Iterative, so nesting that the other checks call too deep cannot overflow the stack here."""
+    errors: list[str] = []
+    stack: list[tuple[str, object]] = [("", data)]
+    while stack and len(errors) < limit:
+        where, value = stack.pop()
+        if isinstance(value, str) and NUL in value:
+            errors.append(f"{where}: contains a NUL character (\\u0000), which cannot be stored")
+        elif isinstance(value, dict):
+            for key, item in reversed(list(value.items())):
+                shown = str(key).replace(NUL, "\\u0000")  # never echo the NUL itself
+                field = f"{where}.{shown}" if where else shown
+                if isinstance(key, str) and NUL in key:
+                    errors.append(f"{where or 'spec'}: a field name contains a NUL character "
+                                  "(\\u0000), which cannot be stored")
+                stack.append((field, item))
+        elif isinstance(value, list):
+            stack.extend((f"{where}[{i}]", item) for i, item in reversed(list(enumerate(value))))
+    return errors
 
 
 def _check_unknown(data: dict[Any, Any], allowed: tuple[str, ...], where: str,

@@ -2,9 +2,11 @@
 
 Every rule here is listed, with its reason, in docs/safety.md. Names are resolved through
 imports and simple assignments (`import os as o`, `from os import system`, `o = os`,
-`getattr(os, "sys" + "tem")`), so renaming a module does not hide a call. What cannot be
-resolved statically (`getattr(x, name)` with a computed name, `globals()`) goes to a human
-(MEDIUM: review) rather than through.
+`getattr(os, "sys" + "tem")`), so renaming a module does not hide a call. Besides the named
+rules, the standard library is allowed only where it was reviewed (reviewed.py): a module or
+name outside that list is blocked, so a module nobody thought of is not a side door. What
+cannot be resolved statically (`getattr(x, name)` with a computed name, `globals()`) goes to
+a human (MEDIUM: review) rather than through.
 """
 
 from __future__ import annotations
@@ -15,6 +17,14 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from pathlib import PurePosixPath
 
+from autocoder.runtime import plugin_modules, test_modules
+from autocoder.safety.reviewed import (
+    REVIEWED_NAMES,
+    is_module_value,
+    is_stdlib,
+    sensitive_attribute,
+    unreviewed,
+)
 from autocoder.safety.types import Finding, Permissions
 
 
@@ -71,6 +81,8 @@ DUNDER_ESCAPES = frozenset({
     "__reduce__", "__reduce_ex__", "__self__", "__func__", "__wrapped__",
     "f_globals", "f_locals", "f_builtins", "f_back", "f_code", "gi_frame", "gi_code",
     "cr_frame", "cr_code", "ag_frame", "ag_code", "tb_frame", "co_code", "func_globals",
+    # typing.get_type_hints and functools.singledispatch eval() the strings stored here.
+    "__annotations__",
 })
 # Method names that only event loops have; caught whatever the loop object is called.
 LOOP_PROCESS_METHODS = frozenset({"subprocess_exec", "subprocess_shell"})
@@ -100,6 +112,26 @@ PATH_METHODS = frozenset({"open", "write_text", "write_bytes", "read_text", "rea
                           "chmod", "lchmod", "iterdir", "glob", "rglob"})
 ESCAPE_CALLS = ("pathlib.Path.home", "os.path.expanduser", "os.path.expandvars")
 TEMPFILE = ("tempfile",)
+# Functions that look attributes up by a name given as text; the gate cannot see the object.
+NAMED_LOOKUPS = frozenset({"operator.attrgetter", "operator.methodcaller"})
+LOOKUP_FUNCTIONS = NAMED_LOOKUPS | {f"builtins.{name}" for name in ("getattr", "setattr",
+                                                                     "delattr")}
+# Names that, given as text to getattr/attrgetter/methodcaller, reach what a rule denies
+# (`methodcaller("system", "ls")(os)`), whatever object they end up applied to.
+SENSITIVE_NAMES = frozenset(
+    {pattern.rsplit(".", 1)[1] for rule in (PROCESS, DYNAMIC_CODE, NAMESPACE)
+     for pattern in rule.patterns if "." in pattern}
+    | LOOP_PROCESS_METHODS | DUNDER_ESCAPES
+)
+FS_NAMES = frozenset({name.rsplit(".", 1)[1] for name in FS_FUNCTIONS if "." in name}
+                     | PATH_METHODS)
+# Builtins, by name, for the names a plugin loads without importing anything.
+BUILTIN_NAMES = frozenset(dir(__import__("builtins"))) | {"exit", "quit", "copyright",
+                                                          "credits", "license", "help"}
+# Node types a string annotation may hold: a type is names, attributes, subscripts and `|`.
+MAX_ANNOTATION_DEPTH = 5  # strings in strings in annotations; deeper ones block outright
+ANNOTATION_NODES = (ast.Expression, ast.Name, ast.Attribute, ast.Subscript, ast.Tuple,
+                    ast.List, ast.Constant, ast.BinOp, ast.BitOr, ast.Load)
 
 
 def matches(qualname: str, patterns: Iterable[str]) -> bool:
@@ -120,8 +152,12 @@ def is_test_file(path: str) -> bool:
             or name.startswith("test_") or name.endswith("_test.py"))
 
 
-def check_source(path: str, source: str, permissions: Permissions) -> list[Finding]:
-    """Findings of the AST policy for one file (a syntax error is a finding too)."""
+def check_source(path: str, source: str, permissions: Permissions,
+                 local_modules: frozenset[str] = frozenset()) -> list[Finding]:
+    """Findings of the AST policy for one file (a syntax error is a finding too).
+
+    `local_modules` are the plugin's own top-level modules, which the reviewed list of the
+    standard library does not judge (a plugin package may be called `_tools`)."""
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
@@ -130,22 +166,27 @@ def check_source(path: str, source: str, permissions: Permissions) -> list[Findi
     except (ValueError, RecursionError, MemoryError) as exc:
         return [Finding("syntax", "unparsable", "HIGH", path, 1,
                         f"the file cannot be parsed: {type(exc).__name__}: {exc}")]
-    return _Checker(path, permissions, is_test_file(path), tree).run()
+    return _Checker(path, permissions, is_test_file(path), tree, local_modules).run()
 
 
 class _Checker:
     def __init__(self, path: str, permissions: Permissions, is_test: bool,
-                 tree: ast.Module) -> None:
+                 tree: ast.Module, local_modules: frozenset[str] = frozenset()) -> None:
         self.path = path
         self.permissions = permissions
         self.is_test = is_test
         self.tree = tree
         self.aliases: dict[str, str] = {}
         self.findings: dict[tuple[str, int, str], Finding] = {}
+        self.not_stdlib = local_modules | (test_modules() if is_test else plugin_modules())
+        self.parents: dict[ast.AST, ast.AST] = {}
+        self.bound: set[str] = set()
+        self.ambiguous: dict[str, list[str]] = {}
 
     def run(self) -> list[Finding]:
         nodes = list(ast.walk(self.tree))  # iterative: deep nesting cannot overflow the stack
         self._collect_aliases(nodes)
+        self._collect_structure(nodes)
         for node in nodes:
             self._check(node)
         return sorted(self.findings.values(), key=lambda f: (f.line, f.rule))
@@ -153,15 +194,12 @@ class _Checker:
     # --- name resolution ---------------------------------------------------------
 
     def _collect_aliases(self, nodes: list[ast.AST]) -> None:
+        targets: dict[str, set[str]] = {}  # every module or name each alias is bound to
         for node in nodes:
-            if isinstance(node, ast.Import):
-                for alias in node.names:
-                    top = alias.name if alias.asname else alias.name.split(".")[0]
-                    self.aliases[alias.asname or top] = top
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                for alias in node.names:
-                    if alias.name != "*":
-                        self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+            for name, target in _import_bindings(node):
+                targets.setdefault(name, set()).add(target)
+                if not target.startswith("."):
+                    self.aliases[name] = target
         assignments = [(target.id, node.value) for node in nodes if isinstance(node, ast.Assign)
                        for target in node.targets if isinstance(target, ast.Name)]
         assignments += [(node.target.id, node.value) for node in nodes
@@ -171,6 +209,31 @@ class _Checker:
                 resolved = self.qualname(value)
                 if resolved and name not in self.aliases:
                     self.aliases[name] = resolved
+        for name, value in assignments:
+            resolved = self.qualname(value)
+            if resolved:
+                targets.setdefault(name, set()).add(resolved)
+        # One name for two modules (`import os as json` here, `import json` there): the gate
+        # would judge every use as one of them while the other may be what runs.
+        self.ambiguous = {name: sorted(bound) for name, bound in targets.items()
+                          if len(bound) > 1 and any(is_stdlib(t.lstrip(".")) for t in bound)}
+
+    def _collect_structure(self, nodes: list[ast.AST]) -> None:
+        """Parents (to tell `os.name` from passing `os` around) and every name the file binds
+        (a plugin's own `help()` is not the builtin)."""
+        for node in nodes:
+            for child in ast.iter_child_nodes(node):
+                self.parents[child] = node
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                self.bound.add(node.name)
+            elif isinstance(node, ast.arg):
+                self.bound.add(node.arg)
+            elif isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load):
+                self.bound.add(node.id)
+            elif isinstance(node, ast.alias):
+                self.bound.add(node.asname or node.name.split(".")[0])
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                self.bound.add(node.name)
 
     def qualname(self, node: ast.AST) -> str | None:
         parts: list[str] = []
@@ -198,19 +261,17 @@ class _Checker:
     def _check(self, node: ast.AST) -> None:
         if isinstance(node, ast.Import):
             for alias in node.names:
-                self._check_name(alias.name, node, f"import {alias.name}")
+                self._judge(alias.name, node, f"import {alias.name}")
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             self._check_import_from(node)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
-            if node.id in DUNDER_ESCAPES:
-                self._add("dunder-escape", "HIGH", node,
-                          f"`{node.id}` reaches interpreter internals (a sandbox escape route)")
-            if node.id in WATCHED_BUILTINS and node.id not in self.aliases:
-                self._check_name(f"builtins.{node.id}", node, node.id)
-                if node.id == "open":
-                    self._check_fs_reference(node)
+            self._check_name_load(node)
         elif isinstance(node, ast.Attribute):
             self._check_attribute(node)
+        elif isinstance(node, ast.arg | ast.AnnAssign) and node.annotation is not None:
+            self._check_annotation(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.returns:
+            self._check_annotation(node.returns)
         elif isinstance(node, ast.Constant | ast.BinOp | ast.JoinedStr):
             self._check_string(node)
             if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
@@ -218,29 +279,122 @@ class _Checker:
         if isinstance(node, ast.Call):
             self._check_call(node)
 
-    def _check_name(self, qualname: str, node: ast.AST, shown: str) -> None:
+    def _check_name_load(self, node: ast.Name) -> None:
+        if node.id in DUNDER_ESCAPES:
+            self._add("dunder-escape", "HIGH", node,
+                      f"`{node.id}` reaches interpreter internals (a sandbox escape route)")
+        if node.id in self.ambiguous:
+            shown = ", ".join(f"`{target}`" for target in self.ambiguous[node.id])
+            self._add("ambiguous-name", "HIGH", node,
+                      f"`{node.id}` stands for different things in this file ({shown}); the "
+                      "gate cannot tell which one this use means: give each its own name")
+        if node.id in self.aliases:
+            self._check_module_value(node, self.aliases[node.id])
+            self._check_lookup_value(node, self.aliases[node.id])
+        elif node.id in ATTRIBUTE_BUILTINS:
+            self._check_lookup_value(node, f"builtins.{node.id}")
+        elif node.id in WATCHED_BUILTINS:
+            self._judge(f"builtins.{node.id}", node, node.id)
+            if node.id == "open":
+                self._check_fs_reference(node)
+        elif node.id in BUILTIN_NAMES and node.id not in self.bound:
+            self._check_reviewed(f"builtins.{node.id}", node)  # breakpoint(), help(), ...
+
+    def _judge(self, qualname: str, node: ast.AST, shown: str) -> None:
+        """The named rules first (their message says why); then the reviewed list, which
+        also turns a MEDIUM (`sys.modules`) into a block where the name was never reviewed."""
+        if self._check_name(qualname, node, shown) != "HIGH":
+            self._check_reviewed(qualname, node)
+
+    def _check_name(self, qualname: str, node: ast.AST, shown: str) -> str | None:
         for rule in MODULE_RULES:
             if rule is NETWORK and self.permissions.network:
                 continue
             if matches(qualname, rule.patterns):
                 self._add(rule.name, rule.severity, node, f"`{shown}` {rule.reason}")
-                return
+                return rule.severity
+        return None
+
+    def _check_reviewed(self, qualname: str, node: ast.AST) -> None:
+        if not is_stdlib(qualname) or qualname.split(".", 1)[0] in self.not_stdlib:
+            return
+        verdict = unreviewed(qualname, in_tests=self.is_test,
+                             network=self.permissions.network)
+        if verdict is not None:
+            self._add(verdict.rule, "HIGH", node, verdict.message)
+
+    def _check_module_value(self, node: ast.expr, qualname: str) -> None:
+        """A standard-library module handed around as a value (`run(os)`, `[os][0]`) can
+        only be judged where its names are written out, so it may not leave `os.name`."""
+        if qualname.split(".", 1)[0] in self.not_stdlib or not is_module_value(qualname):
+            return
+        parent = self.parents.get(node)
+        if isinstance(parent, ast.Attribute) and parent.value is node:
+            return
+        if self._is_alias_assignment(parent, node):
+            return
+        if (isinstance(parent, ast.Call) and parent.args and parent.args[0] is node
+                and self.qualname(parent.func) in {"builtins.getattr", "builtins.hasattr"}):
+            return  # `getattr(os, "name")` is judged as `os.name`
+        self._add("module-as-value", "HIGH", node,
+                  f"the module `{qualname}` is used as a value; the gate can only judge its "
+                  f"names where they are written out (`{qualname}.name`)")
+
+    def _check_lookup_value(self, node: ast.expr, qualname: str) -> None:
+        """`getattr` or `attrgetter` handed on (`[getattr][0](f, name)`, `map(getattr, ...)`):
+        the names it will look up are out of sight, like a computed name."""
+        if qualname not in LOOKUP_FUNCTIONS:
+            return
+        parent = self.parents.get(node)
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return
+        if self._is_alias_assignment(parent, node):
+            return
+        self._add("dynamic-attribute", "MEDIUM", node,
+                  f"`{qualname.removeprefix('builtins.')}` is passed on as a value; the "
+                  "names it will look up cannot be checked statically")
+
+    def _is_alias_assignment(self, parent: ast.AST | None, node: ast.expr) -> bool:
+        """`o = os`, `g = getattr`: an alias, resolved like the import itself."""
+        if isinstance(parent, ast.Assign):
+            targets: list[ast.expr] = parent.targets
+        elif isinstance(parent, ast.NamedExpr):
+            targets = [parent.target]
+        else:
+            return False
+        return parent.value is node and all(isinstance(t, ast.Name) for t in targets)
+
+    def _check_annotation(self, annotation: ast.expr) -> None:
+        """String annotations are code to typing.get_type_hints and functools.singledispatch,
+        which eval() them, strings inside them too (`list['...']`); a type never needs a call."""
+        problem = _annotation_problem(annotation)
+        if problem:
+            self._add(DYNAMIC_CODE.name, "HIGH", annotation,
+                      f"the string annotation {problem!r} is more than a type: annotations "
+                      "are evaluated as code (typing.get_type_hints)")
 
     def _check_import_from(self, node: ast.ImportFrom) -> None:
         module = node.module or ""
         for alias in node.names:
             if alias.name == "*":
-                for rule in MODULE_RULES:
-                    if rule is NETWORK and self.permissions.network:
-                        continue
-                    if any(p == module or p.startswith(module + ".") for p in rule.patterns):
-                        self._add(rule.name, rule.severity, node,
-                                  f"`from {module} import *` brings in names that "
-                                  f"{rule.reason}")
-                        break
+                self._check_star_import(node, module)
             else:
-                self._check_name(f"{module}.{alias.name}", node,
-                                 f"from {module} import {alias.name}")
+                self._judge(f"{module}.{alias.name}", node,
+                            f"from {module} import {alias.name}")
+
+    def _check_star_import(self, node: ast.ImportFrom, module: str) -> None:
+        for rule in MODULE_RULES:
+            if rule is NETWORK and self.permissions.network:
+                continue
+            if any(p == module or p.startswith(module + ".") for p in rule.patterns):
+                self._add(rule.name, rule.severity, node,
+                          f"`from {module} import *` brings in names that {rule.reason}")
+                return
+        self._check_reviewed(module, node)
+        if module in REVIEWED_NAMES:  # only some of its names were reviewed
+            self._add("unreviewed-name", "HIGH", node,
+                      f"`from {module} import *` brings in names of `{module}` that are not "
+                      "on the gate's reviewed list (see docs/safety.md); import names one by one")
 
     def _check_attribute(self, node: ast.Attribute) -> None:
         if node.attr in DUNDER_ESCAPES:
@@ -257,7 +411,10 @@ class _Checker:
         if node.attr == "__dict__":
             self._add(NAMESPACE.name, "MEDIUM", node,
                       f"`{qualname}` {NAMESPACE.reason}")
-        self._check_name(qualname, node, qualname)
+        self._judge(qualname, node, qualname)
+        if isinstance(node.ctx, ast.Load):
+            self._check_module_value(node, qualname)
+            self._check_lookup_value(node, qualname)
 
     def _check_string(self, node: ast.AST) -> None:
         value = fold(node)
@@ -270,6 +427,8 @@ class _Checker:
         func_name = self.qualname(node.func)
         if func_name in {f"builtins.{name}" for name in ATTRIBUTE_BUILTINS}:
             self._check_attribute_builtin(node, func_name.split(".", 1)[1])
+        if func_name in NAMED_LOOKUPS:
+            self._check_named_lookup(node, func_name)
         if func_name and matches(func_name, ESCAPE_CALLS):
             self._add("filesystem-escape", "HIGH", node,
                       f"`{func_name}` points outside the plugin's workdir")
@@ -288,7 +447,35 @@ class _Checker:
             return
         base = self.qualname(node.args[0])
         if base:
-            self._check_name(f"{base}.{attribute}", node, f"{name}({base}, {attribute!r})")
+            self._judge(f"{base}.{attribute}", node, f"{name}({base}, {attribute!r})")
+        elif name == "getattr":
+            self._check_attribute_text(node, attribute, "getattr()")
+
+    def _check_named_lookup(self, node: ast.Call, func_name: str) -> None:
+        """`operator.attrgetter("a.b")` and `operator.methodcaller("name", ...)` are getattr
+        by another name: a computed name goes to review, a denied one blocks."""
+        shown = f"{func_name}()"
+        names = node.args if func_name == "operator.attrgetter" else node.args[:1]
+        for arg in names:
+            text = fold(arg)
+            if not isinstance(text, str):
+                self._add("dynamic-attribute", "MEDIUM", node,
+                          f"`{shown}` with a computed attribute name cannot be checked "
+                          "statically")
+            else:
+                self._check_attribute_text(node, text, shown)
+
+    def _check_attribute_text(self, node: ast.Call, text: str, shown: str) -> None:
+        denied = SENSITIVE_NAMES
+        if self._fs_mode() == "none":
+            denied = denied | FS_NAMES
+        if not self.permissions.network:
+            denied = denied | LOOP_NETWORK_METHODS
+        why = sensitive_attribute(text, denied)
+        if why:
+            self._add("sensitive-attribute", "HIGH", node,
+                      f"`{shown}` looks up {text!r} by name: {why}; write the attribute out "
+                      "(`obj.name`) so the gate can see what it is used on")
 
     # --- filesystem ---------------------------------------------------------------
 
@@ -343,6 +530,46 @@ class _Checker:
         key = (rule, line, message)
         if not any(k[0] == rule and k[1] == line for k in self.findings):
             self.findings[key] = Finding("ast", rule, severity, self.path, line, message)
+
+
+def _annotation_problem(annotation: ast.expr) -> str | None:
+    """The first string in an annotation that parses as more than a type, else None."""
+    pending: list[ast.AST] = [annotation]
+    for _ in range(MAX_ANNOTATION_DEPTH):
+        strings = [inner.value for tree in pending for inner in ast.walk(tree)
+                   if isinstance(inner, ast.Constant) and isinstance(inner.value, str)]
+        pending = []
+        for text in strings:
+            parsed = _parse_annotation(text)
+            if parsed is None:
+                continue
+            if not all(isinstance(node, ANNOTATION_NODES) for node in ast.walk(parsed)):
+                return text
+            pending.append(parsed)
+        if not pending:
+            return None
+    return "".join(strings[:1]) or "(nested too deeply)"
+
+
+def _parse_annotation(text: str) -> ast.Expression | None:
+    try:
+        return ast.parse(text.strip(), mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None  # not an expression: eval() of it fails as well
+
+
+def _import_bindings(node: ast.AST) -> list[tuple[str, str]]:
+    """(name, what it stands for) for each name an import binds; a relative import's target
+    starts with "." (the plugin's own module, never resolved as the standard library)."""
+    if isinstance(node, ast.Import):
+        return [(alias.asname or alias.name.split(".")[0],
+                 alias.name if alias.asname else alias.name.split(".")[0])
+                for alias in node.names]
+    if isinstance(node, ast.ImportFrom):
+        module = "." * node.level + (node.module or "")
+        return [(alias.asname or alias.name, f"{module}.{alias.name}")
+                for alias in node.names if alias.name != "*"]
+    return []
 
 
 def fold(node: ast.AST) -> object:

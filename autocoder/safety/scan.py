@@ -6,7 +6,7 @@ import tomllib
 from pathlib import Path, PurePosixPath
 
 from autocoder.safety.bandit_gate import bandit_findings
-from autocoder.safety.imports import unavailable_imports
+from autocoder.safety.imports import local_modules, unavailable_imports
 from autocoder.safety.policy import check_source
 from autocoder.safety.types import (
     DEFAULT_PERMISSIONS,
@@ -27,6 +27,7 @@ def scan_files(
     """Scan the *.py files among `files` (relative path -> source); other files are ignored."""
     findings: list[Finding] = []
     sources: dict[str, str] = {}
+    local = local_modules({name: "" for name in files if name.endswith(".py")})
     for name, source in sorted(files.items()):
         if not name.endswith(".py"):
             continue
@@ -34,7 +35,7 @@ def scan_files(
         if problem:
             findings.append(problem)
             continue
-        findings += check_source(name, source, permissions)
+        findings += check_source(name, source, permissions, local)
         sources[name] = source
     parseable = {name: text for name, text in sources.items()
                  if not any(f.tool == "syntax" and f.file == name for f in findings)}

@@ -208,3 +208,32 @@ def test_the_spec_is_frozen() -> None:
         spec.name = "other"  # type: ignore[misc]
     assert isinstance(spec, Spec)
     assert copy.deepcopy(spec) == spec
+
+
+@pytest.mark.parametrize("change, field", [
+    (lambda d: d.update(summary="a\x00b"), "summary"),
+    (lambda d: d["commands"][0].update(description="\x00"), "commands[0].description"),
+    (lambda d: d["commands"][1]["examples"][1].update(output=[1, "o\x00ne"]),
+     "commands[1].examples[1].output[1]"),
+    (lambda d: d["commands"][0]["examples"][0]["input"].update(days="\x00"),
+     "commands[0].examples[0].input.days"),
+    (lambda d: d.update(constraints=["ok", "\x00"]), "constraints[1]"),
+])
+def test_a_nul_character_is_refused_naming_its_field(change: Any, field: str) -> None:
+    data = valid()
+    change(data)
+    assert f"{field}: contains a NUL character (\\u0000), which cannot be stored" in \
+        errors_of(data)
+
+
+def test_a_nul_in_a_key_or_in_json_text_is_refused_too() -> None:
+    data = valid()
+    data["commands"][0]["examples"][0]["input"]["da\x00ys"] = 2
+    assert ("commands[0].examples[0].input: a field name contains a NUL character (\\u0000),"
+            " which cannot be stored") in errors_of(data)
+    text = json.dumps(valid()).replace("Spreads", "Spre\\u0000ads")
+    with pytest.raises(SpecError) as caught:
+        spec_from_json(text)
+    assert caught.value.errors == [
+        "summary: contains a NUL character (\\u0000), which cannot be stored"]
+    assert all("\x00" not in error for error in caught.value.errors)

@@ -61,6 +61,8 @@ BLOCKED = {
     "f-string-built dunder": ("x = object()\ngetattr(x, f'__{\"builtins\"}__')\n",
                               "dunder-escape"),
     "frame walking": ("import sys\nsys._getframe(1).f_globals\n", "introspection"),
+    # Any loaded module by name (posix too): a human look is not enough.
+    "sys.modules": ("import sys\nsys.modules['json'].dumps({})\n", "unreviewed-name"),
     "open with filesystem none": ("open('data.txt').read()\n", "filesystem"),
     "pathlib write with filesystem none": ("from pathlib import Path\n"
                                            "Path('x.txt').write_text('hi')\n", "filesystem"),
@@ -85,7 +87,6 @@ REVIEWED = {
                                     "getattr(x, ''.join(map(chr, [95, 95, 99])))\n",
                                     "dynamic-attribute"),
     "globals()": ("globals()['x'] = 1\n", "namespace-access"),
-    "sys.modules": ("import sys\nsys.modules['json'].dumps({})\n", "namespace-access"),
 }
 
 
