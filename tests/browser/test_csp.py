@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 from tests.browser.pages import log_in, wait_until_live
 from tests.factories import MembershipFactory, TeamFactory
 from tests.live import LiveServer
+from tests.projects.portal_factories import ProjectFactory, run_with_history
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -42,6 +43,10 @@ def test_pages_work_under_the_content_security_policy(
         page.select_option("#team-switch", "beta")
     expect(page.locator("#team-switch")).to_have_value("beta")
     page.goto(f"{server.url}t/beta/board/")
+    wait_until_live(page)
+    run = run_with_history(project=ProjectFactory(team=people["team"],
+                                                  requester=people["requester"]))
+    page.goto(f"{server.url}runs/{run.pk}/")  # diffs, the streamed reply, the run's socket
     wait_until_live(page)
 
     assert page.evaluate("window.__cspViolations") == []

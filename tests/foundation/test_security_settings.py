@@ -73,3 +73,14 @@ def test_pages_carry_a_content_security_policy_without_inline_code() -> None:
     assert not re.search(r"\son[a-z]+=", html), "inline event handlers are blocked by the CSP"
     assert not re.search(r"\sstyle=", html), "inline styles are blocked by the CSP"
     assert Client().get("/login/")[CSP_HEADER]
+
+
+def test_no_template_holds_code_or_styles_the_policy_would_block() -> None:
+    """Inline <script>, on...= handlers and style="" are refused by the policy: they belong in
+    static/js and static/css."""
+    blocked = re.compile(r"<script(?![^>]*\bsrc=)|\son[a-z]+=|\sstyle=|<style")
+    found = [f"{path.relative_to(ROOT)}:{number}"
+             for path in sorted((ROOT / "templates").rglob("*.html"))
+             for number, line in enumerate(path.read_text().splitlines(), 1)
+             if blocked.search(line)]
+    assert not found, found
