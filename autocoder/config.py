@@ -29,10 +29,16 @@ def embedded_redis_dir(env: Mapping[str, str] = os.environ) -> Path:
     return var_dir(env) / "redis"
 
 
-def embedded_database_url(env: Mapping[str, str] = os.environ) -> str:
+# The embedded server's role for the portal: no superuser rights (autocoder/embedded_role.py).
+EMBEDDED_APP_ROLE = "autocoder"
+EMBEDDED_SUPERUSER = "postgres"
+
+
+def embedded_database_url(env: Mapping[str, str] = os.environ, *,
+                          user: str = EMBEDDED_APP_ROLE) -> str:
     # pgserver listens on a unix socket inside its data directory, with trust auth.
     socket_dir = quote(str(embedded_pg_dir(env)), safe="")
-    return f"postgres://postgres@{socket_dir}/postgres"
+    return f"postgres://{user}@{socket_dir}/postgres"
 
 
 def embedded_redis_url(env: Mapping[str, str] = os.environ) -> str:

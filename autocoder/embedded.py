@@ -17,6 +17,7 @@ import warnings
 from pathlib import Path
 
 from autocoder import config
+from autocoder.embedded_role import database_role_ensure
 
 logger = logging.getLogger(__name__)
 # pgserver logs every pg_ctl call at INFO, also from atexit after streams are closed.
@@ -44,7 +45,12 @@ def ensure_postgres(data_dir: Path) -> str:
             f"embedded PostgreSQL did not start in {data_dir} ({exc}); see {log}, "
             "or set DATABASE_URL to use an existing server"
         ) from exc
-    return config.embedded_database_url({"AUTOCODER_VAR_DIR": str(data_dir.parent)})
+    env = {"AUTOCODER_VAR_DIR": str(data_dir.parent)}
+    # The portal connects as a role without superuser rights, created (or joined) here.
+    database_role_ensure(
+        superuser_url=config.embedded_database_url(env, user=config.EMBEDDED_SUPERUSER),
+        role=config.EMBEDDED_APP_ROLE, database="postgres")
+    return config.embedded_database_url(env)
 
 
 def _redis_executable() -> str:

@@ -13,7 +13,7 @@ def test_embedded_defaults_live_under_the_var_directory() -> None:
     assert config.redis_url(env) == "unix:///srv/autocoder/var/redis/redis.sock"
     database = config.django_database(config.database_url(env))
     assert database["HOST"] == "/srv/autocoder/var/pg"  # a unix socket directory
-    assert database["NAME"] == "postgres" and database["USER"] == "postgres"
+    assert database["NAME"] == "postgres" and database["USER"] == config.EMBEDDED_APP_ROLE
     assert database["ENGINE"] == "django.db.backends.postgresql"
 
 
