@@ -216,7 +216,8 @@ class _Checker:
         # One name for two modules (`import os as json` here, `import json` there): the gate
         # would judge every use as one of them while the other may be what runs.
         self.ambiguous = {name: sorted(bound) for name, bound in targets.items()
-                          if len(bound) > 1 and any(is_stdlib(t.lstrip(".")) for t in bound)}
+                          if len(bound) > 1 and any(is_stdlib(t.lstrip(".")) for t in bound)
+                          and not _module_and_its_namesake(name, bound)}
 
     def _collect_structure(self, nodes: list[ast.AST]) -> None:
         """Parents (to tell `os.name` from passing `os` around) and every name the file binds
@@ -620,3 +621,10 @@ def escaping_literal(node: ast.AST) -> str | None:
     if value.startswith(("/", "~", "\\")) or ".." in PurePosixPath(value).parts:
         return value
     return None
+
+
+def _module_and_its_namesake(name: str, bound: set[str]) -> bool:
+    """`import datetime` beside `from datetime import datetime` (common in ordinary code): a
+    module and its reviewed member of the same name, which the gate judges alike."""
+    return bound == {name, f"{name}.{name}"} and unreviewed(f"{name}.{name}") is None
+

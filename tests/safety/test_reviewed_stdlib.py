@@ -267,3 +267,13 @@ def test_the_engine_scenarios_replies_pass_the_gate(script: Path) -> None:
         report = scan_files(files)
         expected = "block" if label in MEANT_TO_BLOCK else "pass"
         assert report.verdict == expected, (label, report.findings)
+
+
+def test_a_module_beside_its_namesake_member_passes_but_two_modules_under_one_name_block() -> None:
+    """`import datetime` with `from datetime import datetime` is everyday code (and what small
+    models write); one name for two modules stays blocked."""
+    both = ("import datetime\nfrom datetime import datetime\n\n\n"
+            "def stamp():\n    return datetime.now().isoformat()\n")
+    assert scan_files({"pkg/plugin.py": both}).verdict == "pass"
+    two = "import os as json\nimport json\n\n\ndef f():\n    return json.system('ls')\n"
+    assert scan_files({"pkg/plugin.py": two}).verdict == "block"
