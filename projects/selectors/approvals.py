@@ -46,6 +46,12 @@ def decidable_projects_q(*, membership: Membership, team: Team) -> Q | None:
     return own if team.requester_may_approve else None
 
 
+def started_gates_q(*, user_id: int | None) -> Q:
+    """Approval requests of runs `user_id` started where the team does not let authors decide
+    (for lists of what waits for someone; `may_decide` is the rule)."""
+    return Q(run__started_by_id=user_id, project__team__requester_may_approve=False)
+
+
 def _voted_by(user: User) -> Exists:
     return Exists(ApprovalVote.objects.filter(request=OuterRef("pk"), user=user))
 
@@ -61,9 +67,8 @@ def approvals_awaiting(user: User | AnonymousUser) -> QuerySet[ApprovalRequest]:
         if allowed is not None:
             project_ids = Project.objects.filter(allowed, team=membership.team).values("pk")
             scope |= Q(project_id__in=project_ids)
-    started = Q(run__started_by=user, project__team__requester_may_approve=False)
     return (ApprovalRequest.objects.filter(scope, status=ApprovalRequest.Status.PENDING)
-            .exclude(started).exclude(_voted_by(user))
+            .exclude(started_gates_q(user_id=user.pk)).exclude(_voted_by(user))
             .select_related("project__team", "project__requester", "run")
             .order_by("created_at"))
 

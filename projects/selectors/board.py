@@ -19,7 +19,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString
 
 from projects.models import ApprovalRequest, ApprovalVote, Iteration, Membership, Project, Run, Team
-from projects.selectors.approvals import decidable_projects_q
+from projects.selectors.approvals import decidable_projects_q, started_gates_q
 
 S = Project.Status
 
@@ -156,7 +156,8 @@ def board_projects(*, team: Team, membership: Membership) -> QuerySet[CardProjec
                                              status=ApprovalRequest.Status.PENDING)
     voted = ApprovalVote.objects.filter(request=OuterRef("pk"), user_id=membership.user_id)
     decidable = decidable_projects_q(membership=membership, team=team)
-    my_review = (Exists(pending.exclude(Exists(voted)))
+    mine = pending.exclude(Exists(voted)).exclude(started_gates_q(user_id=membership.user_id))
+    my_review = (Exists(mine)
                  & (Q(decidable) if decidable is not None else Q(pk__in=[])))
     return (
         Project.objects.filter(team=team).select_related("requester")

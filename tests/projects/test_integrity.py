@@ -20,6 +20,7 @@ from websockets.sync.client import connect
 from autocoder import realtime
 from projects.models import ApprovalRequest, AuditEntry, Membership, Project, Run
 from projects.selectors.approvals import approval_candidate, approvals_awaiting
+from projects.selectors.board import board_projects
 from projects.services.audit import audit_record
 from tests.factories import PASSWORD, UserFactory
 from tests.live import LiveServer, live_asgi_server
@@ -77,6 +78,12 @@ def finished_run(portal: Portal) -> Run:
                             script={"implementer": ["nothing"]})
 
 
+def needs_my_review(portal: Portal, user: Any, project: Project) -> bool:
+    membership = Membership.objects.get(team=portal.team, user=user)
+    cards = board_projects(team=portal.team, membership=membership)
+    return bool(cards.get(pk=project.pk).needs_my_review)
+
+
 @pytest.mark.django_db
 def test_whoever_retried_a_run_cannot_approve_its_gates_alone(portal: Portal) -> None:
     old = finished_run(portal)
@@ -88,6 +95,8 @@ def test_whoever_retried_a_run_cannot_approve_its_gates_alone(portal: Portal) ->
 
     assert gate not in approvals_awaiting(portal.reviewer)
     assert gate in approvals_awaiting(portal.admin)
+    assert not needs_my_review(portal, portal.reviewer, retried.project)  # the board's badge
+    assert needs_my_review(portal, portal.admin, retried.project)
     assert post_decision(portal, portal.reviewer, gate, "approve").status_code == 403  # starter
     assert post_decision(portal, portal.colleague, gate, "approve").status_code == 403  # member
     assert post_decision(portal, portal.outsider, gate, "approve").status_code == 404
