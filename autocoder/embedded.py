@@ -71,7 +71,8 @@ def redis_responds(socket_path: Path) -> bool:
 
 
 def ensure_redis(redis_dir: Path) -> str:
-    """Start or join a Redis server listening on a unix socket in `redis_dir`; return its URL."""
+    """Start or join a Redis server listening on a unix socket in `redis_dir`; return its URL.
+    It keeps an append-only file there, so queued messages outlive a crash."""
     redis_dir.mkdir(parents=True, exist_ok=True)
     socket_path = redis_dir / "redis.sock"
     url = f"unix://{socket_path}"
@@ -85,6 +86,9 @@ def ensure_redis(redis_dir: Path) -> str:
             "--unixsocketperm", "700",
             "--dir", str(redis_dir),
             "--save", "60", "1",
+            # Queued step messages survive a crash of Redis (or of the machine) within a second.
+            "--appendonly", "yes",
+            "--appendfsync", "everysec",
             "--logfile", str(redis_dir / "redis.log"),
         ],
         stdin=subprocess.DEVNULL,

@@ -1,7 +1,12 @@
 """Worker heartbeat: each Dramatiq worker process keeps a short-lived key alive in Redis.
 
 `/healthz` and `doctor` count the keys; a worker that dies stops refreshing its key and drops
-out after WORKER_HEARTBEAT_TTL_S, with no clean-up needed.
+out after WORKER_HEARTBEAT_TTL_S, with no clean-up needed. The same key names the worker that
+claimed a run's step (`Run.claimed_by`), so the watchdog can tell a step whose worker died.
+
+The watchdog runs in one worker of the installation at a time (a Redis lock): every
+WORKER_HEARTBEAT_INTERVAL_S the quick sweep (send the outbox, take over the steps of dead
+workers), every WATCHDOG_INTERVAL_S the slow one (stalled runs, held runs).
 """
 
 from __future__ import annotations
@@ -25,14 +30,46 @@ KEY_PREFIX = "autocoder:worker:"
 # One worker in the whole installation sweeps for stalled runs per interval (a Redis lock).
 WATCHDOG_LOCK = "autocoder:watchdog"
 WATCHDOG_INTERVAL_S = 60
+WATCHDOG_QUICK_LOCK = "autocoder:watchdog:quick"
+
+# Set once this process beats: only a beating worker's claims can be checked for life, so an
+# in-process driver (`generate`) claims nothing and is never taken over.
+_beating_as = ""
 
 
 def _client() -> redis.Redis:
-    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2)
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
+
+
+def worker_id(pid: int | None = None) -> str:
+    """This worker's name in heartbeats and claims: host:pid."""
+    return f"{socket.gethostname()}:{pid or os.getpid()}"
 
 
 def heartbeat_key(pid: int | None = None) -> str:
-    return f"{KEY_PREFIX}{socket.gethostname()}:{pid or os.getpid()}"
+    return f"{KEY_PREFIX}{worker_id(pid)}"
+
+
+def current_worker_id() -> str:
+    """host:pid when this process is a worker that beats, else "" (it claims nothing)."""
+    return _beating_as if _beating_as == worker_id() else ""
+
+
+def live_worker_ids() -> set[str]:
+    """The workers whose heartbeat has not expired (selector; raises when Redis is down, so a
+    sweep never mistakes an unreachable Redis for "every worker is dead")."""
+    client = _client()
+    return {key.decode()[len(KEY_PREFIX):]
+            for key in client.scan_iter(match=f"{KEY_PREFIX}*", count=100)}
+
+
+def redis_reachable() -> bool:
+    """Whether Redis (the broker) answers now, within a second."""
+    try:
+        return bool(redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1,
+                                         socket_connect_timeout=1).ping())
+    except (redis.RedisError, OSError):
+        return False
 
 
 def beat(started_at: float, *, client: redis.Redis | None = None) -> None:
@@ -57,17 +94,35 @@ class WorkerHeartbeat(Middleware):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def before_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        """Beat before any message is taken: a claim made before the first beat would look
+        like a dead worker's to the watchdog."""
+        global _beating_as
+        _beating_as = worker_id()
+        try:
+            beat(time.time())
+        except redis.RedisError:
+            logger.warning("could not write the first heartbeat; the thread will retry")
+
     def after_worker_boot(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        global _beating_as
+        _beating_as = worker_id()
         self._stop.clear()
         self._thread = threading.Thread(target=self._run, name="heartbeat", daemon=True)
         self._thread.start()
 
     def before_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        # The key goes at once: steps this worker still holds when it stops (killed by a
+        # deadline) are taken over by the next sweep instead of after the TTL.
         self._stop.set()
         try:
             _client().delete(heartbeat_key())
         except redis.RedisError:
             logger.warning("could not remove the heartbeat key on shutdown")
+
+    def after_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        global _beating_as
+        _beating_as = ""
 
     def _run(self) -> None:
         started_at = time.time()
@@ -75,26 +130,46 @@ class WorkerHeartbeat(Middleware):
         while not self._stop.is_set():
             try:
                 beat(started_at, client=client)
-                if client.set(WATCHDOG_LOCK, os.getpid(), nx=True, ex=WATCHDOG_INTERVAL_S):
-                    watchdog_sweep()
+                self._sweep_when_due(client)
             except redis.RedisError:
-                logger.exception("heartbeat failed; will retry")
+                logger.warning("heartbeat failed (Redis unreachable?); will retry")
             self._stop.wait(settings.WORKER_HEARTBEAT_INTERVAL_S)
+
+    @staticmethod
+    def _sweep_when_due(client: redis.Redis) -> None:
+        quick_s = max(1, int(settings.WORKER_HEARTBEAT_INTERVAL_S))
+        if client.set(WATCHDOG_QUICK_LOCK, os.getpid(), nx=True, ex=quick_s):
+            watchdog_quick_sweep()
+        if client.set(WATCHDOG_LOCK, os.getpid(), nx=True, ex=WATCHDOG_INTERVAL_S):
+            watchdog_sweep()
+
+
+def watchdog_quick_sweep() -> list[int]:
+    """Send what the outbox still holds (commits made while Redis was down) and re-send the
+    step of runs whose claiming worker died; never raises."""
+    from autocoder.engine.services import outbox_send, runs_orphaned_kick
+
+    return _sweep_all((lambda: outbox_send(), runs_orphaned_kick))
 
 
 def watchdog_sweep() -> list[int]:
     """Re-send the step of runs that stopped moving (see runs_stalled_kick) and let held runs
     go on once the part they wait for works (runs_held_release); never raises."""
-    from django.db import close_old_connections
-
     from autocoder.engine.services import runs_held_release, runs_stalled_kick
 
+    return _sweep_all((runs_stalled_kick, runs_held_release))
+
+
+def _sweep_all(sweeps: tuple[Any, ...]) -> list[int]:
+    from django.db import close_old_connections
+
     moved: list[int] = []
-    for sweep in (runs_stalled_kick, runs_held_release):
+    for sweep in sweeps:
         try:
             moved += sweep()
         except Exception:  # the heartbeat thread must survive a database hiccup
-            logger.exception("watchdog sweep %s failed; will retry", sweep.__name__)
+            logger.exception("watchdog sweep %s failed; will retry",
+                             getattr(sweep, "__name__", sweep))
         finally:
             close_old_connections()
     return moved

@@ -138,6 +138,7 @@ DRAMATIQ_BROKER = {
         "dramatiq.middleware.Retries",
         "django_dramatiq.middleware.DbConnectionsMiddleware",
         "autocoder.heartbeat.WorkerHeartbeat",
+        "autocoder.sandbox.standby.ReleaseOnShutdown",
     ],
 }
 DRAMATIQ_AUTODISCOVER_MODULES = ["tasks"]

@@ -7,7 +7,10 @@ Durability rules (DESIGN 5), enforced here:
 - before a step does any work, its attempt is counted in its own committed transaction; a step
   that keeps killing its worker (out of memory) is failed after ENGINE_STEP_MAX_ATTEMPTS;
 - a step's results, the next phase and the next token are committed together, under a row lock,
-  and the next message is sent only after that commit (`transaction.on_commit`).
+  with the next message in the outbox (StepOutbox); it is sent after that commit, and by the
+  workers' watchdog should Redis be down then;
+- the worker performing a step is recorded on the run (`claimed_by`); the watchdog re-sends
+  the step when that worker's heartbeat has expired (a killed worker is taken over in seconds).
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
-from autocoder import realtime
+from autocoder import heartbeat, realtime
 from autocoder.engine import loop
 from autocoder.engine.llm_port import (
     ProviderFactory,
@@ -35,7 +38,16 @@ from autocoder.engine.llm_port import (
 from autocoder.engine.spec import spec_from_dict
 from autocoder.installation import InstallationFault, fault_of
 from autocoder.llm.types import LLMAuthError, LLMConfigError, LLMError
-from projects.models import ApprovalRequest, Iteration, LoopEvent, Membership, Project, Run, Team
+from projects.models import (
+    ApprovalRequest,
+    Iteration,
+    LoopEvent,
+    Membership,
+    Project,
+    Run,
+    StepOutbox,
+    Team,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +78,8 @@ class ApprovalInputError(ValueError):
 
 
 def enqueue_step(run_id: int, token: str, delay_ms: int = 0) -> None:
-    """The default dispatch: one Dramatiq message for the next step."""
+    """The default dispatch: one Dramatiq message for the next step (raises when the broker
+    is unreachable; callers go through the outbox, which keeps the message then)."""
     from autocoder.tasks import run_step
 
     run_step.send_with_options(args=(run_id, token), delay=delay_ms or None)
@@ -258,7 +271,9 @@ def _claim(run_id: int, token: str) -> Run | None:
                     "too much memory); the run stops here")
             return None
         run.step_attempts += 1
-        fields = ["step_attempts"]
+        # Who holds the step now: should this worker die, the watchdog sees its heartbeat end.
+        run.claimed_by = heartbeat.current_worker_id()
+        fields = ["step_attempts", "claimed_by"]
         if run.status == Run.Status.QUEUED:
             run.status, run.started_at = Run.Status.RUNNING, timezone.now()
             fields += ["status", "started_at"]
@@ -368,9 +383,15 @@ def _write_checkpoint(run: Run, fields: dict[str, Any]) -> None:
 
 
 def _after_commit(run: Run, dispatch: Dispatch | None, token: str, delay_ms: int = 0) -> None:
-    if dispatch is not None:
-        run_id = run.id
-        transaction.on_commit(lambda: dispatch(run_id, token, delay_ms))
+    """Send step `token` once the caller's transaction commits: its message is written to the
+    outbox in that transaction, so a commit always carries its message, even if Redis is down
+    at that moment or this process dies right after the commit."""
+    if dispatch is None:
+        return
+    run.claimed_by = ""  # queued again: nobody holds the step until a worker claims it
+    Run.objects.filter(id=run.id).update(claimed_by="")
+    row = _outbox_add(run.id, token, delay_ms)
+    transaction.on_commit(lambda: outbox_send(ids=[row.id], dispatch=dispatch))
 
 
 def _wait(run: Run, status: str) -> None:
@@ -542,14 +563,88 @@ def runs_stalled_kick(*, stalled_for_s: float | None = None,
     for run_id, token in Run.objects.filter(status__in=working, updated_at__lt=cutoff
                                             ).exclude(step_token="").values_list("id",
                                                                                  "step_token"):
-        won = Run.objects.filter(id=run_id, step_token=token, status__in=working,
-                                 updated_at__lt=cutoff).update(updated_at=timezone.now())
-        if won:
-            dispatch(run_id, token, 0)
+        if _resend(Run.objects.filter(id=run_id, step_token=token, status__in=working,
+                                      updated_at__lt=cutoff), run_id, token, dispatch):
             kicked.append(run_id)
     if kicked:
         logger.warning("watchdog re-sent the current step of stalled runs %s", kicked)
     return kicked
+
+
+def runs_orphaned_kick(*, live: set[str] | None = None,
+                       dispatch: Dispatch = enqueue_step) -> list[int]:
+    """The watchdog, every heartbeat interval: re-send the step of running runs whose claiming
+    worker's heartbeat has expired (killed, out of memory, its machine gone).
+
+    The broker would redeliver that worker's message only much later, so the step is sent
+    again now; the guarded update (claimed_by still the dead worker) makes one sweeper win, and
+    should the worker be alive after all, only one delivery of the step can commit."""
+    alive = live if live is not None else heartbeat.live_worker_ids()
+    kicked: list[int] = []
+    held = (Run.objects.filter(status=Run.Status.RUNNING).exclude(claimed_by="")
+            .exclude(step_token="").values_list("id", "step_token", "claimed_by"))
+    for run_id, token, worker in held:
+        if worker in alive:
+            continue
+        if _resend(Run.objects.filter(id=run_id, step_token=token, claimed_by=worker,
+                                      status=Run.Status.RUNNING), run_id, token, dispatch):
+            kicked.append(run_id)
+            logger.warning("worker %s died holding step %s of run %s; sent it again",
+                           worker, token, run_id)
+    return kicked
+
+
+def _resend(guard: Any, run_id: int, token: str, dispatch: Dispatch) -> bool:
+    """Re-send step `token` when the guarded update wins (one sweeper per run)."""
+    with transaction.atomic():
+        if not guard.update(claimed_by="", updated_at=timezone.now()):
+            return False
+        row = _outbox_add(run_id, token, 0)
+    outbox_send(ids=[row.id], dispatch=dispatch)
+    return True
+
+
+# -- the outbox: step messages that survive a Redis outage ---------------------------------------
+
+
+def _outbox_add(run_id: int, token: str, delay_ms: int) -> StepOutbox:
+    return StepOutbox.objects.create(run_id=run_id, token=token, delay_ms=delay_ms)
+
+
+def outbox_send(*, ids: list[int] | None = None, dispatch: Dispatch = enqueue_step,
+                limit: int = 500) -> list[int]:
+    """Send the outbox's messages (those in `ids`, or all, oldest first) and delete each one
+    the broker took; stop at the first failure (Redis down: the rest waits for the next try).
+    A row another sender is sending is skipped, so one message goes out once. Never raises.
+    Returns the runs whose step was sent."""
+    rows = StepOutbox.objects.all() if ids is None else StepOutbox.objects.filter(id__in=ids)
+    sent: list[int] = []
+    for row_id in list(rows.order_by("id").values_list("id", flat=True)[:limit]):
+        outcome = _outbox_send_one(row_id, dispatch)
+        if outcome is False:
+            break
+        if isinstance(outcome, int):
+            sent.append(outcome)
+    if ids is None and sent:
+        logger.info("sent %s step message(s) the outbox held, for runs %s", len(sent), sent)
+    return sent
+
+
+def _outbox_send_one(row_id: int, dispatch: Dispatch) -> int | bool | None:
+    """The run id when sent, None when someone else has the row, False when sending failed."""
+    with transaction.atomic():
+        row = StepOutbox.objects.select_for_update(skip_locked=True).filter(id=row_id).first()
+        if row is None:
+            return None
+        waited_ms = int((timezone.now() - row.created_at).total_seconds() * 1000)
+        try:
+            dispatch(row.run_id, row.token, max(0, row.delay_ms - waited_ms))
+        except Exception as error:  # the broker is down: the row stays for the next try
+            logger.warning("could not send step %s of run %s (%s); the outbox keeps it",
+                           row.token, row.run_id, error)
+            return False
+        row.delete()
+        return row.run_id
 
 
 # -- held by the installation --------------------------------------------------------------------

@@ -26,6 +26,9 @@ import time
 import weakref
 from collections.abc import Callable
 
+import dramatiq
+from dramatiq.middleware import Middleware
+
 from autocoder.sandbox import launcher
 from autocoder.sandbox.types import Limits, SandboxError
 from autocoder.sandbox.workdir import Workdir
@@ -152,3 +155,12 @@ def release_all() -> None:
     _local.standby = None
     for standby in list(_every):
         standby.release()
+
+
+class ReleaseOnShutdown(Middleware):
+    """Dramatiq middleware: a stopping worker tears down its prepared sandboxes. A worker
+    process exits without running atexit hooks (multiprocessing ends it with os._exit), so
+    without this their tmpfs workdirs would stay mounted after a clean stop."""
+
+    def after_worker_shutdown(self, broker: dramatiq.Broker, worker: dramatiq.Worker) -> None:
+        release_all()

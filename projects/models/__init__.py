@@ -2,7 +2,15 @@
 
 from projects.models.interviews import Interview
 from projects.models.reviews import ApprovalVote, AuditEntry, Notification
-from projects.models.runs import ApprovalRequest, Iteration, LLMCall, LoopEvent, Project, Run
+from projects.models.runs import (
+    ApprovalRequest,
+    Iteration,
+    LLMCall,
+    LoopEvent,
+    Project,
+    Run,
+    StepOutbox,
+)
 from projects.models.teams import Membership, Team
 
 __all__ = [
@@ -17,5 +25,6 @@ __all__ = [
     "Notification",
     "Project",
     "Run",
+    "StepOutbox",
     "Team",
 ]

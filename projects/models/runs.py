@@ -127,6 +127,9 @@ class Run(models.Model):
                                    on_delete=models.SET_NULL, related_name="+")
     # While HELD: which part of the installation it waits for (see autocoder/installation.py).
     held_by = models.CharField(max_length=16, blank=True)
+    # The worker (its heartbeat id, host:pid) performing the current step; empty while the
+    # step waits in the queue. The watchdog re-sends the step when that worker's heartbeat ends.
+    claimed_by = models.CharField(max_length=120, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # Moves with every committed step: the watchdog kicks runs whose steps stopped moving.
     updated_at = models.DateTimeField(auto_now=True, db_index=True)
@@ -267,3 +270,22 @@ class ApprovalRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} approval for run {self.run_id} ({self.status})"
+
+
+class StepOutbox(models.Model):
+    """A step message to send (the transactional outbox): written in the transaction that
+    makes the step current, deleted once the broker took it. A commit made while Redis is
+    down keeps its message here until the sender gets through (after the commit, then the
+    workers' watchdog every few seconds). Sending twice is harmless: steps are keyed by token.
+    """
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
+    token = models.CharField(max_length=40)
+    delay_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return f"step {self.token} of run {self.run_id}"

@@ -25,6 +25,7 @@ from projects.selectors.approvals import (
 )
 from projects.selectors.teams import teams_for_user
 from projects.services import approvals as services
+from projects.views.broker import broker_required
 
 PAGE_SIZE = 25
 
@@ -49,6 +50,7 @@ def approval_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 
 @login_required
 @require_POST
+@broker_required
 def approval_decide(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     approval, membership = get_approval_for_member(request.user, pk)
     form = ApprovalDecisionForm(request.POST, approval=approval)

@@ -26,6 +26,7 @@ from projects.permissions import (
 )
 from projects.selectors.interviews import questions_page, summary_view
 from projects.services import interviews as services
+from projects.views.broker import broker_required
 
 DESCRIBE = "projects/interviews/describe.html"
 QUESTIONS = "projects/interviews/questions.html"
@@ -227,6 +228,7 @@ def _summary_response(request: AuthenticatedHttpRequest, interview: Interview, *
 
 @login_required
 @require_POST
+@broker_required
 def interview_start(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     interview, _ = get_interview_for_editor(request.user, pk)
     if interview.is_started:

@@ -17,6 +17,7 @@ from projects.models import Iteration, Membership, Run
 from projects.permissions import get_run_for_member
 from projects.selectors.runs import findings_by_line, lessons_titles, run_iteration, run_overview
 from projects.services import runs as services
+from projects.views.broker import broker_reachable, broker_unavailable
 
 
 def _int(params: QueryDict, name: str) -> int | None:
@@ -89,6 +90,8 @@ def _code_context(iteration: Iteration, path: str) -> dict[str, Any]:
 @require_POST
 def run_control(request: AuthenticatedHttpRequest, pk: int, action: str) -> HttpResponse:
     run, _ = get_run_for_member(request.user, pk)
+    if action in QUEUEING and not broker_reachable():
+        return broker_unavailable(request)  # pause and cancel work without Redis
     try:
         result = services.run_control(run=run, user=request.user, action=action)
     except services.RunControlError as error:
@@ -97,6 +100,9 @@ def run_control(request: AuthenticatedHttpRequest, pk: int, action: str) -> Http
     messages.success(request, _DONE[action])
     return redirect("run_detail", pk=result.pk)
 
+
+# The actions that send a step to the workers, hence need Redis.
+QUEUEING = frozenset({"retry", "resume"})
 
 _DONE = {
     "pause": "Pause requested: the run stops after its current step.",

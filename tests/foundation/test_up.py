@@ -21,7 +21,13 @@ from tests.live import free_port
 pytestmark = pytest.mark.slow
 
 
-def start_up(var_dir: Path, port: int) -> tuple[subprocess.Popen[str], list[str]]:
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def start_up(var_dir: Path, port: int, *, in_background: bool = False
+             ) -> tuple[subprocess.Popen[str], list[str]]:
+    """`in_background`: as `nohup manage.py up &` starts it, with SIGINT ignored."""
     env = {k: v for k, v in os.environ.items()
            if k not in {"DATABASE_URL", "REDIS_URL", "DRAMATIQ_NAMESPACE", "CHANNELS_PREFIX"}}
     env["AUTOCODER_VAR_DIR"] = str(var_dir)
@@ -29,6 +35,7 @@ def start_up(var_dir: Path, port: int) -> tuple[subprocess.Popen[str], list[str]
         [sys.executable, "manage.py", "up", "--port", str(port), "--workers", "1"],
         cwd=settings.BASE_DIR, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         text=True, start_new_session=True,
+        preexec_fn=_ignore_sigint if in_background else None,  # noqa: PLW1509
     )
     lines: list[str] = []
     deadline = time.monotonic() + 150
@@ -44,10 +51,16 @@ def start_up(var_dir: Path, port: int) -> tuple[subprocess.Popen[str], list[str]
     raise AssertionError("up did not become ready:\n" + "".join(lines[-40:]))
 
 
-def stop_up(process: subprocess.Popen[str]) -> list[int]:
+def stop_up(process: subprocess.Popen[str], sig: int = signal.SIGINT) -> list[int]:
+    """Stop `up` with `sig`; it must be done, embedded servers included, within 10 s."""
     descendants = [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
-    process.send_signal(signal.SIGINT)
-    process.wait(60)
+    started = time.monotonic()
+    process.send_signal(sig)
+    output, _ = process.communicate(timeout=60)
+    took = time.monotonic() - started
+    said = [line for line in output.splitlines() if line.startswith("Stopped")]
+    print(f"up stopped {took:.1f}s after {signal.Signals(sig).name}: {said}")
+    assert took < 10, f"up took {took:.1f}s to stop after {signal.Signals(sig).name}"
     return descendants
 
 
@@ -81,26 +94,37 @@ def test_up_serves_the_portal_stops_everything_and_keeps_data(var_dir: Path) -> 
             "csrfmiddlewaretoken": client.cookies["csrftoken"]}, headers={"Referer": base})
         assert page.status_code == 200 and saved.status_code == 302
 
-    children = stop_up(process)
+    children = stop_up(process, signal.SIGTERM)
     assert process.returncode == 0
     time.sleep(1)
-    survivors = [pid for pid in children if psutil.pid_exists(pid)
-                 and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    survivors = [pid for pid in children if _alive(pid)]
     assert survivors == [], "processes left running after Ctrl-C"
     assert not (var_dir / "pg" / "postmaster.pid").exists(), "PostgreSQL still running"
     assert not (var_dir / "redis" / "redis.sock").exists() or not _redis_alive(var_dir)
 
-    process, _ = start_up(var_dir, port)  # a second start keeps the data
+    # A second start keeps the data; started in the background (SIGINT ignored), Ctrl-C's
+    # signal still stops it.
+    process, _ = start_up(var_dir, port, in_background=True)
     try:
         with httpx.Client(timeout=10) as client:
             log_in(client, base, "admin", password)
             page = client.get(f"{base}t/demo/settings/").text
         assert re.search(r'name="required_approvals"[^>]*value="2"', page)
     finally:
-        stop_up(process)
+        children = stop_up(process, signal.SIGINT)
+    assert process.returncode == 0
+    assert not (var_dir / "pg" / "postmaster.pid").exists(), "PostgreSQL still running"
+    assert [pid for pid in children if _alive(pid)] == []
 
 
 def _redis_alive(var_dir: Path) -> bool:
     from autocoder.embedded import redis_responds
 
     return redis_responds(var_dir / "redis" / "redis.sock")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
