@@ -1,6 +1,7 @@
 """The checks every new version passes, whatever its source (run, upload, command line):
 plugin.toml and the file tree, the name and version rules, the safety gate, the tests in the
-sandbox, and the build of a wheel and an sdist.
+sandbox, the portal's own build of a wheel and an sdist, and a check that those hold only
+reviewed files.
 
 Cheap checks come first so a malformed package fails in milliseconds; nothing is written to
 the database or the artifact store here.
@@ -14,12 +15,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from autocoder.sandbox import Limits, SandboxError
-from marketplace.build import BuildError, BuiltArtifact, build_artifacts, requires_python
+from marketplace.build import (
+    IGNORED_INPUTS,
+    BuildError,
+    BuiltArtifact,
+    build_artifacts,
+    declared_dependencies,
+    generated_sdist_files,
+    metadata_text,
+    requires_python,
+)
 from marketplace.models import Plugin, PluginVersion
 from marketplace.validation import (
     Manifest,
     PackageError,
     check_plugin_files,
+    check_served_artifacts,
     check_version_order,
     normalize_name,
     render_readme,
@@ -61,13 +72,25 @@ def plugin_package_check(*, team: Team, files: Mapping[str, str],
     failures = failing_tests(tests)
     if failures:
         raise PackageError(failures)
-    try:
-        artifacts = build_artifacts(files, manifest)
-    except BuildError as exc:
-        raise PackageError([f"build: {exc}"]) from None
+    artifacts = served_artifacts(files, manifest)
     return CheckedPlugin(files=files, manifest=manifest, safety=safety, tests=tests,
                          artifacts=artifacts, readme_html=render_readme(files["README.md"]),
                          requires_python=requires_python(manifest))
+
+
+def served_artifacts(files: Mapping[str, str], manifest: Manifest) -> list[BuiltArtifact]:
+    """The wheel and sdist the index will serve, checked to hold exactly the reviewed files
+    (the builder writes them that way; the check makes sure no mistake ever ships more)."""
+    try:
+        artifacts = build_artifacts(files, manifest)
+        metadata = metadata_text(manifest, files["README.md"],
+                                 declared_dependencies(files, manifest))
+        portal_files = generated_sdist_files(files, manifest, metadata)
+    except BuildError as exc:
+        raise PackageError([f"build: {exc}"]) from None
+    check_served_artifacts(artifacts, files=files, manifest=manifest,
+                           portal_files=portal_files, left_out=IGNORED_INPUTS)
+    return artifacts
 
 
 def name_and_version_check(*, team: Team, manifest: Manifest) -> Plugin | None:

@@ -33,6 +33,15 @@ from autocoder.sandbox import Limits, SandboxError
 from autocoder.sandbox import run as sandbox_run
 from marketplace.checks import CheckedPlugin, name_and_version_check, plugin_package_check
 from marketplace.models import ApiToken, Artifact, Plugin, PluginVersion, Review, VersionDecision
+from marketplace.proposals import (
+    PROPOSAL_KEY,
+    PublishProposal,
+    proposal_from_payload,
+    proposal_of,
+    proposal_wanted,
+    publish_payload,
+    with_version,
+)
 from marketplace.selectors import token_hash, viewer_for
 from marketplace.storage import artifact_dir_remove, artifact_relpath, artifact_write
 from marketplace.validation import (
@@ -59,6 +68,8 @@ MAX_REVIEW_CHARS = 5000
 MAX_YANK_REASON_CHARS = 300
 MAX_CHANGELOG_CHARS = 20_000
 README_INDEX_CHARS = 20_000
+NOT_AS_APPROVED = ("its version, visibility or category is not what the publish request"
+                   " approved; publish the run again to ask the reviewers for it")
 TOKEN_PREFIX = "acpi_"  # noqa: S105 - a marker that makes leaked tokens greppable
 
 
@@ -122,58 +133,105 @@ def plugin_directory_publish(*, directory: Path, team: Team, approver: User,
 def plugin_version_publish(*, run: Run, user: User, visibility: str,
                            version: str = "", category: str = "", tags: Sequence[str] = (),
                            changelog: str = "") -> PluginVersion:
-    """Submit the result of a succeeded run. Its publish approval request is the gate: already
-    approved publishes at once; pending leaves the version waiting on it."""
+    """Submit the result of a succeeded run. Its publish request is the gate, and it covers
+    one combination of version, visibility and category (what the reviewer saw): a request
+    approved for exactly the chosen one publishes at once; a pending request is changed to ask
+    for it; after an approval of another combination a new request asks for it (the version
+    waits on it). Tags and the changelog are free."""
     team = run.project.team
     _require_member(user, team)
     if run.status != Run.Status.SUCCEEDED:
         raise PackageError([f"run {run.pk} is {run.status}; only a succeeded run can be"
                             " published"])
-    approval = _publish_approval(run)
+    latest = _publish_request_latest(run)
     # Exactly the candidate the publish request is about, so the approval covers these files.
-    iteration = (run.iterations.filter(number=approval.iteration).first()
+    iteration = (run.iterations.filter(number=latest.iteration).first()
                  or run.best_iteration)
     if iteration is None or not iteration.files:
         raise PackageError([f"run {run.pk} has no successful iteration to publish"])
     if PluginVersion.objects.filter(run=run).exclude(status=PluginVersion.Status.REJECTED).exists():
         raise PackageError([f"run {run.pk} was already submitted to the marketplace"])
-    files = _with_version(dict(iteration.files), version) if version else dict(iteration.files)
-    checked = plugin_package_check(team=team, files=files, test_report=iteration.test_report)
-    created = _version_create(
-        team=team, checked=checked, source=PluginVersion.Source.RUN, user=user,
-        visibility=visibility, category=category, tags=tags, changelog=changelog, run=run,
-        spec=run.project.spec, models_used=_models_used(run), iterations=run.iteration,
-        approval=approval)
+    checked = plugin_package_check(team=team, files=with_version(iteration.files, version),
+                                   test_report=iteration.test_report)
+    wanted = proposal_wanted(team=team, manifest=checked.manifest, visibility=visibility,
+                             category=category)
+    with transaction.atomic():
+        approval = _publish_request_for(run=run, wanted=wanted, files=iteration.files, user=user)
+        created = _version_create(
+            team=team, checked=checked, source=PluginVersion.Source.RUN, user=user,
+            visibility=wanted.visibility, category=wanted.category, tags=tags,
+            changelog=changelog, run=run, spec=run.project.spec, models_used=_models_used(run),
+            iterations=run.iteration, approval=approval)
     if approval.status == ApprovalRequest.Status.APPROVED:
         publish_approval_decided(approval=approval)
         created.refresh_from_db()
     return created
 
 
-def _publish_approval(run: Run) -> ApprovalRequest:
+def _publish_request_latest(run: Run) -> ApprovalRequest:
     approval = (ApprovalRequest.objects.filter(run=run, kind=ApprovalRequest.Kind.PUBLISH)
-                .order_by("-created_at").first())
+                .order_by("-created_at", "-pk").first())
     if approval is None:
         raise PackageError([f"run {run.pk} has no publish approval request"])
-    if approval.status not in (ApprovalRequest.Status.PENDING, ApprovalRequest.Status.APPROVED):
-        raise PackageError([f"the publish request of run {run.pk} was {approval.status};"
-                            " it cannot be published"])
     return approval
 
 
-def _with_version(files: dict[str, str], version: str) -> dict[str, str]:
-    """plugin.toml with [plugin] version replaced (a new run of a plugin is a new version)."""
-    lines = files.get("plugin.toml", "").splitlines(keepends=True)
-    table = ""
-    for i, line in enumerate(lines):
-        stripped = line.strip()
-        if stripped.startswith("["):
-            table = stripped
-        elif table == "[plugin]" and stripped.split("=")[0].strip() == "version":
-            lines[i] = f"version = {json.dumps(version)}\n"
-            break
-    files["plugin.toml"] = "".join(lines)
-    return files
+def _publish_request_for(*, run: Run, wanted: PublishProposal, files: dict[str, str],
+                         user: User) -> ApprovalRequest:
+    """The publish request that covers `wanted`, asking the reviewers again when none does.
+
+    Locked, so two submissions cannot both change the same request."""
+    requests = list(ApprovalRequest.objects.select_for_update()
+                    .filter(run=run, kind=ApprovalRequest.Kind.PUBLISH)
+                    .select_related("project__team").order_by("-created_at", "-pk"))
+    for request in requests:
+        if (request.status == ApprovalRequest.Status.APPROVED
+                and proposal_of(request, files=files) == wanted):
+            return request
+    latest = requests[0]
+    if latest.status == ApprovalRequest.Status.PENDING:
+        if proposal_from_payload(latest.payload) == wanted:
+            return latest
+        return _publish_request_amend(latest, wanted=wanted, files=files, user=user)
+    if latest.status == ApprovalRequest.Status.APPROVED:
+        return _publish_request_renew(latest, wanted=wanted, files=files, user=user)
+    raise PackageError([f"the publish request of run {run.pk} was"
+                        f" {latest.get_status_display().lower()}; it cannot be published"])
+
+
+def _publish_request_amend(approval: ApprovalRequest, *, wanted: PublishProposal,
+                           files: dict[str, str], user: User) -> ApprovalRequest:
+    """A pending request now asks for `wanted`. Its candidate fingerprint changes with the
+    payload, so votes cast on the old combination stop counting and a reviewer still looking
+    at it is told the request changed instead of approving what they did not see."""
+    before = approval.payload.get(PROPOSAL_KEY)
+    payload = {**approval.payload, **publish_payload(files=files, proposal=wanted)}
+    ApprovalRequest.objects.filter(pk=approval.pk, status=ApprovalRequest.Status.PENDING).update(
+        payload=payload)
+    audit_record(actor=user, action="approval.publish_as_changed", team=approval.project.team,
+                 target=approval, before={"publish_as": before},
+                 after={"publish_as": payload[PROPOSAL_KEY]})
+    approval.refresh_from_db()
+    return approval
+
+
+def _publish_request_renew(approved: ApprovalRequest, *, wanted: PublishProposal,
+                           files: dict[str, str], user: User) -> ApprovalRequest:
+    """A new pending request for `wanted`: the approval of another combination does not cover
+    it (reviewers and admins are notified as for any new request)."""
+    granted = proposal_of(approved, files=files)
+    payload = {**approved.payload, **publish_payload(files=files, proposal=wanted),
+               "reasoning": f"{user.get_username()} asks to publish this run with"
+                            f" {wanted.describe()}; the earlier approval covered"
+                            f" {granted.describe()}."}
+    renewed = ApprovalRequest.objects.create(
+        run=approved.run, project=approved.project, kind=ApprovalRequest.Kind.PUBLISH,
+        iteration=approved.iteration, payload=payload)
+    audit_record(actor=user, action="approval.publish_as_changed", team=approved.project.team,
+                 target=renewed, before={"publish_as": granted.as_payload(),
+                                         "approval": approved.pk},
+                 after={"publish_as": payload[PROPOSAL_KEY]})
+    return renewed
 
 
 def _models_used(run: Run) -> list[dict[str, Any]]:
@@ -386,12 +444,23 @@ def publish_approval_decided(*, approval: ApprovalRequest) -> list[PluginVersion
         waiting = (PluginVersion.objects.select_for_update()
                    .filter(approval=approval, status=PluginVersion.Status.PENDING))
         for version in waiting:
-            if approval.status == ApprovalRequest.Status.APPROVED:
+            if (approval.status == ApprovalRequest.Status.APPROVED
+                    and not _approved_as_submitted(version, approval)):
+                _version_reject(version, NOT_AS_APPROVED)
+            elif approval.status == ApprovalRequest.Status.APPROVED:
                 _version_go_live(version, approval.decided_by)
             elif approval.status != ApprovalRequest.Status.PENDING:
                 _version_reject(version, approval.comment)
             settled.append(version)
     return settled
+
+
+def _approved_as_submitted(version: PluginVersion, approval: ApprovalRequest) -> bool:
+    """The version carries the combination the request approved (requests made before they
+    carried one approved the defaults, which plugin_version_publish already matched)."""
+    proposal = proposal_from_payload(approval.payload)
+    return proposal is None or proposal == PublishProposal(
+        version=version.version, visibility=version.visibility, category=version.category)
 
 
 def _version_reject(version: PluginVersion, comment: str) -> None:

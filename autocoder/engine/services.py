@@ -442,7 +442,23 @@ def _request_publish(run: Run) -> None:
         "safety": best.safety_report if best else {},
         "permissions": loop._permissions(best.files.get("plugin.toml", "")) if best else None,
         **_second_opinion_on(run, best),
+        **_publish_proposal(run, best),
     })
+
+
+def _publish_proposal(run: Run, best: Iteration | None) -> dict[str, Any]:
+    """The version, visibility and category the reviewer approves, and the exact files the
+    marketplace would serve; the requester's publish form may ask for others, which goes back
+    to the reviewers. An unreadable plugin.toml leaves them out (publishing says why)."""
+    if best is None or not best.files:
+        return {}
+    from marketplace.proposals import publish_payload_default  # the marketplace builds on us
+
+    try:
+        return publish_payload_default(team=run.project.team, files=best.files)
+    except ValueError:
+        logger.info("run %s: no publish proposal, plugin.toml is not readable", run.id)
+        return {}
 
 
 def _second_opinion_on(run: Run, best: Iteration | None) -> dict[str, Any]:
@@ -849,9 +865,19 @@ def _decide_escalation(run: Run, approval: ApprovalRequest, dispatch: Dispatch |
 
 
 def _decide_publish(run: Run, approval: ApprovalRequest, dispatch: Dispatch | None) -> None:
+    if run.project.status == Project.Status.PUBLISHED:
+        return  # a later request (another version or visibility) never un-publishes
+    if approval.status != ApprovalRequest.Status.APPROVED and _publish_approved_before(approval):
+        return  # only the new combination was refused; the plugin itself stays approved
     status = (Project.Status.SUCCEEDED if approval.status == ApprovalRequest.Status.APPROVED
               else Project.Status.FAILED)
     _project_set_status(run.project, status)
+
+
+def _publish_approved_before(approval: ApprovalRequest) -> bool:
+    return ApprovalRequest.objects.filter(
+        run_id=approval.run_id, kind=ApprovalRequest.Kind.PUBLISH,
+        status=ApprovalRequest.Status.APPROVED).exclude(pk=approval.pk).exists()
 
 
 # -- one run in this process (generate, bench) ---------------------------------------------------

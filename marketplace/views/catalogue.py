@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from marketplace import selectors, services
+from marketplace.build import ignored_inputs
 from marketplace.forms import (
     DecisionForm,
     PluginSettingsForm,
@@ -25,6 +26,8 @@ from marketplace.forms import (
     YankForm,
 )
 from marketplace.models import Plugin, PluginVersion
+from marketplace.proposals import PublishState, publish_state
+from marketplace.served import served_files_of_version
 from marketplace.validation import PackageError
 from projects.http import AuthenticatedHttpRequest
 from projects.permissions import get_run_for_member
@@ -103,6 +106,7 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: s
         "decision_form": DecisionForm(), "yank_form": YankForm(),
         "index_url": index_url,
         "needs_token": plugin.visibility != Plugin.Visibility.PUBLIC,
+        "served": served_files_of_version(shown) if shown else None,
     }
 
 
@@ -243,6 +247,7 @@ def upload(request: AuthenticatedHttpRequest) -> HttpResponse:
         else:
             messages.success(request, f"{version.plugin.name} {version.version} passed the checks"
                              " and awaits a reviewer's approval.")
+            _not_used_message(request, version)
             return redirect("marketplace:version", name=version.plugin.normalized_name,
                             version=version.version)
     status = 400 if errors else 200
@@ -253,7 +258,8 @@ def upload(request: AuthenticatedHttpRequest) -> HttpResponse:
 @login_required
 def publish_run(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     run, _ = get_run_for_member(request.user, run_id)
-    form = PublishRunForm(request.POST or None)
+    state = publish_state(run)
+    form = PublishRunForm(request.POST or None, initial=_publish_initial(state))
     errors: list[str] = []
     if request.method == "POST" and form.is_valid():
         try:
@@ -262,12 +268,29 @@ def publish_run(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
         except (PackageError, PermissionDenied) as exc:
             errors = exc.errors if isinstance(exc, PackageError) else [str(exc)]
         else:
-            messages.success(request, f"{version.plugin.name} {version.version}:"
-                             f" {version.get_status_display().lower()}.")
+            _publish_message(request, version)
             return redirect("marketplace:version", name=version.plugin.normalized_name,
                             version=version.version)
     return render(request, "marketplace/publish_run.html",
-                  {"run": run, "form": form, "errors": errors}, status=400 if errors else 200)
+                  {"run": run, "form": form, "errors": errors, "state": state},
+                  status=400 if errors else 200)
+
+
+def _publish_initial(state: PublishState) -> dict[str, str]:
+    proposal = state.proposal
+    if proposal is None:
+        return {}
+    return {"version": proposal.version, "visibility": proposal.visibility,
+            "category": proposal.category}
+
+
+def _publish_message(request: AuthenticatedHttpRequest, version: PluginVersion) -> None:
+    messages.success(request, f"{version.plugin.name} {version.version}:"
+                     f" {version.get_status_display().lower()}.")
+    if version.status == PluginVersion.Status.PENDING:
+        messages.info(request, f"The publish request asks the reviewers for exactly this:"
+                      f" version {version.version}, visibility {version.visibility}, category"
+                      f" {version.get_category_display()}.")
 
 
 @login_required
@@ -298,6 +321,14 @@ def token_revoke(request: AuthenticatedHttpRequest, token_id: int) -> HttpRespon
     if services.api_token_revoke(user=request.user, token_id=token_id):
         messages.success(request, "The token is revoked; pip can no longer use it.")
     return redirect("marketplace:tokens")
+
+
+def _not_used_message(request: AuthenticatedHttpRequest, version: PluginVersion) -> None:
+    not_used = " and ".join(ignored_inputs(version.files))
+    if not_used:
+        messages.info(request, f"Not used: {not_used} from your upload. The marketplace builds"
+                      " the wheel and sdist itself, from plugin.toml and exactly the files"
+                      " reviewed.")
 
 
 def _message(exc: Exception) -> str:

@@ -15,8 +15,11 @@ from django.test import Client
 from autocoder.engine.scaffold import scaffold_files
 from autocoder.engine.spec import package_name, spec_from_dict
 from marketplace import services
+from marketplace.checks import safety_scan
 from marketplace.models import PluginVersion
-from projects.models import Team
+from marketplace.proposals import publish_payload_default
+from marketplace.validation import check_plugin_files
+from projects.models import ApprovalRequest, Iteration, LLMCall, Project, Run, Team
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 
 WORD_COUNT_SPEC: dict[str, Any] = {
@@ -81,31 +84,6 @@ def private_artifact_store(request: pytest.FixtureRequest, settings: Any, tmp_pa
         settings.VAR_DIR = tmp_path / "var"
 
 
-_BUILDS: dict[str, Any] = {}
-
-
-@pytest.fixture(autouse=True)
-def reuse_identical_builds(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`python -m build` in the sandbox is the slowest check (seconds on a loaded machine) and
-    deterministic for the same files: the first build of each distinct tree in the session is
-    real and later identical trees reuse its wheel and sdist. Modules that test the build
-    itself set REAL_BUILDS."""
-    if getattr(request.module, "REAL_BUILDS", False):
-        return
-    from marketplace import checks
-    from marketplace.validation import source_sha256
-
-    real = checks.build_artifacts
-
-    def cached(files: dict[str, str], manifest: Any) -> Any:
-        key = source_sha256(files)
-        if key not in _BUILDS:
-            _BUILDS[key] = real(files, manifest)
-        return _BUILDS[key]
-
-    monkeypatch.setattr(checks, "build_artifacts", cached)
-
-
 @pytest.fixture
 def market(db: None) -> dict[str, Any]:
     """Team acme (admin, reviewer, requester), team other (admin), and a user in no team."""
@@ -152,3 +130,40 @@ def client_for(user: Any) -> Client:
     client = Client()
     client.force_login(user)
     return client
+
+
+@pytest.fixture(scope="session")
+def sandbox_report() -> dict[str, Any]:
+    """The word-count plugin's tests, run for real in the sandbox once per session."""
+    from autocoder.sandbox.pytest_runner import run_pytest
+    from marketplace.checks import sandbox_report_dict
+
+    return sandbox_report_dict(run_pytest(plugin_tree()))
+
+
+@pytest.fixture
+def succeeded_run(market: dict, sandbox_report: dict) -> Run:
+    """A run of acme's requester as the engine leaves it after success: three iterations, the
+    last one tested in the sandbox, and a pending publish request with the defaults."""
+    files = plugin_tree()
+    project = Project.objects.create(team=market["acme"], requester=market["requester"],
+                                     name="Word count", spec=WORD_COUNT_SPEC,
+                                     status=Project.Status.AWAITING_APPROVAL)
+    run = Run.objects.create(project=project, status=Run.Status.SUCCEEDED, iteration=3,
+                             phase=Run.Phase.DONE)
+    for number in (1, 2):
+        Iteration.objects.create(run=run, number=number, files={"plugin.toml": "draft"})
+    best = Iteration.objects.create(
+        run=run, number=3, files=files, test_report=sandbox_report, pass_rate=1.0,
+        acceptance_passed=True, tests_ran=True, succeeded=True,
+        safety_report=safety_scan(files, check_plugin_files(files)), safety_verdict="pass")
+    run.best_iteration = best
+    run.save()
+    for role, model in (("architect", "plan-model"), ("implementer", "code-model"),
+                        ("implementer", "code-model")):
+        LLMCall.objects.create(run=run, iteration=3, role=role, provider="openai", model=model)
+    ApprovalRequest.objects.create(
+        run=run, project=project, kind=ApprovalRequest.Kind.PUBLISH, iteration=3,
+        payload={"files": sorted(files), **publish_payload_default(team=market["acme"],
+                                                                    files=files)})
+    return run

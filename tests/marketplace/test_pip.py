@@ -20,6 +20,7 @@ import pytest
 from marketplace import services
 from tests.live import live_asgi_server
 from tests.marketplace.conftest import WORD_COUNT_SPEC, plugin_tree
+from tests.marketplace.test_build import PROBE_BACKEND, PROBE_PYPROJECT
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 SHARED_VAR_DIR = True  # the server subprocess reads the artifacts from the session's store
@@ -101,3 +102,28 @@ def test_pip_installs_from_the_portal_skips_yanked_and_needs_a_token_for_private
         output = run_in(venv, "import json; from secret_words.plugin import Plugin; print("
                         "json.dumps(Plugin().on_command('count-words', {'text': 'a b'})))")
         assert json.loads(output) == {"words": 2}
+
+
+def test_an_upload_with_its_own_build_backend_installs_only_the_reviewed_plugin(
+        publish: Any, venv: Path) -> None:
+    """The probe from the issue: its backend would add zz_probe.pth, which every Python start
+    in the environment would run. The portal's own wheel installs the plugin and nothing else."""
+    files = {**plugin_tree(name="probe-words", summary="Counts words, with a build backend."),
+             "pyproject.toml": PROBE_PYPROJECT.replace("word-count", "probe-words"),
+             "tests/probe_backend.py": PROBE_BACKEND}
+    publish(files, visibility="public")
+
+    with live_asgi_server() as server:
+        done = install(venv, f"{server.url}simple/", "probe-words")
+    assert done.returncode == 0, done.stdout + done.stderr
+    installed = json.loads(run_in(venv, "import json, importlib.metadata as m; print(json.dumps("
+                                  "[str(f) for f in m.files('probe-words')]))"))
+    assert {path.split("/")[0] for path in installed} == {"probe_words",
+                                                          "probe_words-0.1.0.dist-info"}
+    assert not [path for path in installed if path.endswith(".pth")]
+    started = subprocess.run([str(venv / "bin" / "python"), "-c", "pass"], capture_output=True,
+                             text=True, timeout=60, env=pip_env(), cwd=venv)
+    assert "probe ran" not in started.stderr + started.stdout
+    output = run_in(venv, "import json; from probe_words.plugin import Plugin; print(json.dumps("
+                    "Plugin().on_command('count-words', {'text': 'a b c'})))")
+    assert json.loads(output) == {"words": 3}

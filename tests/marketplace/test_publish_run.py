@@ -12,13 +12,12 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from autocoder.sandbox.pytest_runner import run_pytest
 from marketplace import services
-from marketplace.checks import safety_scan, sandbox_report_dict
 from marketplace.models import Plugin, PluginVersion
+from marketplace.proposals import PublishProposal, publish_payload
 from marketplace.selectors import catalogue_search, clean_params, viewer_for
-from marketplace.validation import PackageError, check_plugin_files
-from projects.models import ApprovalRequest, AuditEntry, Iteration, LLMCall, Project, Run
+from marketplace.validation import PackageError
+from projects.models import ApprovalRequest, AuditEntry, Project, Run
 from projects.selectors.approvals import approval_candidate
 from projects.services.approvals import approval_vote_cast
 from tests.marketplace.conftest import WORD_COUNT_SPEC, client_for, plugin_tree
@@ -26,33 +25,15 @@ from tests.marketplace.conftest import WORD_COUNT_SPEC, client_for, plugin_tree
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture(scope="module")
-def sandbox_report() -> dict[str, Any]:
-    return sandbox_report_dict(run_pytest(plugin_tree()))
-
-
-@pytest.fixture
-def succeeded_run(market: dict, sandbox_report: dict) -> Run:
-    files = plugin_tree()
-    project = Project.objects.create(team=market["acme"], requester=market["requester"],
-                                     name="Word count", spec=WORD_COUNT_SPEC,
-                                     status=Project.Status.AWAITING_APPROVAL)
-    run = Run.objects.create(project=project, status=Run.Status.SUCCEEDED, iteration=3,
-                             phase=Run.Phase.DONE)
-    for number in (1, 2):
-        Iteration.objects.create(run=run, number=number, files={"plugin.toml": "draft"})
-    best = Iteration.objects.create(
-        run=run, number=3, files=files, test_report=sandbox_report, pass_rate=1.0,
-        acceptance_passed=True, tests_ran=True, succeeded=True,
-        safety_report=safety_scan(files, check_plugin_files(files)), safety_verdict="pass")
-    run.best_iteration = best
-    run.save()
-    for role, model in (("architect", "plan-model"), ("implementer", "code-model"),
-                        ("implementer", "code-model")):
-        LLMCall.objects.create(run=run, iteration=3, role=role, provider="openai", model=model)
-    ApprovalRequest.objects.create(run=run, project=project, kind=ApprovalRequest.Kind.PUBLISH,
-                                   iteration=3, payload={"files": sorted(files)})
-    return run
+def propose(run: Run, **changes: str) -> ApprovalRequest:
+    """The publish request asks for other settings (as if the run had finished with them)."""
+    approval = publish_request(run)
+    wanted = PublishProposal(**{"version": "0.1.0", "visibility": "team", "category": "other",
+                                **changes})
+    approval.payload = {**approval.payload,
+                        **publish_payload(files=plugin_tree(), proposal=wanted)}
+    approval.save(update_fields=["payload"])
+    return approval
 
 
 def publish_request(run: Run) -> ApprovalRequest:
@@ -69,6 +50,7 @@ def approve_on_the_approval_screen(run: Run, user: Any) -> ApprovalRequest:
 
 def test_an_approved_run_is_published_with_its_provenance(market: dict, succeeded_run: Run,
                                                           sandbox_report: dict) -> None:
+    propose(succeeded_run, visibility="public")
     approve_on_the_approval_screen(succeeded_run, market["reviewer"])
     version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
                                               visibility="public", tags=["text"])

@@ -15,7 +15,6 @@ from marketplace.validation import PackageError
 from tests.marketplace.conftest import WORD_COUNT_IMPL, plugin_tree
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
-REAL_BUILDS = True  # the wheel's metadata is what this module checks
 
 YAML_IMPL = WORD_COUNT_IMPL.replace(
     "from typing import Any\n", "from typing import Any\n\nimport yaml\n").replace(

@@ -18,7 +18,6 @@ from projects.models import AuditEntry
 from tests.marketplace.conftest import client_for, plugin_tree, zip_bytes
 
 pytestmark = pytest.mark.django_db
-REAL_BUILDS = True  # every upload here is built for real in the sandbox
 
 HOSTILE = '''import os
 import subprocess
