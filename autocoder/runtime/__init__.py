@@ -1,6 +1,6 @@
 """The plugin runtime: an interpreter environment of its own that plugin code runs in.
 
-Generated and uploaded plugins (their tests, "Try it", wheel builds) never run on the portal's
+Generated and uploaded plugins (their tests, "Try it") never run on the portal's
 interpreter: the sandbox runs them on this environment's Python, which holds the standard
 library, pytest and the short, pinned list of LIBRARIES below, and none of the portal's own
 packages (Django, psycopg, torch, the LLM SDKs). `make run`, `make test`, the Dockerfile and
