@@ -196,3 +196,23 @@ def _web_pid(up: subprocess.Popen[str]) -> int:
         if "daphne" in " ".join(child.cmdline()):
             return child.pid
     raise AssertionError("no web server under up")
+
+
+def test_a_stopping_worker_unmounts_the_sandbox_it_kept_prepared() -> None:
+    """A worker process ends with os._exit (no atexit hooks): the middleware's shutdown hook is
+    what removes its prepared sandbox and, as root, unmounts the tmpfs workdir."""
+    from autocoder.sandbox import bwrap, standby
+    from autocoder.sandbox.types import Limits
+
+    standby.prepare(Limits(), bwrap.new_standby)
+    prepared = standby.prepared()
+    assert prepared is not None
+    workdir = str(prepared.workdir.path)
+    mounted = any(f" {workdir} " in line for line in _mounts())
+    print(f"prepared workdir {workdir} mounted: {mounted}")
+    if not mounted:
+        print("the workdir is a plain directory here (not root); checking its removal only")
+
+    standby.ReleaseOnShutdown().after_worker_shutdown(None, None)  # type: ignore[arg-type]
+    assert not any(f" {workdir} " in line for line in _mounts())
+    assert not os.path.exists(workdir) and prepared.proc.poll() is not None
