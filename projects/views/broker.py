@@ -11,6 +11,8 @@ from typing import Any
 import redis
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django_htmx.http import reswap, retarget
 
 from autocoder import heartbeat
 
@@ -40,6 +42,16 @@ def broker_reachable() -> bool:
 
 
 def broker_unavailable(request: HttpRequest) -> HttpResponse:
-    response = render(request, "broker_unavailable.html", status=503)
+    """The page, or for an htmx button the message alone, shown at the top of the page the
+    person is on (htmx swaps a 503 only because base.html's htmx-config allows it)."""
+    back = url_has_allowed_host_and_scheme(request.headers.get("Referer", ""),
+                                           allowed_hosts={request.get_host()})
+    context = {"back_url": request.headers["Referer"] if back else "/"}
+    if getattr(request, "htmx", False):
+        response = render(request, "broker_unavailable.html#message", context, status=503)
+        response = retarget(response, "#main")
+        response = reswap(response, "afterbegin")
+    else:
+        response = render(request, "broker_unavailable.html", context, status=503)
     response["Retry-After"] = "30"
     return response

@@ -111,12 +111,22 @@ def test_a_web_retry_while_redis_is_down_answers_503_and_changes_nothing(
     runs, audits = Run.objects.count(), AuditEntry.objects.count()
 
     outage.begin()
-    response = client.post(f"/runs/{run.id}/control/retry/")
+    response = client.post(f"/runs/{run.id}/control/retry/", HTTP_REFERER=f"http://testserver/runs/{run.id}/")
     assert response.status_code == 503
-    assert "nothing was done" in response.content.decode()
+    page = response.content.decode()
+    assert "nothing was done" in page and f'href="http://testserver/runs/{run.id}/"' in page
     assert response["Retry-After"] == "30"
     assert (Run.objects.count(), AuditEntry.objects.count()) == (runs, audits)
     assert not StepOutbox.objects.exists()
+    # A button sent by htmx gets the message alone, shown at the top of the page it is on.
+    pressed = client.post(f"/runs/{run.id}/control/retry/", HTTP_HX_REQUEST="true",
+                          HTTP_REFERER="https://elsewhere.example/")
+    assert pressed.status_code == 503
+    assert (pressed["HX-Retarget"], pressed["HX-Reswap"]) == ("#main", "afterbegin")
+    fragment = pressed.content.decode()
+    assert 'role="alert"' in fragment and "<html" not in fragment
+    assert 'href="/"' in fragment  # not back to another site
+    assert (Run.objects.count(), AuditEntry.objects.count()) == (runs, audits)
 
     # Cancel (the emergency stop) and pause queue nothing: they work without Redis.
     other = start_run("success")
