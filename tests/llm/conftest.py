@@ -10,14 +10,35 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.llm.fakeserver import FakeServer
+from tests.llm.fakeserver import FakeServer, Reply
 
 INSTALL_HINT = "install the local extra: pip install .[local]"
 SERVER_API_KEY = "sk-local-test-7f3a9c"
+
+
+def chat_reply(text: str, *, prompt_tokens: int = 20, completion_tokens: int = 1) -> Reply:
+    """An OpenAI-compatible chat completion whose answer is `text`, for the fake server."""
+    return Reply(body={
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "coder-7b",
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": text}}],
+        "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                  "total_tokens": prompt_tokens + completion_tokens},
+    })
+
+
+@pytest.fixture
+def no_model_in_environment(settings: Any) -> Any:
+    """A fresh installation: the environment names no model."""
+    settings.LLM_PROVIDER = settings.LLM_MODEL = settings.LLM_BASE_URL = ""
+    settings.LLM_API_KEY = settings.LLM_SCRIPT = ""
+    settings.LLM_ROLE_OVERRIDES = {}
+    return settings
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from autocoder.llm.selectors import SITE_MODEL_ACTION
 from projects.models import AuditEntry
 from tests.factories import UserFactory
 from tests.live import free_port
+from tests.llm.conftest import chat_reply
 from tests.llm.fakeserver import FakeServer, Reply
 
 pytestmark = pytest.mark.django_db
@@ -29,21 +30,12 @@ KEY = "sk-page-secret-4f9a"
 
 
 def chat(text: str) -> Reply:
-    return Reply(body={
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "coder-7b",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": 20, "completion_tokens": 1, "total_tokens": 21},
-    })
+    return chat_reply(text)
 
 
 @pytest.fixture(autouse=True)
-def no_model_in_environment(settings: Any) -> Any:
-    """A fresh installation: the environment names no model."""
-    settings.LLM_PROVIDER = settings.LLM_MODEL = settings.LLM_BASE_URL = ""
-    settings.LLM_API_KEY = settings.LLM_SCRIPT = ""
-    settings.LLM_ROLE_OVERRIDES = {}
-    return settings
+def no_model(no_model_in_environment: Any) -> Any:
+    return no_model_in_environment
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from autocoder.management.commands.up import Command as UpCommand
 from projects.models import Notification, Project, Run
 from tests.factories import UserFactory
 from tests.live import free_port
+from tests.llm.conftest import chat_reply
 from tests.llm.fakeserver import FakeServer, Reply
 from tests.projects.test_interviews import answer_checklist, start_interview
 
@@ -34,21 +35,12 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "engine" / "scripts"
 
 
 def chat(text: str) -> Reply:
-    return Reply(body={
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": "coder-7b",
-        "choices": [{"index": 0, "finish_reason": "stop",
-                     "message": {"role": "assistant", "content": text}}],
-        "usage": {"prompt_tokens": 30, "completion_tokens": 5, "total_tokens": 35},
-    })
+    return chat_reply(text, prompt_tokens=30, completion_tokens=5)
 
 
 @pytest.fixture(autouse=True)
-def fresh(settings: Any) -> Any:
-    """A fresh installation: the environment names no model."""
-    settings.LLM_PROVIDER = settings.LLM_MODEL = settings.LLM_BASE_URL = ""
-    settings.LLM_API_KEY = settings.LLM_SCRIPT = ""
-    settings.LLM_ROLE_OVERRIDES = {}
-    return settings
+def fresh(no_model_in_environment: Any) -> Any:
+    return no_model_in_environment
 
 
 def client_for(user: Any) -> Client:
