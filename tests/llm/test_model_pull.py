@@ -29,19 +29,6 @@ GEMMA = catalogue_get("gemma-3-270m")
 
 
 @pytest.fixture
-def models_dir(settings, tmp_path: Path) -> Path:
-    settings.MODELS_DIR = tmp_path / "models"
-    return settings.MODELS_DIR
-
-
-@pytest.fixture
-def model_server(gguf_model: Path) -> Iterator[ModelServer]:
-    server = ModelServer(gguf_model).start()
-    yield server
-    server.stop()
-
-
-@pytest.fixture
 def hub(settings, gguf_model: Path) -> Iterator[ModelServer]:
     """The fake serving the catalogue's Gemma path, with HF_ENDPOINT pointing at it."""
     server = ModelServer(gguf_model, url_path=f"/{GEMMA.repo}/resolve/main/{GEMMA.file_name}")
@@ -61,16 +48,16 @@ def pull(*args: str) -> tuple[int, dict]:
     return code, json.loads(out.getvalue())
 
 
-def test_pull_a_url_prints_one_json_object(model_server: ModelServer, models_dir: Path) -> None:
+def test_pull_a_url_prints_one_json_object(gguf_http_server: ModelServer, models_dir: Path) -> None:
     sha256 = GEMMA.sha256
-    code, result = pull(model_server.url, "--sha256", sha256)
+    code, result = pull(gguf_http_server.url, "--sha256", sha256)
     assert code == 0
     assert result == {"state": "done", "path": str(models_dir / GEMMA.file_name),
                       "file_name": GEMMA.file_name, "sha256": sha256, "size": GEMMA.size_bytes,
                       "checksum_source": "given", "resumed_from": 0,
                       "bytes_fetched": GEMMA.size_bytes, "already_present": False}
-    code, again = pull(model_server.url, "--sha256", sha256)
-    assert code == 0 and again["already_present"] and len(model_server.seen) == 1
+    code, again = pull(gguf_http_server.url, "--sha256", sha256)
+    assert code == 0 and again["already_present"] and len(gguf_http_server.seen) == 1
 
 
 def test_pull_a_catalogue_name_checks_the_catalogue_checksum(hub: ModelServer,
@@ -122,16 +109,16 @@ def test_an_unknown_name_is_refused(models_dir: Path) -> None:
 
 
 @pytest.mark.slow
-def test_a_killed_pull_resumes_where_it_stopped(model_server: ModelServer, models_dir: Path,
+def test_a_killed_pull_resumes_where_it_stopped(gguf_http_server: ModelServer, models_dir: Path,
                                                 tmp_path: Path) -> None:
     """kill -9 in the middle of a download, then pull again: a Range request for the rest."""
     stop_at = 100_000_000
-    model_server.misbehave.stall_after = stop_at
+    gguf_http_server.misbehave.stall_after = stop_at
     files = ModelFiles(models_dir, GEMMA.file_name)
     env = {**os.environ, "MODELS_DIR": str(models_dir)}
     log = (tmp_path / "pull.log").open("wb")
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "model_pull", model_server.url, "--sha256", GEMMA.sha256],
+        [sys.executable, "manage.py", "model_pull", gguf_http_server.url, "--sha256", GEMMA.sha256],
         cwd=settings.BASE_DIR, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         deadline = time.monotonic() + 120
@@ -146,11 +133,11 @@ def test_a_killed_pull_resumes_where_it_stopped(model_server: ModelServer, model
         if process.poll() is None:
             process.kill()
         log.close()
-    model_server.misbehave.stall_after = None  # the dead pull's answer stays stalled
+    gguf_http_server.misbehave.stall_after = None  # the dead pull's answer stays stalled
     assert not is_locked(files.lock)  # the kernel let go of the dead process's lock
 
-    code, result = pull(model_server.url, "--sha256", GEMMA.sha256)
+    code, result = pull(gguf_http_server.url, "--sha256", GEMMA.sha256)
     assert code == 0 and result["resumed_from"] == stop_at
     assert result["bytes_fetched"] == GEMMA.size_bytes - stop_at
-    assert model_server.file_requests()[-1].range == f"bytes={stop_at}-"
-    assert model_server.bytes_sent == GEMMA.size_bytes  # one file in all, nothing twice
+    assert gguf_http_server.file_requests()[-1].range == f"bytes={stop_at}-"
+    assert gguf_http_server.bytes_sent == GEMMA.size_bytes  # one file in all, nothing twice
