@@ -17,7 +17,7 @@ from autocoder.embedded import ensure_postgres
 @pytest.mark.django_db
 def test_the_portal_is_not_a_superuser() -> None:
     if connection.settings_dict["USER"] != config.EMBEDDED_APP_ROLE:
-        pytest.skip("DATABASE_URL names a server of its own")
+        pytest.skip("checks the embedded PostgreSQL set-up; DATABASE_URL names another server")
     with connection.cursor() as cursor:
         cursor.execute("SELECT rolsuper FROM pg_roles WHERE rolname = current_user")
         assert cursor.fetchone() == (False,)
