@@ -184,6 +184,10 @@ WORKER_HEARTBEAT_TTL_S = env.float("WORKER_HEARTBEAT_TTL_S", default=20.0)
 
 # Demo data created on first start (`manage.py up`); the password is printed there.
 DEMO_PASSWORD = env.str("AUTOCODER_DEMO_PASSWORD", default="autocoder-demo")
+# ASGI server processes behind the one port (`up`, `serve`); 0: one per core, at least two.
+WEB_PROCESSES = env.int("WEB_PROCESSES", default=0)
+# daphne's line per request on the console.
+WEB_ACCESS_LOG = env.bool("WEB_ACCESS_LOG", default=True)
 
 # Generation engine, sandbox and LLM (documented in docs/configuration.md).
 SANDBOX_BACKEND = env.str("SANDBOX_BACKEND", default="bwrap")

@@ -138,7 +138,7 @@ def claimed_sandbox() -> Run | None:
 def test_a_killed_worker_is_restarted_and_its_step_taken_over(
         start_run: Callable[..., Run], stack: Stack) -> None:
     up, base = stack.process, stack.base
-    web_pid = _web_pid(up)
+    web_pids = _web_pids(up)
     run = start_run(slow_script(), dispatch=services.enqueue_step)
 
     holder = wait_for(claimed_sandbox, 120, "no worker took the sandbox step").claimed_by
@@ -153,7 +153,7 @@ def test_a_killed_worker_is_restarted_and_its_step_taken_over(
     new = wait_for(lambda: heartbeat.live_worker_ids() - before, 30, "no replacement worker")
     restarted_s = time.monotonic() - killed_at
     assert httpx.get(f"{base}healthz", timeout=10).status_code == 200
-    assert _web_pid(up) == web_pid, "the web server went down with the worker"
+    assert _web_pids(up) == web_pids, "the web server went down with the worker"
 
     taker = wait_for(lambda: Run.objects.filter(id=run.id, phase=Run.Phase.SANDBOX).exclude(
         claimed_by__in=("", holder)).values_list("claimed_by", flat=True).first(),
@@ -191,11 +191,11 @@ def _mounts() -> list[str]:
         return mounts.read().splitlines()
 
 
-def _web_pid(up: subprocess.Popen[str]) -> int:
-    for child in psutil.Process(up.pid).children():
-        if "daphne" in " ".join(child.cmdline()):
-            return child.pid
-    raise AssertionError("no web server under up")
+def _web_pids(up: subprocess.Popen[str]) -> set[int]:
+    pids = {child.pid for child in psutil.Process(up.pid).children()
+            if "daphne" in " ".join(child.cmdline())}
+    assert pids, "no web server under up"
+    return pids
 
 
 def test_a_stopping_worker_unmounts_the_sandbox_it_kept_prepared() -> None:

@@ -94,6 +94,8 @@ def test_up_serves_the_portal_stops_everything_and_keeps_data(var_dir: Path) -> 
             "csrfmiddlewaretoken": client.cookies["csrftoken"]}, headers={"Referer": base})
         assert page.status_code == 200 and saved.status_code == 302
 
+    _a_killed_web_process_is_replaced_while_the_others_answer(process, base)
+
     children = stop_up(process, signal.SIGTERM)
     assert process.returncode == 0
     time.sleep(1)
@@ -115,6 +117,38 @@ def test_up_serves_the_portal_stops_everything_and_keeps_data(var_dir: Path) -> 
     assert process.returncode == 0
     assert not (var_dir / "pg" / "postmaster.pid").exists(), "PostgreSQL still running"
     assert [pid for pid in children if _alive(pid)] == []
+
+
+def _web_pids(up: subprocess.Popen[str]) -> set[int]:
+    return {child.pid for child in psutil.Process(up.pid).children()
+            if "daphne" in " ".join(child.cmdline())}
+
+
+def _a_killed_web_process_is_replaced_while_the_others_answer(
+        up: subprocess.Popen[str], base: str) -> None:
+    """Several ASGI processes share the port: kill -9 of one leaves the portal answering (no
+    refused connection, no error), and `up` starts a replacement within seconds."""
+    before = _web_pids(up)
+    assert len(before) >= 2, f"expected several web server processes, found {len(before)}"
+    victim = min(before)
+    os.kill(victim, signal.SIGKILL)
+    killed_at = time.monotonic()
+    answers = []
+    with httpx.Client(timeout=10) as client:
+        while time.monotonic() - killed_at < 15:
+            # New connections each time: the kernel spreads them over every process's socket.
+            answers.append(client.get(f"{base}login/", headers={"Connection": "close"})
+                           .status_code)
+            now = _web_pids(up)
+            if len(now) == len(before) and victim not in now:
+                break
+            time.sleep(0.1)
+    replaced_s = time.monotonic() - killed_at
+    print(f"web process {victim} killed: replaced after {replaced_s:.1f}s; "
+          f"{len(answers)} requests meanwhile, answers {sorted(set(answers))}")
+    assert set(answers) == {200}
+    assert victim not in _web_pids(up) and len(_web_pids(up)) == len(before)
+    assert replaced_s < 15
 
 
 def _redis_alive(var_dir: Path) -> bool:
