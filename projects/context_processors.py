@@ -4,12 +4,12 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from projects.selectors import teams_for_user
+from projects.selectors import request_memberships
 
 
 def teams(request: HttpRequest) -> dict[str, Any]:
     team = getattr(request, "team", None)
     return {
-        "user_teams": teams_for_user(request.user) if hasattr(request, "user") else [],
+        "user_teams": [membership.team for membership in request_memberships(request)],
         "current_team": team if team else None,
     }

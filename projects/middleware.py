@@ -8,15 +8,15 @@ from django.http import HttpRequest, HttpResponse
 from django.utils.functional import SimpleLazyObject
 
 from projects.models import Team
-from projects.selectors import teams_for_user
+from projects.selectors import request_memberships
 
 SESSION_KEY = "current_team_slug"
 
 
 def current_team(request: HttpRequest) -> Team | None:
-    teams = teams_for_user(request.user)
+    teams = [membership.team for membership in request_memberships(request)]
     chosen = request.session.get(SESSION_KEY)
-    return (teams.filter(slug=chosen).first() if chosen else None) or teams.first()
+    return next((team for team in teams if team.slug == chosen), teams[0] if teams else None)
 
 
 class CurrentTeamMiddleware:

@@ -24,7 +24,7 @@ def _banner(request: HttpRequest) -> dict[str, Any] | None:
     if user is None or not user.is_authenticated:
         return None
     site_admin = bool(user.is_staff or user.is_superuser)
-    if not site_admin and not _team_admin(user.pk):
+    if not site_admin and not _team_admin(request):
         return None
     fault = _model_fault()
     if fault is None:
@@ -32,10 +32,11 @@ def _banner(request: HttpRequest) -> dict[str, Any] | None:
     return {"problem": fault.problem, "fix": fault.fix, "site_admin": site_admin}
 
 
-def _team_admin(user_id: int) -> bool:
+def _team_admin(request: HttpRequest) -> bool:
     from projects.models import Membership
+    from projects.selectors import request_memberships
 
-    return Membership.objects.filter(user_id=user_id, role=Membership.Role.ADMIN).exists()
+    return any(m.role == Membership.Role.ADMIN for m in request_memberships(request))
 
 
 def _model_fault() -> InstallationFault | None:

@@ -56,11 +56,14 @@ def _voted_by(user: User) -> Exists:
     return Exists(ApprovalVote.objects.filter(request=OuterRef("pk"), user=user))
 
 
-def approvals_awaiting(user: User | AnonymousUser) -> QuerySet[ApprovalRequest]:
-    """Pending requests in all the user's teams that the user may decide and has not voted on."""
+def approvals_awaiting(user: User | AnonymousUser, memberships: list[Membership] | None = None
+                       ) -> QuerySet[ApprovalRequest]:
+    """Pending requests in all the user's teams that the user may decide and has not voted on
+    (`memberships`: the user's, with their teams, when the caller has them already)."""
     if not user.is_authenticated:
         return ApprovalRequest.objects.none()
-    memberships = Membership.objects.filter(user=user).select_related("team")
+    if memberships is None:
+        memberships = list(Membership.objects.filter(user=user).select_related("team"))
     scope = Q(pk__in=[])
     for membership in memberships:
         allowed = decidable_projects_q(membership=membership, team=membership.team)

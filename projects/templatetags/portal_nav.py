@@ -9,6 +9,7 @@ from django.http import HttpRequest
 
 from projects.selectors.approvals import approvals_awaiting
 from projects.selectors.notifications import unread_count
+from projects.selectors.teams import request_memberships
 
 register = template.Library()
 
@@ -18,7 +19,7 @@ def nav_counts(request: HttpRequest) -> dict[str, Any]:
     if not user.is_authenticated:
         return {"authenticated": False}
     return {"authenticated": True, "team": getattr(request, "team", None),
-            "reviews": approvals_awaiting(user).count(), "unread": unread_count(user),
+            "reviews": approvals_awaiting(user, request_memberships(request)).count(), "unread": unread_count(user),
             "url_name": getattr(request.resolver_match, "url_name", "")}
 
 
