@@ -140,7 +140,6 @@ def _latest_run_json() -> Subquery:
 class CardAnnotations(TypedDict):
     run: dict[str, Any] | None  # the latest run's figures (_latest_run_json)
     pending_approval_id: int | None
-    needs_my_review: bool
     interview_id: int | None
 
 
@@ -150,37 +149,48 @@ if TYPE_CHECKING:
     CardProject: TypeAlias = WithAnnotations[Project, CardAnnotations]
 
 
-def board_projects(*, team: Team, membership: Membership) -> QuerySet[CardProject]:
-    """Every project of the team with its card figures annotated (one query)."""
+def board_projects(*, team: Team) -> QuerySet[CardProject]:
+    """Every project of the team with its card figures annotated (one query, the same for
+    every viewer; what is the viewer's own is `my_review_project_ids`)."""
     pending = ApprovalRequest.objects.filter(project=OuterRef("pk"),
                                              status=ApprovalRequest.Status.PENDING)
-    voted = ApprovalVote.objects.filter(request=OuterRef("pk"), user_id=membership.user_id)
-    decidable = decidable_projects_q(membership=membership, team=team)
-    mine = pending.exclude(Exists(voted)).exclude(started_gates_q(user_id=membership.user_id))
-    my_review = (Exists(mine)
-                 & (Q(decidable) if decidable is not None else Q(pk__in=[])))
     return (
         Project.objects.filter(team=team).select_related("requester")
         .annotate(
             run=_latest_run_json(),
             pending_approval_id=Subquery(pending.order_by("created_at").values("id")[:1]),
-            needs_my_review=my_review,
             interview_id=F("interview__id"),
         )
     )
 
 
+def my_review_project_ids(*, team: Team, membership: Membership) -> set[int]:
+    """The team's projects with a pending gate that `membership` may decide and has not voted
+    on (the "your review" badge). A query of its own: nested inside the card query as an
+    annotation, Django's alias relabelling of the nested subqueries cost more than the rest of
+    the board together."""
+    decidable = decidable_projects_q(membership=membership, team=team)
+    if decidable is None:
+        return set()
+    voted = ApprovalVote.objects.filter(request=OuterRef("pk"), user_id=membership.user_id)
+    allowed = Project.objects.filter(decidable, team=team).values("pk")
+    return set(ApprovalRequest.objects
+               .filter(project__team=team, status=ApprovalRequest.Status.PENDING,
+                       project_id__in=allowed)
+               .exclude(Exists(voted)).exclude(started_gates_q(user_id=membership.user_id))
+               .values_list("project_id", flat=True))
+
+
 CARD_FIELDS = ("id", "name", "status", "queue_position", "status_changed_at",
-               "requester__username", "run", "pending_approval_id", "needs_my_review",
-               "interview_id")
+               "requester__username", "run", "pending_approval_id", "interview_id")
 
 
-def _apply(projects: QuerySet[CardProject], filters: BoardFilters,
-           user_id: int) -> QuerySet[CardProject]:
+def _apply(projects: QuerySet[CardProject], filters: BoardFilters, user_id: int,
+           my_review: set[int]) -> QuerySet[CardProject]:
     if filters.mine:
         projects = projects.filter(requester_id=user_id)
     if filters.review:
-        projects = projects.filter(needs_my_review=True)
+        projects = projects.filter(pk__in=my_review)
     if filters.status in COLUMN_KEYS:
         statuses = next(c.statuses for c in COLUMNS if c.key == filters.status)
         projects = projects.filter(status__in=statuses)
@@ -194,8 +204,8 @@ def board_for(*, team: Team, membership: Membership, filters: BoardFilters,
               limit: int | None = None, now: datetime | None = None) -> Board:
     """The board's columns: queued cards in queue order, the others most recent move first;
     a column shows at most `limit` cards (None: all)."""
-    projects = _apply(board_projects(team=team, membership=membership), filters,
-                      membership.user_id)
+    my_review = my_review_project_ids(team=team, membership=membership)
+    projects = _apply(board_projects(team=team), filters, membership.user_id, my_review)
     projects = projects.order_by("-status_changed_at", "-id")
     now = now or timezone.now()
     columns = {spec.key: Column(spec, limit=limit,
@@ -207,7 +217,7 @@ def board_for(*, team: Team, membership: Membership, filters: BoardFilters,
     for row in projects.values(*CARD_FIELDS):
         key = by_status.get(row["status"])
         if key in columns:
-            columns[key].cards.append(_card(row, now, urls))
+            columns[key].cards.append(_card(row, now, urls, row["id"] in my_review))
     if "queued" in columns:
         columns["queued"].cards.sort(key=queue_key)
     return Board(team=team, columns=list(columns.values()), filters=filters)
@@ -238,7 +248,7 @@ class _UrlPatterns:
         self.interview = reverse("interview_detail", args=[0]).replace("/0/", "/{}/")
 
 
-def _card(row: dict[str, Any], now: datetime, urls: _UrlPatterns) -> Card:
+def _card(row: dict[str, Any], now: datetime, urls: _UrlPatterns, needs_my_review: bool) -> Card:
     run = row["run"]
     pending = row["pending_approval_id"]
     needs_human = pending is not None or row["status"] in HUMAN_STATUSES
@@ -256,7 +266,7 @@ def _card(row: dict[str, Any], now: datetime, urls: _UrlPatterns) -> Card:
         pass_text=SafeString(f"{pass_rate:.0%}" if pass_rate is not None else "–"),
         tokens_text=SafeString(f"{run['tokens']:,}" if run else "–"),
         age_text=SafeString(age_text(now - row["status_changed_at"])),
-        needs_human=needs_human, needs_my_review=row["needs_my_review"],
+        needs_human=needs_human, needs_my_review=needs_my_review,
         css=SafeString("board-card needs-human" if needs_human else "board-card"),
     )
 

@@ -8,7 +8,6 @@ from django.http import HttpRequest
 
 from projects.models import Membership, Team
 
-
 _MEMO = "_autocoder_memberships"
 
 

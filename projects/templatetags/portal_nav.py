@@ -19,7 +19,8 @@ def nav_counts(request: HttpRequest) -> dict[str, Any]:
     if not user.is_authenticated:
         return {"authenticated": False}
     return {"authenticated": True, "team": getattr(request, "team", None),
-            "reviews": approvals_awaiting(user, request_memberships(request)).count(), "unread": unread_count(user),
+            "reviews": approvals_awaiting(user, request_memberships(request)).count(),
+            "unread": unread_count(user),
             "url_name": getattr(request.resolver_match, "url_name", "")}
 
 

@@ -20,7 +20,7 @@ from websockets.sync.client import connect
 from autocoder import realtime
 from projects.models import ApprovalRequest, AuditEntry, Membership, Project, Run
 from projects.selectors.approvals import approval_candidate, approvals_awaiting
-from projects.selectors.board import board_projects
+from projects.selectors.board import my_review_project_ids
 from projects.services.audit import audit_record
 from tests.factories import PASSWORD, UserFactory
 from tests.live import LiveServer, live_asgi_server
@@ -80,8 +80,7 @@ def finished_run(portal: Portal) -> Run:
 
 def needs_my_review(portal: Portal, user: Any, project: Project) -> bool:
     membership = Membership.objects.get(team=portal.team, user=user)
-    cards = board_projects(team=portal.team, membership=membership)
-    return bool(cards.get(pk=project.pk).needs_my_review)
+    return project.pk in my_review_project_ids(team=portal.team, membership=membership)
 
 
 @pytest.mark.django_db
