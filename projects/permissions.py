@@ -20,12 +20,13 @@ def membership_for(user: User | AnonymousUser, team: Team) -> Membership | None:
 
 def get_team_for_member(user: User | AnonymousUser,
                         slug: str) -> tuple[Team, Membership]:
-    """The team with `slug` and the user's membership, or 404 when the user is not in it."""
-    team = Team.objects.filter(slug=slug).first()
-    membership = membership_for(user, team) if team else None
-    if team is None or membership is None:
+    """The team with `slug` and the user's membership, or 404 when the user is not in it
+    (one query: every team page starts with it)."""
+    membership = (Membership.objects.select_related("team").filter(team__slug=slug, user=user)
+                  .first() if user.is_authenticated else None)
+    if membership is None:
         raise Http404("No such team")
-    return team, membership
+    return membership.team, membership
 
 
 def get_team_for_admin(user: User | AnonymousUser,
