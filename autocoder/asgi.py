@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gc
+import logging
 import os
+import threading
 
 from django.core.asgi import get_asgi_application
 
@@ -13,6 +15,7 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app registry)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+from django.conf import settings  # noqa: E402
 
 from autocoder.routing import websocket_urlpatterns  # noqa: E402
 
@@ -29,3 +32,19 @@ application = ProtocolTypeRouter(
 # passes, which otherwise walk every object of the imported libraries (~100 ms each, a latency
 # spike on every tenth page or so).
 gc.freeze()
+
+
+def _warm_search_model() -> None:
+    """In the background, so the process answers pages meanwhile; then freeze again, the model
+    being as long-lived as the libraries."""
+    from marketplace.selectors import search_model_warm
+
+    try:
+        search_model_warm()
+    except Exception:  # the first search reports a broken embedder to its user; log it here
+        logging.getLogger(__name__).warning("could not load the search model", exc_info=True)
+    gc.freeze()
+
+
+if settings.SEARCH_MODEL_PRELOAD:
+    threading.Thread(target=_warm_search_model, name="search-model-warm", daemon=True).start()

@@ -108,8 +108,8 @@ async def _load(*, base_url: str, page: str, team: str, clients: int, seconds: f
                                  follow_redirects=False) as client:
         await _login(client, username, password)
         urls = page_urls(page, team)
-        for _ in range(warmup):  # first requests load code and templates in each process
-            await client.get(next(urls))
+        # Concurrent, so that every server process answers some before the clock starts.
+        await asyncio.gather(*(client.get(next(urls)) for _ in range(warmup)))
         result = LoadResult(page=page, clients=clients, seconds=seconds)
         started = time.monotonic()
         await asyncio.gather(*(_one_client(client, urls, started + seconds, result)
@@ -119,7 +119,7 @@ async def _load(*, base_url: str, page: str, team: str, clients: int, seconds: f
 
 
 def run_load(*, base_url: str, page: str, team: str = "demo", clients: int = 20,
-             seconds: float = 30.0, username: str, password: str, warmup: int = 10,
+             seconds: float = 30.0, username: str, password: str, warmup: int = 40,
              progress: Callable[[str], None] = lambda _: None) -> LoadResult:
     """`clients` logged-in clients ask for `page` back to back for `seconds`."""
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not one line per request

@@ -188,6 +188,8 @@ DEMO_PASSWORD = env.str("AUTOCODER_DEMO_PASSWORD", default="autocoder-demo")
 WEB_PROCESSES = env.int("WEB_PROCESSES", default=0)
 # daphne's line per request on the console.
 WEB_ACCESS_LOG = env.bool("WEB_ACCESS_LOG", default=True)
+# Each web process loads the catalogue's search model at start, not on its first search.
+SEARCH_MODEL_PRELOAD = env.bool("SEARCH_MODEL_PRELOAD", default=True)
 
 # Generation engine, sandbox and LLM (documented in docs/configuration.md).
 SANDBOX_BACKEND = env.str("SANDBOX_BACKEND", default="bwrap")

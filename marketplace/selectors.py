@@ -291,6 +291,12 @@ def _single_threaded_inference() -> None:
     torch.set_num_threads(QUERY_TORCH_THREADS)
 
 
+def search_model_warm() -> None:
+    """Load the search model now (a web process at start-up), not on the first search: loading
+    torch and the model takes seconds, which the first searcher of each process would wait."""
+    query_embedding("warm up")
+
+
 def query_embedding(q: str) -> np.ndarray:
     """The query's embedding; repeated queries (pagination, sort changes) reuse it."""
     return np.frombuffer(_cached_embedding(" ".join(q.lower().split())), dtype=np.float32)
