@@ -116,7 +116,7 @@ def context_factory(browser: Any) -> Iterator[Any]:
     contexts: list[Any] = []
 
     def make(**options: Any) -> Any:
-        context = browser.new_context(viewport={"width": 1280, "height": 900}, **options)
+        context = browser.new_context(**{"viewport": {"width": 1280, "height": 900}, **options})
         context.set_default_timeout(15_000)
         contexts.append(context)
         return context
