@@ -20,6 +20,7 @@ CancelCheck = Callable[[], bool]
 POLL_S = 0.1  # cancel_check and the clock are looked at this often
 USAGE_POLL_S = 0.5
 DRAIN_GRACE_S = 5.0
+KILL_GRACE_S = 2.0  # how long a killed job's supervised process gets to reap its children
 
 
 @dataclass
@@ -47,8 +48,9 @@ def watch(
 ) -> Supervised:
     """Supervise a started process group until it ends or must be stopped.
 
-    Killing the group is enough for bwrap: its init dies with it (--die-with-parent) and the
-    kernel then kills everything left in the sandbox's pid namespace.
+    Stopping it kills the children of the supervised process (bwrap's init: the kernel then
+    kills everything left in the sandbox's pid namespace), then its process group (see
+    `_stop`).
     """
     cap = limits.output_kb * 1024
     streams = {"stdout": CappedStream(cap), "stderr": CappedStream(cap)}
@@ -57,7 +59,7 @@ def watch(
         stop = _pump(proc, streams, started + limits.timeout_s, cancel_check, over_quota)
     finally:
         if stop is not None or proc.poll() is None:
-            _kill_group(proc.pid)
+            _stop(proc)
         _drain_rest(proc, streams)
         proc.wait()
     return Supervised(proc.returncode, streams["stdout"], streams["stderr"], stop,
@@ -100,6 +102,42 @@ def _pump(
         return None
     finally:
         selector.close()
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a job: the supervised process's children first, then its process group.
+
+    The children go first so that the supervised process (bwrap) reaps them and exits by
+    itself. Killed first, it would leave its child, the sandbox's init, to the host's init
+    as a zombie, and until the host's init reaps it (some reap slowly) that zombie counts
+    toward RLIMIT_NPROC of the next jobs in the same user namespace.
+    """
+    for child in children(proc.pid):
+        try:
+            os.kill(child, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+    try:
+        proc.wait(timeout=KILL_GRACE_S)
+    except subprocess.TimeoutExpired:
+        pass
+    _kill_group(proc.pid)
+
+
+def children(pid: int) -> list[int]:
+    """The direct children of `pid` (from /proc/<pid>/task/<tid>/children); [] once it is gone."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as handle:
+                found.extend(int(child) for child in handle.read().split())
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def _kill_group(pgid: int) -> None:
