@@ -14,6 +14,8 @@ How the job is kept in when the portal runs as root (the usual case on a worker 
 * The job's limits (address space, processes, CPU seconds, file size, open files) are hard
   rlimits that the launcher (launcher.py), already inside and unprivileged, sets on itself
   just before it becomes the job: they bind the job and not bwrap.
+* The job's total memory, all its processes together, is bound from the host (memory.py):
+  a memory cgroup per job where the host gives one, else a watchdog over its process tree.
 * Each worker thread keeps the sandbox for its next run prepared (standby.py): the set-up
   happens between runs, and every job still gets a sandbox of its own.
 
@@ -30,10 +32,11 @@ import shutil
 import subprocess
 import sys
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
-from autocoder.sandbox import launcher, process, standby
+from autocoder.sandbox import launcher, memory, process, standby
 from autocoder.sandbox.types import Limits, PluginRuntimeError, RunResult, SandboxError
 from autocoder.sandbox.userns import (
     HOST_ENV,
@@ -198,6 +201,10 @@ def new_standby(workdir_mb: int) -> standby.Standby:
     workdir = Workdir(size_mb=workdir_mb, owner=owner, use_tmpfs=as_root)
 
     layout = host_layout()
+    # The sandbox starts in the cgroup of the job it will run (memory.py): handing the job
+    # over then moves no process, which would cost milliseconds on the run's path.
+    cgroup = memory.cgroup_for_sandbox()
+    enter = cgroup.enter_argv() if cgroup is not None else []
 
     def start(prepared: Workdir) -> subprocess.Popen[bytes]:
         namespace = thread_namespace() if as_root else None
@@ -205,18 +212,36 @@ def new_standby(workdir_mb: int) -> standby.Standby:
                           workdir=str(prepared.path),
                           userns_fd=namespace.fd if namespace else None)
         if namespace is None:
-            return process.spawn(argv, env=HOST_ENV, stdin=subprocess.PIPE)
-        return process.spawn(drop_to_sandbox_uid() + argv, env=HOST_ENV, stdin=subprocess.PIPE,
-                             popen_kwargs={"pass_fds": (namespace.fd,)})
+            return process.spawn(enter + argv, env=HOST_ENV, stdin=subprocess.PIPE)
+        return process.spawn(enter + drop_to_sandbox_uid() + argv, env=HOST_ENV,
+                             stdin=subprocess.PIPE, popen_kwargs={"pass_fds": (namespace.fd,)})
 
-    prepared = standby.Standby(workdir, start)
+    try:
+        prepared = standby.Standby(workdir, start)
+    except BaseException:
+        if cgroup is not None:
+            cgroup.remove()
+        raise
     _layouts[id(prepared)] = layout
+    if cgroup is not None:
+        _cgroups[prepared] = cgroup
+        weakref.finalize(prepared, memory.discard, cgroup, os.getpid())
     return prepared
 
 
 # The layout each prepared sandbox was started with: one prepared for another plugin runtime
 # (PLUGIN_RUNTIME_DIR changed, as tests do) does not see the current runtime and is not used.
 _layouts: dict[int, HostLayout] = {}
+# The memory cgroup each prepared sandbox was started in (removed with the sandbox when it
+# runs no job).
+_cgroups: weakref.WeakKeyDictionary[standby.Standby, memory.JobCgroup] = (
+    weakref.WeakKeyDictionary())
+
+
+def prepared_cgroup(sandbox: standby.Standby) -> Path | None:
+    """The memory cgroup a prepared sandbox was started in, until its job is handed over."""
+    cgroup = _cgroups.get(sandbox)
+    return cgroup.path if cgroup is not None else None
 
 
 def _ready_sandbox(limits: Limits) -> standby.Standby:
@@ -249,23 +274,34 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
         collect: list[str] | None = None,
         cancel_check: process.CancelCheck | None = None) -> RunResult:
     layout = host_layout()
+    memory.configured_choice()  # a bad SANDBOX_MEMORY_BOUND fails before anything starts
     sandbox = _ready_sandbox(limits)
+    bound: memory.JobBound | None = None
     try:
         workdir = sandbox.workdir
         workdir.write(files)
         quota = None if workdir.mounted else process.tree_over_quota(
             workdir.path, limits.workdir_mb * 1024 * 1024)
+        # The sandbox is ready and its launcher waits for the job: nothing of it runs the
+        # job's code yet, so the whole tree can be put under the job's memory bound now.
+        bound = memory.bound_job(sandbox.proc.pid, limits.memory_mb,
+                                 prepared=_cgroups.pop(sandbox, None))
         started = time.monotonic()
         proc = sandbox.hand_over(job_message(command, limits, layout))
         outcome = process.watch(proc, limits=limits, started=started,
-                                cancel_check=cancel_check, over_quota=quota)
+                                cancel_check=cancel_check, over_quota=quota,
+                                memory_exceeded=bound.exceeded)
+        over_memory = outcome.stop == "memory_limit" or bound.exceeded()
         _raise_if_sandbox_failed(outcome)
         files_out, omitted = ({}, []) if not collect else collect_files(
             workdir.path, collect, limits.collect_kb * 1024)
     finally:
         sandbox.release()
+        if bound is not None:
+            bound.close()
     _prepare_next(limits)
-    return _result(outcome, files_out, omitted)
+    return _result(outcome, files_out, omitted,
+                   memory_limit_mb=limits.memory_mb if over_memory else None)
 
 
 def _prepare_next(limits: Limits) -> None:
@@ -286,12 +322,18 @@ def _raise_if_sandbox_failed(outcome: process.Supervised) -> None:
 
 
 def _result(outcome: process.Supervised, files: dict[str, bytes],
-            omitted: list[str]) -> RunResult:
+            omitted: list[str], *, memory_limit_mb: int | None = None) -> RunResult:
+    """`memory_limit_mb` is set when the job's total memory went over that limit."""
+    stderr = outcome.stderr.text()
     exit_code, timed_out, oom, reason = process.verdict(
-        returncode=outcome.returncode, stop=outcome.stop, stderr=outcome.stderr.text())
+        returncode=outcome.returncode, stop=outcome.stop, stderr=stderr,
+        memory_exceeded=memory_limit_mb is not None)
+    if memory_limit_mb is not None and reason == "memory_limit":
+        stderr += ("" if not stderr or stderr.endswith("\n") else "\n") + \
+            memory.exceeded_note(memory_limit_mb)
     return RunResult(
         exit_code=exit_code, timed_out=timed_out, oom=oom, killed_reason=reason,
-        stdout=outcome.stdout.text(), stderr=outcome.stderr.text(),
+        stdout=outcome.stdout.text(), stderr=stderr,
         stdout_truncated=outcome.stdout.truncated, stderr_truncated=outcome.stderr.truncated,
         duration_ms=outcome.duration_ms, backend="bwrap", files=files, files_omitted=omitted,
     )

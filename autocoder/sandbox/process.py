@@ -19,6 +19,7 @@ CancelCheck = Callable[[], bool]
 
 POLL_S = 0.1  # cancel_check and the clock are looked at this often
 USAGE_POLL_S = 0.5
+MEMORY_POLL_S = 0.1  # the job's total memory (memory.py) is looked at this often
 DRAIN_GRACE_S = 5.0
 KILL_GRACE_S = 2.0  # how long a killed job's supervised process gets to reap its children
 
@@ -29,6 +30,7 @@ class Supervised:
     stdout: CappedStream
     stderr: CappedStream
     stop: str | None  # why we killed it: timeout | cancelled | output_limit | workdir_full
+    #                   | memory_limit
     duration_ms: int
 
 
@@ -45,18 +47,21 @@ def watch(
     proc: subprocess.Popen[bytes], *, limits: Limits, started: float,
     cancel_check: Callable[[], bool] | None = None,
     over_quota: Callable[[], bool] | None = None,
+    memory_exceeded: Callable[[], bool] | None = None,
 ) -> Supervised:
     """Supervise a started process group until it ends or must be stopped.
 
     Stopping it kills the children of the supervised process (bwrap's init: the kernel then
     kills everything left in the sandbox's pid namespace), then its process group (see
-    `_stop`).
+    `_stop`). `memory_exceeded` is the job's total-memory bound (memory.JobBound.exceeded),
+    polled every MEMORY_POLL_S.
     """
     cap = limits.output_kb * 1024
     streams = {"stdout": CappedStream(cap), "stderr": CappedStream(cap)}
     stop = None
     try:
-        stop = _pump(proc, streams, started + limits.timeout_s, cancel_check, over_quota)
+        stop = _pump(proc, streams, started + limits.timeout_s, cancel_check, over_quota,
+                     memory_exceeded)
     finally:
         if stop is not None or proc.poll() is None:
             _stop(proc)
@@ -69,12 +74,14 @@ def watch(
 def _pump(
     proc: subprocess.Popen[bytes], streams: dict[str, CappedStream], deadline: float,
     cancel_check: Callable[[], bool] | None, over_quota: Callable[[], bool] | None,
+    memory_exceeded: Callable[[], bool] | None = None,
 ) -> str | None:
     selector = selectors.DefaultSelector()
     assert proc.stdout is not None and proc.stderr is not None
     selector.register(proc.stdout, selectors.EVENT_READ, streams["stdout"])
     selector.register(proc.stderr, selectors.EVENT_READ, streams["stderr"])
     next_usage_check = time.monotonic() + USAGE_POLL_S
+    next_memory_check = time.monotonic()
     try:
         while selector.get_map():
             now = time.monotonic()
@@ -86,6 +93,10 @@ def _pump(
                 next_usage_check = now + USAGE_POLL_S
                 if over_quota():
                     return "workdir_full"
+            if memory_exceeded is not None and now >= next_memory_check:
+                next_memory_check = now + MEMORY_POLL_S
+                if memory_exceeded():
+                    return "memory_limit"
             for key, _events in selector.select(timeout=min(POLL_S, max(0.0, deadline - now))):
                 data = os.read(key.fd, 65536)
                 if not data:
@@ -94,12 +105,16 @@ def _pump(
                 key.data.feed(data)
                 if key.data.flooding:
                     return "output_limit"
-        remaining = deadline - time.monotonic()
-        try:  # both pipes closed: the job is finishing; the clock still applies
-            proc.wait(timeout=max(0.0, remaining))
-        except subprocess.TimeoutExpired:
-            return "timeout"
-        return None
+        while True:  # both pipes closed: the job is finishing; the clock still applies
+            remaining = deadline - time.monotonic()
+            try:
+                proc.wait(timeout=max(0.0, min(remaining, MEMORY_POLL_S)))
+                return None
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline:
+                    return "timeout"
+            if memory_exceeded is not None and memory_exceeded():
+                return "memory_limit"
     finally:
         selector.close()
 
@@ -173,16 +188,20 @@ def _drain_rest(proc: subprocess.Popen[bytes], streams: dict[str, CappedStream])
 MEMORY_MARKERS = ("MemoryError", "Cannot allocate memory", "std::bad_alloc", "out of memory")
 
 
-def verdict(*, returncode: int, stop: str | None,
-            stderr: str) -> tuple[int | None, bool, bool, str | None]:
+def verdict(*, returncode: int, stop: str | None, stderr: str,
+            memory_exceeded: bool = False) -> tuple[int | None, bool, bool, str | None]:
     """(exit_code, timed_out, oom, killed_reason) from how a job ended.
 
-    `stop` is the supervisor's own reason for killing it; otherwise the reason is read from
-    the exit status (128 + signal, as bwrap and the docker entry report it) and, for limits
-    that surface as errors inside the job, from the end of its stderr.
+    `stop` is the supervisor's own reason for killing it; `memory_exceeded` says that the
+    job's total-memory bound was hit although the job ended by itself (the kernel's OOM
+    killer ended one of its processes, and the job then exited). Otherwise the reason is
+    read from the exit status (128 + signal, as bwrap and the docker entry report it) and,
+    for limits that surface as errors inside the job, from the end of its stderr.
     """
     if stop is not None:
         return None, stop == "timeout", stop == "memory_limit", stop
+    if memory_exceeded:
+        return returncode, False, True, "memory_limit"
     if returncode < 0:  # the supervised process itself died of a signal
         return returncode, False, False, f"signal:{_signal_name(-returncode)}"
     tail = stderr[-4000:]

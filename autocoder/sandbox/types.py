@@ -23,7 +23,9 @@ class PluginRuntimeError(SandboxError):
 @dataclass(frozen=True)
 class Limits:
     timeout_s: float = 30
-    memory_mb: int = 512  # address space per process (bwrap) / memory cgroup (docker)
+    # the whole job's memory: a cgroup or a watchdog (bwrap, see memory.py), plus address
+    # space per process; a memory cgroup (docker)
+    memory_mb: int = 512
     pids: int = 64  # processes and threads
     cpu_s: int = 30  # CPU seconds per process
     output_kb: int = 256  # captured per stream; the rest is discarded and marked truncated
