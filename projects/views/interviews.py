@@ -7,6 +7,7 @@ URL pushed), plain form posts get a redirect, so the basic path needs no JavaScr
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -68,13 +69,16 @@ def interview_new_current(request: AuthenticatedHttpRequest) -> HttpResponse:
     if not team:
         messages.info(request, "Join a team first: requests belong to a team.")
         return redirect("home")
-    return redirect("interview_new", slug=team.slug)
+    url = reverse("interview_new", args=[team.slug])
+    wanted = request.GET.get("request", "").strip()  # "Request it" from a fruitless search
+    return redirect(f"{url}?{urlencode({'request': wanted[:500]})}" if wanted else url)
 
 
 @login_required
 def interview_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     team, _ = get_team_for_member(request.user, slug)
-    text = request.POST.get("request", "")
+    text = (request.POST.get("request", "") if request.method == "POST"
+            else request.GET.get("request", "")[:500])
     errors = {logic.FIELD_REQUEST: logic.request_errors(text)} if request.method == "POST" else {}
     if request.method == "POST" and not errors[logic.FIELD_REQUEST]:
         interview = services.interview_create(team=team, requester=request.user,

@@ -160,3 +160,13 @@ def test_the_catalogue_page_searches_and_answers_htmx_with_the_results_only(
     assert "<html" not in html and 'id="results"' in html and "email-drafter" in html
     empty = client.get(url, {"q": "zzzz qqqq"}).content.decode()
     assert "Nothing matches" in empty
+
+
+def test_a_fruitless_search_offers_to_request_it_prefilled(market: dict, catalogue: list) -> None:
+    client = client_for(market["requester"])
+    empty = client.get(reverse("marketplace:catalogue"), {"q": "zzzz qqqq"}).content.decode()
+    assert "Request “zzzz qqqq” as a new plugin" in empty
+    start = client.get(reverse("interview_new_current"), {"request": "zzzz qqqq"})
+    assert start.status_code == 302 and "request=zzzz+qqqq" in start["Location"]
+    wizard = client.get(start["Location"]).content.decode()
+    assert ">zzzz qqqq</textarea>" in wizard
