@@ -83,9 +83,12 @@ def check_sandbox() -> Check:
     if fault is not None:
         return Check("sandbox", False, f"{fault.headline_for_admins}", fault.fix)
     from autocoder.runtime import runtime_dir
+    from autocoder.sandbox.memory import memory_bound_summary
 
+    memory = (f"; memory: {memory_bound_summary()}" if settings.SANDBOX_BACKEND == "bwrap"
+              else "")
     return Check("sandbox", True, f"{settings.SANDBOX_BACKEND}: a plugin's tests run on the "
-                 f"plugin runtime ({runtime_dir()})")
+                 f"plugin runtime ({runtime_dir()}){memory}")
 
 
 def check_embedder() -> Check:

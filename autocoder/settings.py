@@ -193,6 +193,9 @@ SEARCH_MODEL_PRELOAD = env.bool("SEARCH_MODEL_PRELOAD", default=True)
 
 # Generation engine, sandbox and LLM (documented in docs/configuration.md).
 SANDBOX_BACKEND = env.str("SANDBOX_BACKEND", default="bwrap")
+# How the whole job's memory is bounded: a memory cgroup, a watchdog over its processes, or
+# auto (a cgroup where the host delegates one); docs/sandbox.md, "Memory".
+SANDBOX_MEMORY_BOUND = env.str("SANDBOX_MEMORY_BOUND", default="auto")
 # The plugin runtime (autocoder/runtime): the interpreter plugin code runs on in the sandbox.
 PLUGIN_RUNTIME_DIR = env.str("PLUGIN_RUNTIME_DIR", default=str(BASE_DIR / ".plugin-runtime"))
 SANDBOX_DOCKER_IMAGE = env.str("SANDBOX_DOCKER_IMAGE", default="autocoder-sandbox:latest")
