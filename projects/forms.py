@@ -1,8 +1,10 @@
 from __future__ import annotations
 
 from django import forms
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 
-from projects.models import Team
+from projects.models import Membership, Team
 
 
 class TeamSettingsForm(forms.ModelForm):
@@ -19,3 +21,34 @@ class TeamSettingsForm(forms.ModelForm):
         if not 1 <= value <= 5:
             raise forms.ValidationError("Choose between 1 and 5 approvals.")
         return value
+
+
+ROLE_CHOICES = [(role.value, role.label) for role in Membership.Role]
+
+
+class MemberAddForm(forms.Form):
+    username = forms.CharField(label="User name", max_length=150,
+                               help_text="Their log-in name. Accounts are created by a site "
+                                         "administrator.")
+    role = forms.ChoiceField(label="Role", choices=ROLE_CHOICES,
+                             initial=Membership.Role.REQUESTER)
+
+    def clean_username(self) -> User:
+        name = self.cleaned_data["username"].strip()
+        user = get_user_model().objects.filter(username__iexact=name, is_active=True).first()
+        if user is None:
+            raise forms.ValidationError(f"No account is called “{name}”. Ask a site "
+                                        "administrator to create it first.")
+        return user
+
+
+class MemberRoleForm(forms.Form):
+    role = forms.ChoiceField(label="Role", choices=ROLE_CHOICES)
+
+
+class TeamCreateForm(forms.ModelForm):
+    class Meta:
+        model = Team
+        fields = ["name", "slug"]
+        labels = {"name": "Team name", "slug": "Short name for links"}
+        help_texts = {"slug": "Letters, digits and hyphens, e.g. finance-team."}

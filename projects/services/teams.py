@@ -26,17 +26,69 @@ class DemoData:
     usernames: tuple[str, ...]
 
 
+class MembershipError(Exception):
+    """A change to a team's members that cannot be made; the message says why, in plain words."""
+
+
 def team_create(*, name: str, slug: str, creator: User) -> Team:
     with transaction.atomic():
         team = Team.objects.create(name=name, slug=slug)
         Membership.objects.create(team=team, user=creator, role=Membership.Role.ADMIN)
+        audit_record(actor=creator, action="team.create", team=team, target=team,
+                     after={"name": name, "slug": slug})
     return team
 
 
-def membership_add(*, team: Team, user: User, role: str) -> Membership:
-    membership, _ = Membership.objects.update_or_create(team=team, user=user,
-                                                       defaults={"role": role})
+def membership_add(*, team: Team, user: User, role: str,
+                   actor: User | None = None) -> Membership:
+    """Put `user` in `team` with `role` (a member already in it keeps their place, new role)."""
+    with transaction.atomic():
+        existing = (Membership.objects.select_for_update()
+                    .filter(team=team, user=user).first())
+        if existing is not None:
+            return membership_role_change(membership=existing, role=role, actor=actor)
+        membership = Membership.objects.create(team=team, user=user, role=role)
+        if actor is not None:
+            audit_record(actor=actor, action="team.member_add", team=team, target=membership,
+                         after={"user": user.get_username(), "role": role})
     return membership
+
+
+@transaction.atomic
+def membership_role_change(*, membership: Membership, role: str,
+                           actor: User | None = None) -> Membership:
+    locked = _locked_admins(membership.team_id)
+    before = membership.role
+    if before == role:
+        return membership
+    if before == Membership.Role.ADMIN and locked == [membership.pk]:
+        raise MembershipError("A team needs at least one admin: make someone else admin first.")
+    membership.role = role
+    membership.save(update_fields=["role"])
+    audit_record(actor=actor, action="team.member_role", team=membership.team,
+                 target=membership, before={"role": before}, after={"role": role})
+    return membership
+
+
+@transaction.atomic
+def membership_remove(*, membership: Membership, actor: User | None = None) -> None:
+    """Take a member out of the team: their open pages stop receiving its events within
+    WEBSOCKET_MEMBERSHIP_RECHECK_S, and its pages answer 404 from now on."""
+    if _locked_admins(membership.team_id) == [membership.pk]:
+        raise MembershipError("A team needs at least one admin: make someone else admin "
+                              "before removing the last one.")
+    audit_record(actor=actor, action="team.member_remove", team=membership.team,
+                 target=membership, before={"user": membership.user.get_username(),
+                                            "role": membership.role})
+    membership.delete()
+
+
+def _locked_admins(team_id: int) -> list[int]:
+    """The team's admin memberships, locked: two admins demoting each other at once must not
+    leave the team without one."""
+    return list(Membership.objects.select_for_update()
+                .filter(team_id=team_id, role=Membership.Role.ADMIN)
+                .order_by("pk").values_list("pk", flat=True))
 
 
 @transaction.atomic

@@ -3,12 +3,13 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from projects.forms import TeamSettingsForm
+from projects.forms import MemberAddForm, MemberRoleForm, TeamCreateForm, TeamSettingsForm
 from projects.http import AuthenticatedHttpRequest
 from projects.middleware import SESSION_KEY
+from projects.models import Membership, Team
 from projects.permissions import get_team_for_admin, get_team_for_member
 from projects.selectors import team_members, teams_for_user
 from projects.selectors.interviews import interviews_unfinished_for_user
@@ -26,8 +27,80 @@ def home(request: AuthenticatedHttpRequest) -> HttpResponse:
 def team_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     team, membership = get_team_for_member(request.user, slug)
     request.session[SESSION_KEY] = team.slug
-    context = {"team": team, "membership": membership, "members": team_members(team)}
-    return render(request, "projects/team_detail.html", context)
+    return _team_page(request, team, membership, MemberAddForm())
+
+
+def _team_page(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
+               add_form: MemberAddForm, status: int = 200) -> HttpResponse:
+    context = {"team": team, "membership": membership, "members": team_members(team),
+               "add_form": add_form, "role_choices": Membership.Role.choices}
+    return render(request, "projects/team_detail.html", context, status=status)
+
+
+@login_required
+@require_POST
+def team_member_add(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    team, membership = get_team_for_admin(request.user, slug)
+    form = MemberAddForm(request.POST)
+    if not form.is_valid():
+        return _team_page(request, team, membership, form, status=400)
+    user = form.cleaned_data["username"]
+    try:
+        services.membership_add(team=team, user=user, role=form.cleaned_data["role"],
+                                actor=request.user)
+    except services.MembershipError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"{user.get_username()} is now in {team.name}.")
+    return redirect("team_detail", slug=team.slug)
+
+
+@login_required
+@require_POST
+def team_member_role(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
+    team, _ = get_team_for_admin(request.user, slug)
+    member = get_object_or_404(Membership.objects.select_related("user", "team"), pk=pk, team=team)
+    form = MemberRoleForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Choose one of the roles.")
+        return redirect("team_detail", slug=team.slug)
+    try:
+        services.membership_role_change(membership=member, role=form.cleaned_data["role"],
+                                        actor=request.user)
+    except services.MembershipError as error:
+        messages.error(request, str(error))
+    else:
+        messages.success(request, f"{member.user.get_username()} is now "
+                                  f"{member.get_role_display().lower()}.")
+    return redirect("team_detail", slug=team.slug)
+
+
+@login_required
+@require_POST
+def team_member_remove(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
+    team, _ = get_team_for_admin(request.user, slug)
+    member = get_object_or_404(Membership.objects.select_related("user", "team"), pk=pk, team=team)
+    try:
+        services.membership_remove(membership=member, actor=request.user)
+    except services.MembershipError as error:
+        messages.error(request, str(error))
+        return redirect("team_detail", slug=team.slug)
+    messages.success(request, f"{member.user.get_username()} is no longer in {team.name}.")
+    if member.user_id == request.user.pk:
+        return redirect("home")
+    return redirect("team_detail", slug=team.slug)
+
+
+@login_required
+def team_new(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """Anyone signed in may start a team; they become its first admin."""
+    form = TeamCreateForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        team = services.team_create(creator=request.user, **form.cleaned_data)
+        request.session[SESSION_KEY] = team.slug
+        messages.success(request, f"Team {team.name} created: add its members below.")
+        return redirect("team_detail", slug=team.slug)
+    return render(request, "projects/team_new.html", {"form": form})
 
 
 @login_required
