@@ -108,6 +108,27 @@
 
   document.addEventListener("drop", function (event) { if (dragging) event.preventDefault(); });
 
+  // -- copy buttons: data-copy names the element whose text goes to the clipboard ----------------
+  // Hidden in the HTML, shown here: without JavaScript (or a clipboard) there is no dead button.
+  function showCopyButtons(root) {
+    if (!navigator.clipboard) return;
+    root.querySelectorAll("button[data-copy]").forEach(function (button) { button.hidden = false; });
+  }
+  document.addEventListener("DOMContentLoaded", function () { showCopyButtons(document); });
+  document.addEventListener("htmx:afterSettle", function (event) { showCopyButtons(event.target); });
+  document.addEventListener("click", function (event) {
+    const button = event.target.closest && event.target.closest("button[data-copy]");
+    if (!button) return;
+    const source = document.querySelector(button.dataset.copy);
+    if (!source) return;
+    navigator.clipboard.writeText(source.textContent.trim()).then(function () {
+      const label = button.textContent;
+      button.textContent = "Copied";
+      announce("Copied to the clipboard.");
+      setTimeout(function () { button.textContent = label; }, 2000);
+    }, function () { announce("Copying was refused by the browser: select the text instead."); });
+  });
+
   // -- a select marked data-autosubmit sends its form on change (no inline handler: the CSP) --
   document.addEventListener("change", function (event) {
     const field = event.target;

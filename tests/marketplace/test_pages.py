@@ -40,6 +40,8 @@ def test_a_reviewer_finds_a_pending_upload_and_publishes_it_from_its_page(
                      "Approved", "acme-reviewer", "looks good", "word_count-0.1.0-py3-none-any.whl",
                      "Run in the sandbox", "Write a review"):
         assert expected in html, expected
+    # The command can be copied in one press (the button appears where a clipboard exists).
+    assert 'id="pip-command"' in html and 'data-copy="#pip-command"' in html
 
 
 def test_yanking_from_the_page_marks_the_version_everywhere(market: dict, publish: Any) -> None:
