@@ -60,3 +60,15 @@ def test_every_variable_the_settings_and_compose_read_is_documented() -> None:
     assert read, "the pattern found no variables at all"
     missing = read - documented_variables()
     assert not missing, f"undocumented in .env.example: {sorted(missing)}"
+
+
+def test_compose_restarts_what_dies_and_serves_with_several_processes() -> None:
+    """A killed worker container comes back by itself (restart policy); the web service runs
+    `manage.py serve`, the supervised ASGI processes on one port, not a lone daphne."""
+    services = compose()["services"]
+    assert {name: service.get("restart") for name, service in services.items()} == {
+        name: "unless-stopped" for name in services}
+    assert "manage.py serve --host 0.0.0.0 --port 8000" in services["web"]["command"]
+    assert "daphne" not in services["web"]["command"]
+    worker = services["worker"]["command"]
+    assert worker[worker.index("--processes") + 1] == "1"  # one dead worker, one container
