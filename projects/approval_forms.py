@@ -6,8 +6,8 @@ from typing import Any, cast
 
 from django import forms
 
+from projects.approval_rules import decisions_allowed
 from projects.models import ApprovalRequest, ApprovalVote
-from projects.services.approvals import ALLOWED
 
 Decision = ApprovalVote.Decision
 LABELS = {
@@ -28,7 +28,7 @@ class ApprovalDecisionForm(forms.Form):
 
     def __init__(self, *args: Any, approval: ApprovalRequest, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        allowed = ALLOWED.get(approval.kind, set())
+        allowed = decisions_allowed(approval.kind)
         labels = ESCALATION_LABELS if approval.kind == ApprovalRequest.Kind.ESCALATION else {}
         decision = cast(forms.ChoiceField, self.fields["decision"])
         decision.choices = [(d.value, labels.get(d, LABELS[d])) for d in ORDER if d in allowed]

@@ -23,7 +23,6 @@ from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import User
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.utils import timezone
 
@@ -38,6 +37,7 @@ from autocoder.engine.llm_port import (
 from autocoder.engine.spec import spec_from_dict
 from autocoder.installation import InstallationFault, fault_of
 from autocoder.llm.types import LLMAuthError, LLMConfigError, LLMError
+from projects import approval_rules
 from projects.models import (
     ApprovalRequest,
     Iteration,
@@ -56,12 +56,6 @@ Dispatch = Callable[[int, str, int], None]
 
 LLM_PHASES = frozenset({Run.Phase.PLAN, Run.Phase.IMPLEMENT, Run.Phase.TEST_WRITE,
                         Run.Phase.REFLECT})
-DECISIONS = {
-    "approve": ApprovalRequest.Status.APPROVED,
-    "reject": ApprovalRequest.Status.REJECTED,
-    "request_changes": ApprovalRequest.Status.CHANGES_REQUESTED,
-    "answer": ApprovalRequest.Status.ANSWERED,
-}
 MAX_GUIDANCE_CHARS = 4000
 
 
@@ -69,12 +63,10 @@ class RunStateError(Exception):
     """The run is not in a state that allows this action (for example, already finished)."""
 
 
-class ApprovalConflict(Exception):
-    """Somebody else decided this approval request first."""
-
-
-class ApprovalInputError(ValueError):
-    """The decision does not fit the request (for example, an answer without text)."""
+# The approval rules' refusals under the names this module's callers know (the rules, and the
+# one refusal type they all are, live in projects/approval_rules.py).
+ApprovalConflict = approval_rules.AlreadyDecided  # somebody else decided the request first
+ApprovalInputError = approval_rules.DecisionNotAccepted  # e.g. an answer without guidance
 
 
 def enqueue_step(run_id: int, token: str, delay_ms: int = 0) -> None:
@@ -740,66 +732,30 @@ def _continue(run: Run, dispatch: Dispatch | None) -> None:
 
 
 def approval_decide(*, approval: ApprovalRequest, user: User, decision: str,
-                    comment: str = "", dispatch: Dispatch | None = enqueue_step,
-                    check_permission: bool = True) -> ApprovalRequest:
-    """Record a decision and move the run on. Exactly one of two concurrent decisions wins; the
-    other gets ApprovalConflict naming the decision that was already made."""
-    status = _decision_status(approval, decision, comment)
-    if check_permission:
-        _check_may_decide(approval, user)
+                    comment: str = "", dispatch: Dispatch | None = enqueue_step) -> ApprovalRequest:
+    """Decide `approval` as `user` and move the run on, under the approval rules
+    (projects/approval_rules.py): who may decide, what the decision does, a candidate changed
+    since `approval` was read, and N approvals (a decision made here counts as the decider's
+    own vote). A refusal is an ApprovalRefused and changes nothing. Exactly one of two
+    concurrent decisions wins; the other gets ApprovalConflict naming the decision made."""
     with transaction.atomic():
+        locked = (ApprovalRequest.objects.select_for_update(of=("self",))
+                  .select_related("project__team", "decided_by", "run").get(id=approval.id))
+        status = approval_rules.check_decision(
+            locked, user=user, decision=decision, comment=comment,
+            candidate=approval_rules.approval_candidate(approval))
+        approval_rules.check_enough_approvals(locked, user=user, decision=decision)
         won = ApprovalRequest.objects.filter(id=approval.id, status=ApprovalRequest.Status.PENDING
                                              ).update(status=status, decided_by=user,
                                                       decided_at=timezone.now(),
                                                       comment=comment.strip())
-        if not won:
-            raise ApprovalConflict(_already_decided(approval))
+        if not won:  # the row lock above makes this unreachable; kept as a guard
+            raise ApprovalConflict(approval_rules.already_decided_message(
+                ApprovalRequest.objects.select_related("decided_by").get(id=approval.id)))
         decided = ApprovalRequest.objects.select_related("run", "project").get(id=approval.id)
         run = Run.objects.select_for_update().select_related("project").get(id=decided.run_id)
         _apply_decision(run, decided, dispatch)
     return ApprovalRequest.objects.get(id=approval.id)
-
-
-def _decision_status(approval: ApprovalRequest, decision: str, comment: str) -> str:
-    if decision not in DECISIONS:
-        raise ApprovalInputError(f"Unknown decision {decision!r}; choose one of "
-                                 f"{', '.join(DECISIONS)}.")
-    kind = approval.kind
-    if kind == ApprovalRequest.Kind.ESCALATION and decision in ("answer", "approve"):
-        if not comment.strip():
-            raise ApprovalInputError("An escalation is answered with guidance: write what the "
-                                     "run should do differently.")
-        return ApprovalRequest.Status.ANSWERED
-    if decision == "answer":
-        raise ApprovalInputError("Only escalations are answered; approve, reject or request "
-                                 "changes instead.")
-    if kind == ApprovalRequest.Kind.PUBLISH and decision == "request_changes":
-        raise ApprovalInputError("A publish request is approved or rejected; to change the "
-                                 "plugin, reject it and start a new run.")
-    if decision == "request_changes" and not comment.strip():
-        raise ApprovalInputError("Say which changes you want: the comment goes to the model.")
-    return DECISIONS[decision]
-
-
-def _check_may_decide(approval: ApprovalRequest, user: User) -> None:
-    from projects.selectors.approvals import may_decide  # the one rule, for every door
-
-    membership = Membership.objects.filter(team_id=approval.project.team_id, user=user).first()
-    if membership is None:
-        raise PermissionDenied("Only members of the project's team can decide its approvals.")
-    if not may_decide(membership=membership, project=approval.project,
-                      team=approval.project.team, run=approval.run):
-        raise PermissionDenied("Only reviewers and admins can decide approval requests, and "
-                               "not on a run they asked for or started themselves.")
-
-
-def _already_decided(approval: ApprovalRequest) -> str:
-    current = ApprovalRequest.objects.select_related("decided_by").get(id=approval.id)
-    if current.status == ApprovalRequest.Status.STALE:
-        return "This request is no longer open: the run has moved on or finished."
-    who = current.decided_by.get_username() if current.decided_by else "someone"
-    when = current.decided_at.isoformat(timespec="seconds") if current.decided_at else ""
-    return f"This request was already decided ({current.status}) by {who} at {when}."
 
 
 def _apply_decision(run: Run, approval: ApprovalRequest, dispatch: Dispatch | None) -> None:

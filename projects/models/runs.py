@@ -122,7 +122,7 @@ class Run(models.Model):
 
     error = models.TextField(blank=True)
     # Who started (or retried) the run: treated like the project's author at its gates, so they
-    # cannot approve what they set going on their own (projects.selectors.approvals.is_author).
+    # cannot approve what they set going on their own (projects.approval_rules.gate_authorship).
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     # While HELD: which part of the installation it waits for (see autocoder/installation.py).

@@ -1,18 +1,11 @@
-"""Deciding approval requests the way trusted review systems do.
+"""Deciding approval requests the way trusted review systems do: one vote per reviewer, kept
+in the audit log; the request is decided through the engine when a vote settles it.
 
-- Only team members with the reviewer or admin role decide; whoever requested the project only
-  where the team allows it (Team.requester_may_approve).
-- A decision names the candidate it was made on; a decision on a replaced (stale) candidate is
-  refused, and votes on a replaced candidate stop counting.
-- Whoever started or retried the run is treated like the project's author (`is_author`).
-- A team may require N approvals: each reviewer's vote is kept (one per user); the gate opens at
-  N approvals; any reject or request for changes closes it at once. A vote counts only while its
-  voter may still decide (re-checked at every tally: someone who left the team or lost the
-  reviewer role no longer counts).
-- Concurrent decisions are serialised on the request's row and the engine's guarded update
-  (`filter(status="pending").update(...)`) makes exactly one of them the decision.
-- Every vote and decision is in the audit log; the run resumes as soon as the decision commits
-  (the engine's approval_decide enqueues its next step).
+The rules themselves (who may decide, what each decision does, stale candidates, N approvals,
+which votes count) are in projects/approval_rules.py. Concurrent decisions are serialised on
+the request's row, and the engine's guarded update makes exactly one of them the decision; the
+run resumes as soon as the decision commits (the engine's approval_decide enqueues its next
+step).
 """
 
 from __future__ import annotations
@@ -20,30 +13,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from django.contrib.auth.models import User
-from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from autocoder.engine import services as engine
-from projects.models import ApprovalRequest, ApprovalVote, Iteration, Membership
-from projects.selectors.approvals import Tally, approval_candidate, approval_tally, may_decide
+from projects import approval_rules as rules
+from projects.approval_rules import AlreadyDecided, StaleCandidate, Tally, approval_tally
+from projects.models import ApprovalRequest, ApprovalVote
 from projects.services.audit import audit_record
 from projects.services.notifications import notification_decision_send
 
 Decision = ApprovalVote.Decision
-# Decisions that end the request whatever the other reviewers think.
-CLOSING = frozenset({Decision.REJECT, Decision.REQUEST_CHANGES, Decision.ANSWER})
-
-
-class ApprovalError(Exception):
-    """The decision was refused; the message says why in plain words."""
-
-
-class StaleCandidate(ApprovalError):
-    """The candidate changed (or the request was replaced) since the reviewer looked at it."""
-
-
-class AlreadyDecided(ApprovalError):
-    """Somebody else's decision closed the request first."""
+# Every refusal of the rules (who, what, stale, already decided) is one of these.
+ApprovalError = rules.ApprovalRefused
+__all__ = ["AlreadyDecided", "ApprovalError", "StaleCandidate", "VoteOutcome",
+           "approval_vote_cast", "approvals_supersede"]
 
 
 @dataclass(frozen=True)
@@ -61,62 +44,6 @@ class VoteOutcome:
                 f"approvals; {self.tally.remaining} more needed before the run continues.")
 
 
-def _check_member(approval: ApprovalRequest, user: User) -> None:
-    membership = Membership.objects.filter(team_id=approval.project.team_id, user=user).first()
-    if membership is None or not may_decide(membership=membership, project=approval.project,
-                                            team=approval.project.team, run=approval.run):
-        if approval.project.requester_id == user.pk:
-            raise PermissionDenied("This team does not let requesters decide approval requests "
-                                   "on their own projects; a reviewer has to.")
-        if membership is not None and approval.run.started_by_id == user.pk:
-            raise PermissionDenied("You started this run, so its gates are your own change: "
-                                   "another reviewer has to decide them.")
-        raise PermissionDenied("Only reviewers and admins of the team can decide approval "
-                               "requests.")
-
-
-def _check_open(locked: ApprovalRequest, candidate: str) -> None:
-    if locked.status == ApprovalRequest.Status.STALE:
-        raise StaleCandidate("This request was replaced: the run has moved on since. Nothing was "
-                             "decided; review the current candidate instead.")
-    if locked.status != ApprovalRequest.Status.PENDING:
-        who = locked.decided_by.get_username() if locked.decided_by else "someone"
-        raise AlreadyDecided(f"This request was already decided "
-                             f"({locked.get_status_display().lower()}) by {who}.")
-    if candidate != approval_candidate(locked) or _newer_iteration_exists(locked):
-        raise StaleCandidate("The candidate changed since you opened this page, so your decision "
-                             "was not saved. Review the current version and send it again.")
-
-
-def _newer_iteration_exists(approval: ApprovalRequest) -> bool:
-    # A change or publish request is about one iteration's code; once the loop has written a
-    # later iteration, deciding on the older one would approve code that is no longer current.
-    if approval.kind not in (ApprovalRequest.Kind.CHANGE, ApprovalRequest.Kind.PUBLISH):
-        return False
-    return Iteration.objects.filter(run_id=approval.run_id, number__gt=approval.iteration).exists()
-
-
-# What each kind of request accepts (the engine enforces the same when the request is decided).
-ALLOWED: dict[str, set[Decision]] = {
-    ApprovalRequest.Kind.PLAN: {Decision.APPROVE, Decision.REJECT, Decision.REQUEST_CHANGES},
-    ApprovalRequest.Kind.CHANGE: {Decision.APPROVE, Decision.REJECT, Decision.REQUEST_CHANGES},
-    ApprovalRequest.Kind.ESCALATION: {Decision.ANSWER, Decision.REJECT},
-    ApprovalRequest.Kind.PUBLISH: {Decision.APPROVE, Decision.REJECT},
-}
-
-
-def _check_decision(approval: ApprovalRequest, decision: str, comment: str) -> None:
-    allowed = ALLOWED.get(approval.kind, set())
-    if decision not in allowed:
-        choices = ", ".join(Decision(d).label.lower() for d in sorted(allowed))
-        raise ApprovalError(f"A {approval.get_kind_display().lower()} request can be decided "
-                            f"with: {choices}.")
-    if decision == Decision.ANSWER and not comment:
-        raise ApprovalError("Write your guidance: it is what the run is told to do differently.")
-    if decision == Decision.REQUEST_CHANGES and not comment:
-        raise ApprovalError("Say which changes you want: your comment goes into the next prompt.")
-
-
 def approval_vote_cast(*, approval: ApprovalRequest, user: User, decision: str,
                        comment: str = "", candidate: str,
                        dispatch: engine.Dispatch | None = engine.enqueue_step) -> VoteOutcome:
@@ -126,17 +53,16 @@ def approval_vote_cast(*, approval: ApprovalRequest, user: User, decision: str,
     `dispatch` sends the run's next step (to the workers by default; None when the caller
     drives the run itself, as `manage.py approve` does)."""
     comment = comment.strip()
-    _check_member(approval, user)
-    _check_decision(approval, decision, comment)
     with transaction.atomic():
         locked = (ApprovalRequest.objects.select_for_update(of=("self",))
                   .select_related("project__team", "decided_by", "run").get(pk=approval.pk))
-        _check_open(locked, candidate)
+        rules.check_decision(locked, user=user, decision=decision, comment=comment,
+                             candidate=candidate)
         vote, _ = ApprovalVote.objects.update_or_create(
             request=locked, user=user,
             defaults={"decision": decision, "comment": comment, "candidate": candidate})
         tally = approval_tally(locked, team=locked.project.team)
-        settles = decision in CLOSING or tally.approvals >= tally.needed
+        settles = rules.settles(decision, tally)
         if settles:
             locked = _decide(locked, user=user, decision=decision, comment=comment,
                              dispatch=dispatch)
@@ -147,14 +73,10 @@ def approval_vote_cast(*, approval: ApprovalRequest, user: User, decision: str,
 
 def _decide(locked: ApprovalRequest, *, user: User, decision: str,
             comment: str, dispatch: engine.Dispatch | None) -> ApprovalRequest:
-    try:
-        decided = engine.approval_decide(approval=locked, user=user, decision=decision,
-                                         comment=_decision_comment(locked, decision, comment),
-                                         dispatch=dispatch)
-    except engine.ApprovalConflict as error:
-        raise AlreadyDecided(str(error)) from error
-    except engine.ApprovalInputError as error:
-        raise ApprovalError(str(error)) from error
+    # The engine applies the same rules again (it is a door of its own) and moves the run on.
+    decided = engine.approval_decide(approval=locked, user=user, decision=decision,
+                                     comment=_decision_comment(locked, decision, comment),
+                                     dispatch=dispatch)
     notification_decision_send(approval=decided, actor=user)
     if decided.kind == ApprovalRequest.Kind.PUBLISH:
         # Imported here: the marketplace builds on these services.

@@ -10,8 +10,8 @@ from django.utils import timezone
 
 from autocoder import realtime
 from autocoder.installation import InstallationFault
+from projects.approval_rules import may_decide
 from projects.models import ApprovalRequest, Membership, Notification, Team
-from projects.selectors.approvals import may_decide
 
 Kind = Notification.Kind
 

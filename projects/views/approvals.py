@@ -11,18 +11,13 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from projects import approval_rules as rules
 from projects.approval_forms import ApprovalDecisionForm
 from projects.diffs import unified_rows
 from projects.http import AuthenticatedHttpRequest
 from projects.models import ApprovalRequest, Membership
 from projects.permissions import get_approval_for_member
-from projects.selectors.approvals import (
-    approval_candidate,
-    approval_tally,
-    approvals_awaiting,
-    may_decide,
-    review_material,
-)
+from projects.selectors.approvals import approvals_awaiting, review_material
 from projects.selectors.teams import teams_for_user
 from projects.services import approvals as services
 from projects.views.broker import broker_required
@@ -44,7 +39,7 @@ def approval_list(request: AuthenticatedHttpRequest) -> HttpResponse:
 def approval_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     approval, membership = get_approval_for_member(request.user, pk)
     form = ApprovalDecisionForm(approval=approval,
-                                initial={"candidate": approval_candidate(approval)})
+                                initial={"candidate": rules.approval_candidate(approval)})
     return _render(request, approval, membership, form)
 
 
@@ -61,24 +56,29 @@ def approval_decide(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
                                               decision=form.cleaned_data["decision"],
                                               comment=form.cleaned_data["comment"],
                                               candidate=form.cleaned_data["candidate"])
-    except services.ApprovalError as error:
+    except rules.MayNotDecide as error:
+        # The page says why (the same words as every other door), with no form to send again.
+        return _render(request, approval, membership, form, status=403, refused=str(error))
+    except rules.ApprovalRefused as error:
         # The page shows the current candidate with what the reviewer typed, ready to send again
         # once they have looked at it: a refused decision loses nothing.
         approval.refresh_from_db()
         data = request.POST.copy()
-        data["candidate"] = approval_candidate(approval)
+        data["candidate"] = rules.approval_candidate(approval)
         form = ApprovalDecisionForm(data, approval=approval)
         form.is_valid()
         form.add_error(None, str(error))
-        return _render(request, approval, membership, form, status=409)
+        return _render(request, approval, membership, form, status=409, refused=str(error))
     messages.success(request, outcome.message)
     return redirect("approval_detail", pk=approval.pk)
 
 
 def _render(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membership: Membership,
-            form: ApprovalDecisionForm, status: int = 200) -> HttpResponse:
-    return render(request, "projects/approval_detail.html",
-                  _context(request, approval, membership, form), status=status)
+            form: ApprovalDecisionForm, status: int = 200, refused: str = "") -> HttpResponse:
+    """The review page; `refused`: why the decision just sent was refused (shown where the
+    form would be when there is no form to show it in)."""
+    context = {**_context(request, approval, membership, form), "refused": refused}
+    return render(request, "projects/approval_detail.html", context, status=status)
 
 
 def _context(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membership: Membership,
@@ -86,15 +86,15 @@ def _context(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membe
     against = request.GET.get("against", "")
     material = review_material(approval, against=int(against) if against.isdigit() else None)
     team = approval.project.team
-    tally = approval_tally(approval, team=team)
+    tally = rules.approval_tally(approval, team=team)
+    refusal = rules.gate_refusal(membership=membership, approval=approval)
     diff = (unified_rows(material.against.files if material.against else {},
                          material.iteration.files) if material.iteration else None)
     return {
         "approval": approval, "project": approval.project, "run": approval.run, "team": team,
         "payload": approval.payload or {}, "material": material, "diff": diff, "tally": tally,
         "my_vote": next((v for v in tally.votes if v.user_id == request.user.pk), None),
-        "may_decide": may_decide(membership=membership, project=approval.project, team=team,
-                                 run=approval.run),
+        "may_decide": not refusal, "refusal": refusal,
         "is_pending": approval.status == ApprovalRequest.Status.PENDING, "form": form,
         "outcomes": material.test_report.get("outcomes") or [],
     }

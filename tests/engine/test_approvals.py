@@ -12,6 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import connection
 
 from autocoder.engine import selectors, services
+from projects.approval_rules import StaleCandidate
 from projects.models import ApprovalRequest, Project, Run
 from tests.engine.conftest import DispatchRecorder, iterations, prompts
 
@@ -207,7 +208,7 @@ def test_cancel_while_waiting_makes_the_request_stale(start_run: Callable[..., R
     services.run_cancel(run=run)
 
     assert Run.objects.get(id=run.id).status == Run.Status.CANCELLED
-    with pytest.raises(services.ApprovalConflict, match="no longer open"):
+    with pytest.raises(StaleCandidate, match="no longer open"):
         decide(plan, people["reviewer"], "approve")
 
 
@@ -237,7 +238,8 @@ def test_two_concurrent_decisions_exactly_one_wins(start_run: Callable[..., Run]
     for thread in threads:
         thread.join(timeout=30)
 
-    assert sorted(str(type(v).__name__) for v in outcomes.values()) == ["ApprovalConflict", "str"]
+    assert sorted(isinstance(v, services.ApprovalConflict) for v in outcomes.values()) == [
+        False, True]
     winner = next(label for label, value in outcomes.items() if value == "won")
     loser = next(value for value in outcomes.values() if value != "won")
     decided = ApprovalRequest.objects.get(id=plan.id)

@@ -93,7 +93,7 @@ def test_approve_command_lets_a_waiting_run_go_on(engine_settings: Any, tmp_path
                          "--out", str(tmp_path / "p"))
     assert result["status"] == "awaiting_approval" and result["pending_approval"] == "plan"
 
-    with pytest.raises(CommandError, match="a reviewer has to"):
+    with pytest.raises(CommandError, match="another reviewer has to"):
         call_command("approve", str(result["run_id"]), "--as", "requester")
     out = io.StringIO()
     call_command("approve", str(result["run_id"]), "--as", "reviewer", "--json", stdout=out)

@@ -1,8 +1,9 @@
 """`manage.py approve RUN_ID --as USERNAME [--decision D] [--comment TEXT] [--json]`.
 
-Decides the run's pending approval request (for demos and operators without the portal) under
-the same rules as the review page - who may decide, N approvals, the audit log - and, unless
---enqueue is given, drives the run on in this process like `generate` does.
+Decides the run's pending approval request (for demos and operators without the portal) through
+the review page's service, so under the same rules (projects/approval_rules.py: who may decide,
+what each decision does, N approvals) and with the same refusals, and - unless --enqueue is
+given - drives the run on in this process like `generate` does.
 """
 
 from __future__ import annotations
@@ -11,13 +12,12 @@ import json
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 
 from autocoder.engine import selectors, services
+from projects.approval_rules import ApprovalRefused, Decision, approval_candidate
 from projects.models import Run
-from projects.selectors.approvals import approval_candidate
-from projects.services.approvals import ApprovalError, approval_vote_cast
+from projects.services.approvals import approval_vote_cast
 
 
 class Command(BaseCommand):
@@ -27,7 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("run_id", type=int)
         parser.add_argument("--as", dest="username", required=True, help="who decides")
         parser.add_argument("--decision", default="approve",
-                            choices=sorted(services.DECISIONS), help="default: approve")
+                            choices=sorted(Decision.values), help="default: approve")
         parser.add_argument("--comment", default="", help="comment, or guidance for an answer")
         parser.add_argument("--enqueue", action="store_true",
                             help="send the next step to the workers instead of running it here")
@@ -49,7 +49,7 @@ class Command(BaseCommand):
                 approval=approval, user=user, decision=options["decision"],
                 comment=options["comment"], candidate=approval_candidate(approval),
                 dispatch=dispatch)
-        except (ApprovalError, PermissionDenied) as error:
+        except ApprovalRefused as error:
             raise CommandError(str(error)) from None
         if not outcome.decided:
             tally = outcome.tally
