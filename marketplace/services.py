@@ -53,6 +53,7 @@ from marketplace.validation import (
     normalize_name,
     source_sha256,
 )
+from projects import approval_rules
 from projects.models import ApprovalRequest, LLMCall, Membership, Project, Run, Team
 from projects.services.audit import audit_record
 from projects.services.board import team_event_on_commit
@@ -357,11 +358,15 @@ def _artifacts_store(plugin: Plugin, version: PluginVersion, checked: CheckedPlu
 
 def plugin_version_decide(*, version: PluginVersion, user: User, approve: bool,
                           comment: str = "") -> PluginVersion:
-    """A reviewer's decision on a pending version. Raises PermissionDenied, DecisionConflict."""
+    """A reviewer's decision on a pending version, under the approval rules
+    (projects/approval_rules.py) like every gate. Raises ApprovalRefused (a PermissionDenied)
+    and DecisionConflict."""
     if version.approval_id:
         return _decide_via_run_approval(version, user, approve, comment)
     plugin = version.plugin
-    _check_may_decide(version, user)
+    refusal = _decision_refusal(version, user)
+    if refusal:
+        raise approval_rules.MayNotDecide(refusal)
     with transaction.atomic():
         locked = PluginVersion.objects.select_for_update().get(pk=version.pk)
         if locked.status != PluginVersion.Status.PENDING:
@@ -373,30 +378,21 @@ def plugin_version_decide(*, version: PluginVersion, user: User, approve: bool,
                      team=plugin.team, target=locked, after={"comment": comment.strip()})
         if not approve:
             _version_reject(locked, comment)
-        elif _approvals(locked) >= max(1, plugin.team.required_approvals):
+        elif _approvals(locked) >= approval_rules.approvals_needed(plugin.team):
             _version_go_live(locked, user)
     version.refresh_from_db()
     return version
 
 
-def _check_may_decide(version: PluginVersion, user: User) -> None:
-    refusal = _decision_refusal(version, user)
-    if refusal:
-        raise PermissionDenied(refusal)
-
-
 def _decision_refusal(version: PluginVersion, user: User) -> str:
-    """Why `user` may not decide `version` now ("" when they may): asked at every vote and
+    """Why `user` may not decide the uploaded `version` now ("" when they may): the gates' rule,
+    with whoever submitted the version as the author of the change. Asked at every vote and
     again when the votes are counted."""
     team = version.plugin.team
-    role = viewer_for(user).roles.get(team.id)
-    if role is None:
-        return "Only members of the plugin's team decide its publication."
-    if role == Membership.Role.REQUESTER and not team.requester_may_approve:
-        return "Only reviewers and admins decide publications in this team."
-    if version.submitted_by_id == user.pk and not team.requester_may_approve:
-        return "You submitted this version: another reviewer must decide it."
-    return ""
+    membership = Membership.objects.filter(team=team, user=user).first()
+    authorship = "You submitted this version" if version.submitted_by_id == user.pk else ""
+    return approval_rules.refusal_to_decide(membership=membership, team=team,
+                                            authorship=authorship)
 
 
 def _approvals(version: PluginVersion) -> int:
@@ -409,13 +405,7 @@ def _decide_via_run_approval(version: PluginVersion, user: User, approve: bool,
                              comment: str) -> PluginVersion:
     """A generated version's gate is its run's publish request: the vote goes through the
     approval screens' service (N approvals, audit, notifications, the engine's decision)."""
-    from projects.selectors.approvals import approval_candidate
-    from projects.services.approvals import (
-        AlreadyDecided,
-        ApprovalError,
-        StaleCandidate,
-        approval_vote_cast,
-    )
+    from projects.services.approvals import approval_vote_cast
 
     approval = (ApprovalRequest.objects.select_related("project__team")
                 .get(pk=int(version.approval_id or 0)))
@@ -423,11 +413,9 @@ def _decide_via_run_approval(version: PluginVersion, user: User, approve: bool,
         try:
             approval_vote_cast(approval=approval, user=user,
                                decision="approve" if approve else "reject", comment=comment,
-                               candidate=approval_candidate(approval))
-        except (AlreadyDecided, StaleCandidate) as exc:
+                               candidate=approval_rules.approval_candidate(approval))
+        except (approval_rules.AlreadyDecided, approval_rules.StaleCandidate) as exc:
             raise DecisionConflict(str(exc)) from exc
-        except ApprovalError as exc:
-            raise PermissionDenied(str(exc)) from exc
         approval.refresh_from_db()
     publish_approval_decided(approval=approval)
     version.refresh_from_db()
