@@ -220,12 +220,15 @@ def check_open(approval: ApprovalRequest, *, candidate: str) -> None:
 
 
 def approvals_needed(team: Team) -> int:
-    """How many approvals open a gate of `team` (at least one, whatever the setting)."""
+    """How many approvals open a gate of `team`: at least one whatever the setting, so no
+    setting opens a gate nobody approved."""
     return max(team.required_approvals, 1)
 
 
 @dataclass(frozen=True)
 class Tally:
+    """What a gate's votes add up to now (see `approval_tally`)."""
+
     approvals: int
     needed: int
     votes: list[ApprovalVote]
