@@ -313,6 +313,12 @@ def catalogue_facets(viewer: Viewer) -> dict[str, list[tuple[str, int]]]:
 # -- a plugin's page -----------------------------------------------------------------------------
 
 
+def published_version_of_run(run_id: int) -> PluginVersion | None:
+    """The newest published version built from run `run_id`, if any."""
+    return (PluginVersion.objects.filter(run_id=run_id, status=PluginVersion.Status.PUBLISHED)
+            .select_related("plugin").order_by("-pk").first())
+
+
 def plugin_versions(plugin: Plugin, viewer: Viewer) -> list[PluginVersion]:
     """Published versions, newest first; the owner team also sees pending and rejected ones."""
     queryset = plugin.versions.defer("files").prefetch_related("artifacts")

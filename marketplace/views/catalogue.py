@@ -258,6 +258,11 @@ def upload(request: AuthenticatedHttpRequest) -> HttpResponse:
 @login_required
 def publish_run(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     run, _ = get_run_for_member(request.user, run_id)
+    live = selectors.published_version_of_run(run.pk)
+    if live is not None and request.method == "GET":  # "Published" on the run page leads here
+        messages.info(request, f"{live.plugin.name} {live.version} from this run is published.")
+        return redirect("marketplace:version", name=live.plugin.normalized_name,
+                        version=live.version)
     state = publish_state(run)
     form = PublishRunForm(request.POST or None, initial=_publish_initial(state))
     errors: list[str] = []

@@ -62,6 +62,15 @@ def test_the_approved_combination_publishes_at_once(market: dict, succeeded_run:
     assert Plugin.objects.get().visibility == "team"
     assert not outsider_sees_it(market)
     assert len(publish_requests(succeeded_run)) == 1  # nobody was asked again
+    # Once live, the run page no longer offers to publish; its link leads to the version.
+    requester = client_for(market["requester"])
+    run_page = requester.get(reverse("run_detail", args=[succeeded_run.pk])).content.decode()
+    assert "Published: open it in the marketplace" in run_page
+    assert "Publish to the marketplace" not in run_page
+    again = requester.get(reverse("marketplace:publish_run", args=[succeeded_run.pk]))
+    assert again.status_code == 302
+    assert again["Location"] == reverse("marketplace:version",
+                                        args=[version.plugin.normalized_name, version.version])
 
 
 def test_the_requester_cannot_publish_as_public_what_was_approved_as_team(
