@@ -356,7 +356,8 @@ def _examples(value: object, where: str, errors: list[str]) -> tuple[dict[str, A
 
 
 def check_plugin_files(files: Mapping[str, str]) -> Manifest:
-    """The manifest of a complete plugin tree (DESIGN 4.2), or every reason it is not one."""
+    """The manifest of a complete plugin tree (docs/engine.md, "The plugin contract"), or every
+    reason it is not one."""
     if "plugin.toml" not in files:
         raise PackageError(["plugin.toml: missing at the root of the plugin (is the archive a"
                             " plugin directory?)"])

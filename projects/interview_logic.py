@@ -1,5 +1,5 @@
 """The interview wizard's rules, free of the database: the checklist, parsing what people type,
-the analyst's extra questions, and turning the answers into a spec (DESIGN.md 4.1).
+the analyst's extra questions, and turning the answers into a spec (docs/engine.md, "Spec format").
 
 What the requester typed is kept exactly as typed (the interview's `state` holds raw text); every
 read parses it again. So a half-valid answer is never lost, and the same parser produces both the

@@ -1,4 +1,5 @@
-"""The loop detector: notices from the iteration history that a run is stuck (DESIGN 5).
+"""The loop detector: notices from the iteration history that a run is stuck
+(docs/engine.md, "Loop detector and escapes").
 
 Each pattern looks only at the latest iterations, and only fires when the latest iteration is
 itself part of the pattern, so a problem that has already gone away is not reported again.

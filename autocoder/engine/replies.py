@@ -1,4 +1,5 @@
-"""The reply protocol for files (DESIGN 4.3), merging changes, hashing and diffing code states.
+"""The reply protocol for files (docs/engine.md, "The reply protocol for files"), merging
+changes, hashing and diffing code states.
 
 A file travels in a fenced block whose opening fence carries a `path=` attribute:
 

@@ -1,4 +1,4 @@
-"""The starting files of a plugin (DESIGN 4.2), built from a spec alone.
+"""The starting files of a plugin (docs/engine.md, "The plugin contract"), built from a spec alone.
 
 Deterministic on purpose: the same spec gives byte-identical files, so a resumed run, a retried
 worker message and a checkpoint diff all see the same skeleton. The acceptance tests are built

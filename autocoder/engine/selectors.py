@@ -18,7 +18,7 @@ def run_candidate(run: Run) -> Iteration | None:
 
 
 def run_summary(run: Run, *, plugin_dir: str | None = None) -> dict[str, Any]:
-    """The `generate --json` object (DESIGN 4.5)."""
+    """The `generate --json` object (docs/engine.md, "manage.py generate")."""
     run.refresh_from_db()
     candidate = run_candidate(run)
     events = run.loop_events.order_by("id")

@@ -1,7 +1,7 @@
 """Writes of the generation engine: starting runs, performing their steps, cancel, pause,
 resume and the engine side of approvals.
 
-Durability rules (DESIGN 5), enforced here:
+Durability rules (docs/engine.md, "Durable runs"), enforced here:
 - a step is keyed by the run's `step_token`; a message carrying another token is stale and
   does nothing, so at-least-once delivery is harmless;
 - before a step does any work, its attempt is counted in its own committed transaction; a step

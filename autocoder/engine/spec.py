@@ -1,4 +1,5 @@
-"""The spec: what an interview produces and what a generation run builds (DESIGN 4.1).
+"""The spec: what an interview produces and what a generation run builds (docs/engine.md, "Spec
+format").
 
 Validation reports every problem at once, each naming the field in plain words, because the
 person fixing a spec file (or the wizard showing it) should not have to fix one error at a time.

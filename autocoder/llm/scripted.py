@@ -1,4 +1,4 @@
-"""Scripted provider: replays recorded replies per role (DESIGN.md 4.4).
+"""Scripted provider: replays recorded replies per role (docs/llm.md, "The scripted provider").
 
 The test double of the engine and the engine of recorded demos. A script maps a role to its
 replies in order; each call for a role takes the next reply, after the last the last repeats,

@@ -34,7 +34,8 @@ class SafetyReport:
 
 @dataclass(frozen=True)
 class Permissions:
-    """What a plugin declares in plugin.toml [permissions] (DESIGN 4.2)."""
+    """What a plugin declares in plugin.toml [permissions] (docs/engine.md, "The plugin
+    contract")."""
 
     network: bool = False
     filesystem: str = "none"  # "none" | "workdir"

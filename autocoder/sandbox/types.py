@@ -45,7 +45,8 @@ class Limits:
 
 DEFAULT_LIMITS = Limits()
 
-# The keys of DESIGN 4.5 (`sandbox_run --json`), plus stderr_truncated which callers also need.
+# The keys `sandbox_run --json` prints (docs/sandbox.md, "Trying it by hand"), plus
+# stderr_truncated, which callers also need.
 RESULT_KEYS = ("exit_code", "timed_out", "oom", "killed_reason", "stdout", "stderr",
                "stdout_truncated", "stderr_truncated", "duration_ms", "backend")
 

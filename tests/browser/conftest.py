@@ -74,7 +74,8 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def script_file(tmp_path: Path) -> Path:
-    """A scripted-provider file (DESIGN 4.4): the analyst's questions and a run that succeeds."""
+    """A scripted-provider file (docs/llm.md, "The scripted provider"): the analyst's questions
+    and a run that succeeds."""
     script = json.loads((ENGINE_SCRIPTS / "success.json").read_text())
     script["analyst"] = [ANALYST_REPLY]
     path = tmp_path / "script.json"

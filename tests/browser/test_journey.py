@@ -2,7 +2,8 @@
 approvals, until the run has succeeded and its publish request is approved.
 
 Nothing is mocked: daphne on the test database, Redis channel layer for the live pages, the
-scripted provider replaying a recorded script (DESIGN 4.4), a real Dramatiq worker in this
+scripted provider replaying a recorded script (docs/llm.md, "The scripted provider"), a real
+Dramatiq worker in this
 process, bubblewrap as the sandbox for the plugin's tests.
 """
 

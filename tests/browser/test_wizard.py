@@ -1,7 +1,8 @@
 """The requester's interview in a real browser (Chromium via Playwright) against a live server.
 
 Nothing is mocked: daphne serves the portal on the test database, the analyst and the run use
-the scripted provider (a recorded script, DESIGN 4.4), and a real Dramatiq worker in this
+the scripted provider (a recorded script, docs/llm.md, "The scripted provider"), and a real
+Dramatiq worker in this
 process executes the run that "Start" queues (sandbox: bubblewrap).
 """
 

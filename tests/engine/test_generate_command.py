@@ -1,4 +1,5 @@
-"""`manage.py generate` and `manage.py approve` (DESIGN 4.5), run as a user runs them."""
+"""`manage.py generate` and `manage.py approve` (docs/engine.md, "manage.py generate"), run as a
+user runs them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Scripted scenarios through the real services, the real sandbox (bwrap) and PostgreSQL.
 
-The model is the scripted provider (DESIGN 4.4): the only stand-in, for a hosted LLM that
+The model is the scripted provider (docs/llm.md, "The scripted provider"): the only stand-in,
+for a hosted LLM that
 cannot be reached here. Everything else - parsing, merging, the safety gate, pytest in the
 sandbox, the checkpoints, the loop detector and escapes - is the production code.
 """

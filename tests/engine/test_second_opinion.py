@@ -2,7 +2,8 @@
 approve, the publish request of a run that succeeded), kept on the approval request and shown on
 its page; an empty, rambling or failing reviewer never costs the run anything.
 
-The model is the scripted provider (DESIGN 4.4), the stand-in for a hosted LLM that cannot be
+The model is the scripted provider (docs/llm.md, "The scripted provider"), the stand-in for a
+hosted LLM that cannot be
 reached here; the sandbox, the services and the approval page are the production code.
 """
 

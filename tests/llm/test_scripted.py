@@ -1,4 +1,5 @@
-"""The scripted provider replays a script per role exactly as DESIGN.md 4.4 describes."""
+"""The scripted provider replays a script per role exactly as docs/llm.md, "The scripted
+provider" describes."""
 
 from __future__ import annotations
 

@@ -39,7 +39,8 @@ ANSWERS: list[dict[str, str]] = [
 
 @pytest.fixture
 def script_file(tmp_path: Path, settings: Any) -> Path:
-    """The scripted provider's file (DESIGN 4.4): the analyst's reply plus a generation script."""
+    """The scripted provider's file (docs/llm.md, "The scripted provider"): the analyst's reply
+    plus a generation script."""
     engine = Path(__file__).resolve().parents[1] / "engine" / "scripts" / "success.json"
     script = {"analyst": [ANALYST_REPLY], **json.loads(engine.read_text())}
     path = tmp_path / "script.json"

@@ -1,6 +1,7 @@
 """`manage.py generate SPEC.json [--provider P] [--script S.json] [--out DIR] [--json]`.
 
-Runs one generation run in this process through the same services the workers use (DESIGN 4.5)
+Runs one generation run in this process through the same services the workers use
+(docs/engine.md, "manage.py generate")
 and writes the best candidate's files to --out.
 """
 
@@ -46,7 +47,7 @@ class Command(BaseCommand):
     help = "Generate a plugin from a spec file in this process and print the run's result."
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("spec", help="path of the spec JSON file (DESIGN 4.1)")
+        parser.add_argument("spec", help="path of the spec JSON file (docs/engine.md, Spec format)")
         parser.add_argument("--provider", default="",
                             help="one LLM provider for every role (default: each role's own)")
         parser.add_argument("--script", default="", help="scripted replies (provider scripted)")
@@ -64,7 +65,8 @@ class Command(BaseCommand):
         # Only --provider forces every role; without it each role uses its own settings.
         provider = options["provider"]
         scripted = (provider or settings.LLM_PROVIDER) == "scripted"
-        # --script alone is a recorded demo: it needs no model set up (DESIGN 4.4).
+        # --script alone is a recorded demo: it needs no model set up (docs/llm.md, "The
+        # scripted provider").
         scripted = scripted or (not provider and bool(options["script"]))
         script = self._script(options["script"]) if scripted else None
         if options["max_iterations"] is not None and options["max_iterations"] < 1:

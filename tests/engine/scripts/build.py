@@ -2,7 +2,8 @@
 
     .venv/bin/python tests/engine/scripts/build.py
 
-Each scenario is a scripted-provider file (DESIGN 4.4) for the `greeter` spec in greeter.spec.json.
+Each scenario is a scripted-provider file (docs/llm.md, "The scripted provider") for the
+`greeter` spec in greeter.spec.json.
 The JSON files are committed; this generator only keeps the code variants readable.
 """
 
