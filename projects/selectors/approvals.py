@@ -12,8 +12,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from projects.approval_rules import approval_candidate as approval_candidate
-from projects.approval_rules import decidable_projects_q as decidable_projects_q
-from projects.approval_rules import started_gates_q as started_gates_q
+from projects.approval_rules import decidable_projects_q, started_gates_q
 from projects.models import ApprovalRequest, ApprovalVote, Iteration, Membership, Project
 
 

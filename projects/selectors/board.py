@@ -18,8 +18,8 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString
 
+from projects.approval_rules import decidable_projects_q, started_gates_q
 from projects.models import ApprovalRequest, ApprovalVote, Iteration, Membership, Project, Run, Team
-from projects.selectors.approvals import decidable_projects_q, started_gates_q
 
 S = Project.Status
 
