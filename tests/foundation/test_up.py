@@ -120,8 +120,15 @@ def test_up_serves_the_portal_stops_everything_and_keeps_data(var_dir: Path) -> 
 
 
 def _web_pids(up: subprocess.Popen[str]) -> set[int]:
-    return {child.pid for child in psutil.Process(up.pid).children()
-            if "daphne" in " ".join(child.cmdline())}
+    """The live web server processes under `up` (a killed one is a zombie until reaped)."""
+    pids = set()
+    for child in psutil.Process(up.pid).children():
+        try:
+            if "daphne" in " ".join(child.cmdline()):
+                pids.add(child.pid)
+        except (psutil.ZombieProcess, psutil.NoSuchProcess):
+            continue
+    return pids
 
 
 def _a_killed_web_process_is_replaced_while_the_others_answer(
