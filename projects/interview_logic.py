@@ -63,6 +63,8 @@ AUTONOMY_CHOICES: tuple[tuple[str, str, str], ...] = (
      "Publishing still needs a reviewer's approval."),
 )
 AUTONOMY_LABELS = {value: label for value, label, _ in AUTONOMY_CHOICES}
+# Pre-selected in the wizard, and assumed when the question is skipped.
+RECOMMENDED_AUTONOMY = "semi"
 
 # Field names in the wizard's forms; the same keys carry errors to the field they belong to.
 FIELD_NAME, FIELD_SUMMARY, FIELD_AUTONOMY, FIELD_CONSTRAINTS = (
@@ -599,7 +601,7 @@ def assemble(request: str, state: Mapping[str, Any],
         "summary": str(state.get("summary", "")).strip() or request.strip(),
         "commands": commands,
         "constraints": constraints,
-        "autonomy": state.get("autonomy") or "semi",
+        "autonomy": state.get("autonomy") or RECOMMENDED_AUTONOMY,
         "quality_threshold": 0.85,
         "max_iterations": 10,
     }

@@ -76,8 +76,9 @@ class Run(models.Model):
 
     class Autonomy(models.TextChoices):
         GUIDED = "guided", "Guided"
-        SEMI = "semi", "Semi-autonomous"
-        FULL = "full", "Fully autonomous"
+        # The wizard's words (projects/interview_logic.py): one vocabulary on every page.
+        SEMI = "semi", "Semi-automatic"
+        FULL = "full", "Fully automatic"
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=24, choices=Status.choices, default=Status.QUEUED)

@@ -189,7 +189,8 @@ def _questions_response(request: AuthenticatedHttpRequest, interview: Interview,
     page = questions_page(interview, group, errors)
     return _render(request, QUESTIONS, {"interview": interview, "team": interview.team,
                                         "page": page, "errors": errors,
-                                        "autonomy_choices": logic.AUTONOMY_CHOICES})
+                                        "autonomy_choices": logic.AUTONOMY_CHOICES,
+                                        "recommended_autonomy": logic.RECOMMENDED_AUTONOMY})
 
 
 # -- step 3 ---------------------------------------------------------------------------------
@@ -225,6 +226,7 @@ def _summary_response(request: AuthenticatedHttpRequest, interview: Interview, *
                "view": summary_view(interview, errors), "errors": errors or {},
                "edit": edit, "editable": editable and not interview.is_started,
                "saved": saved, "autonomy_choices": logic.AUTONOMY_CHOICES,
+               "recommended_autonomy": logic.RECOMMENDED_AUTONOMY,
                "run": interview.project.runs.order_by("-created_at").first(),
                "run_url": _run_url(interview)}
     return _render(request, SUMMARY, context)

@@ -452,3 +452,22 @@ def test_operators_find_interviews_in_the_admin(team_with_roles: dict, no_model:
     admin_user = UserFactory(is_staff=True, is_superuser=True)
     html = page(client_for(admin_user).get(reverse("admin:projects_interview_changelist")))
     assert interview.project.name in html
+
+
+@pytest.mark.django_db
+def test_the_recommended_autonomy_is_preselected_and_named_alike_everywhere(
+        team_with_roles: dict) -> None:
+    """The wizard calls Semi-automatic a good default, so it starts selected; runs use the
+    wizard's words (not "Semi-autonomous")."""
+    client = Client()
+    client.force_login(team_with_roles["member"])
+    client.post(reverse("interview_new", args=["acme"]),
+                {"request": "Turn my list of meetings into a weekly summary table."})
+    interview = Interview.objects.get()
+    pages = [client.get(reverse("interview_questions", args=[interview.pk]), {"group": n})
+             .content.decode() for n in range(6)]
+    radios = [page for page in pages if 'name="autonomy"' in page]
+    assert radios, "no page asks about autonomy"
+    assert 'value="semi" checked' in radios[0]
+    assert dict(Run.Autonomy.choices)["semi"] == "Semi-automatic"
+    assert dict(Run.Autonomy.choices)["full"] == "Fully automatic"
