@@ -193,7 +193,7 @@ def _plan_needs_approval(run: Run) -> bool:
     if run.autonomy == Run.Autonomy.GUIDED:
         return True
     if run.autonomy == Run.Autonomy.SEMI:
-        # Semi-autonomous runs ask once: later re-plans (escapes) are the loop's own business.
+        # Semi-automatic runs ask once: later re-plans (escapes) are the loop's own business.
         return not run.approvals.filter(kind=ApprovalRequest.Kind.PLAN,
                                         status=ApprovalRequest.Status.APPROVED).exists()
     return False
