@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -64,6 +65,20 @@ def stop_up(process: subprocess.Popen[str], sig: int = signal.SIGINT) -> list[in
     return descendants
 
 
+@contextmanager
+def stopped_on_failure(process: subprocess.Popen[str]) -> Iterator[None]:
+    """A failed check must not leave the stack running for the rest of the session."""
+    try:
+        yield
+    except BaseException:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        raise
+
+
 def log_in(client: httpx.Client, base: str, username: str, password: str) -> httpx.Response:
     client.get(f"{base}login/")
     return client.post(f"{base}login/", data={
@@ -80,21 +95,22 @@ def test_up_serves_the_portal_stops_everything_and_keeps_data(var_dir: Path) -> 
     port = free_port()
     base = f"http://127.0.0.1:{port}/"
     process, lines = start_up(var_dir, port)
-    output = "".join(lines)
-    assert f"Autocoder is running at {base}" in output
-    password = re.search(r"admin\s+password: (\S+)", output).group(1)
-    for username in ("requester", "reviewer", "admin"):
-        assert re.search(rf"{username}\s+password:", output)
-    assert httpx.get(f"{base}healthz", timeout=10).status_code == 200
-    with httpx.Client(timeout=10, follow_redirects=False) as client:
-        assert log_in(client, base, "admin", password).status_code == 302
-        page = client.get(f"{base}t/demo/settings/")
-        saved = client.post(f"{base}t/demo/settings/", data={
-            "requester_may_approve": "on", "required_approvals": "2",
-            "csrfmiddlewaretoken": client.cookies["csrftoken"]}, headers={"Referer": base})
-        assert page.status_code == 200 and saved.status_code == 302
+    with stopped_on_failure(process):
+        output = "".join(lines)
+        assert f"Autocoder is running at {base}" in output
+        password = re.search(r"admin\s+password: (\S+)", output).group(1)
+        for username in ("requester", "reviewer", "admin"):
+            assert re.search(rf"{username}\s+password:", output)
+        assert httpx.get(f"{base}healthz", timeout=10).status_code == 200
+        with httpx.Client(timeout=10, follow_redirects=False) as client:
+            assert log_in(client, base, "admin", password).status_code == 302
+            page = client.get(f"{base}t/demo/settings/")
+            saved = client.post(f"{base}t/demo/settings/", data={
+                "requester_may_approve": "on", "required_approvals": "2",
+                "csrfmiddlewaretoken": client.cookies["csrftoken"]}, headers={"Referer": base})
+            assert page.status_code == 200 and saved.status_code == 302
 
-    _a_killed_web_process_is_replaced_while_the_others_answer(process, base)
+        _a_killed_web_process_is_replaced_while_the_others_answer(process, base)
 
     children = stop_up(process, signal.SIGTERM)
     assert process.returncode == 0
