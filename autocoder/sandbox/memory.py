@@ -48,6 +48,7 @@ from pathlib import Path
 
 from autocoder.sandbox.process import children
 from autocoder.sandbox.types import SandboxError
+from autocoder.sandbox.workdir import pid_alive
 
 logger = logging.getLogger(__name__)
 
@@ -290,22 +291,12 @@ def _sweep_stale(parent: CgroupParent) -> None:
         if not entry.name.startswith(JOB_PREFIX):
             continue
         pid = entry.name[len(JOB_PREFIX):].split("-", 1)[0]
-        if not pid.isdigit() or int(pid) == os.getpid() or _pid_alive(int(pid)):
+        if not pid.isdigit() or int(pid) == os.getpid() or pid_alive(int(pid)):
             continue
         try:
             os.rmdir(entry)
         except OSError as exc:
             logger.warning("could not remove the stale job cgroup %s: %s", entry, exc)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 # --- one job's bound -----------------------------------------------------------------

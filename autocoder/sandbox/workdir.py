@@ -164,14 +164,15 @@ def _sweep_stale(root: Path) -> None:
         parts = entry.name.split("-")
         if len(parts) < 3 or parts[0] != "run" or not parts[1].isdigit():
             continue
-        if int(parts[1]) == os.getpid() or _pid_alive(int(parts[1])):
+        if int(parts[1]) == os.getpid() or pid_alive(int(parts[1])):
             continue
         if os.path.ismount(entry):
             _umount(entry)
         remove_tree(entry)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether a process `pid` exists (a leftover's owner is still running)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
