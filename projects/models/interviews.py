@@ -23,7 +23,7 @@ class Interview(models.Model):
     )
     step = models.CharField(max_length=12, choices=Step.choices, default=Step.QUESTIONS)
     request = models.TextField(help_text="What the requester needs, in their own words.")
-    # Raw answers and question flags; see projects/interview_logic.py for the layout.
+    # Raw answers and question flags; see projects/interview/__init__.py for the layout.
     questions = models.JSONField(default=list, blank=True)
     state = models.JSONField(default=dict, blank=True)
     analyst_rounds = models.PositiveSmallIntegerField(default=0)

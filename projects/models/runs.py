@@ -76,7 +76,7 @@ class Run(models.Model):
 
     class Autonomy(models.TextChoices):
         GUIDED = "guided", "Guided"
-        # The wizard's words (projects/interview_logic.py): one vocabulary on every page.
+        # The wizard's words (projects/interview/checklist.py): one vocabulary on every page.
         SEMI = "semi", "Semi-automatic"
         FULL = "full", "Fully automatic"
 

@@ -10,7 +10,16 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
-from projects import interview_logic as logic
+from projects.interview import (
+    answers,
+    checklist,
+    commands,
+    examples,
+    fields,
+    navigation,
+    parsing,
+    spec_assembly,
+)
 from projects.models import Interview
 
 
@@ -44,7 +53,7 @@ class QuestionsPage:
     group: int
     group_count: int
     questions: list[QuestionView]
-    progress: logic.Progress
+    progress: navigation.Progress
     errors: dict[str, list[str]]
     can_review: bool  # every essential is covered: the summary may be opened early
 
@@ -52,10 +61,10 @@ class QuestionsPage:
 def questions_page(interview: Interview, group: int,
                    errors: dict[str, list[str]] | None = None) -> QuestionsPage:
     errors = errors or {}
-    groups = logic.question_groups(interview.questions)
+    groups = navigation.question_groups(interview.questions)
     group = min(max(group, 0), max(len(groups) - 1, 0))
     views = [_question_view(q, interview.state, errors) for q in (groups[group] if groups else [])]
-    progress = logic.progress(interview.questions, interview.state)
+    progress = navigation.progress(interview.questions, interview.state)
     return QuestionsPage(group=group, group_count=len(groups), questions=views,
                          progress=progress, errors=errors,
                          can_review=progress.essentials_open == 0)
@@ -63,30 +72,30 @@ def questions_page(interview: Interview, group: int,
 
 def _question_view(question: dict[str, Any], state: dict[str, Any],
                    errors: dict[str, list[str]]) -> QuestionView:
-    field_name = logic.question_field(question)
-    command = logic.command_by_key(state, question.get("command", ""))
+    field_name = answers.question_field(question)
+    command = commands.command_by_key(state, question.get("command", ""))
     view = QuestionView(
-        question=question, field=field_name, answer=logic.answer_text(question, state),
-        errors=errors.get(field_name, []), is_open=logic.is_open(question, state),
-        can_skip=logic.can_skip(question),
-        assumption=(question.get("assumption") or logic.default_assumption(question, state))
+        question=question, field=field_name, answer=answers.answer_text(question, state),
+        errors=errors.get(field_name, []), is_open=checklist.is_open(question, state),
+        can_skip=checklist.can_skip(question),
+        assumption=(question.get("assumption") or checklist.default_assumption(question, state))
         if question.get("skipped") else "",
-        priority_label=logic.PRIORITY_LABELS[question["priority"]], command=command)
+        priority_label=checklist.PRIORITY_LABELS[question["priority"]], command=command)
     if question["kind"] == "examples" and command is not None:
         view.examples = example_views(command, errors)
-        view.placeholder = logic.input_placeholder(command)
+        view.placeholder = examples.input_placeholder(command)
     return view
 
 
 def example_views(command: dict[str, Any], errors: dict[str, list[str]]) -> list[dict[str, Any]]:
     """The example rows of one command's form, each with its field names and errors."""
     rows = []
-    for row in logic.example_rows(command):
+    for row in examples.example_rows(command):
         index, key = row["index"], command["key"]
-        fields = {part: logic.example_field(key, index, part) for part in ("in", "out", "json")}
-        rows.append({**row, "number": index + 1, "fields": fields,
-                     "input_errors": errors.get(fields["in"], []),
-                     "output_errors": errors.get(fields["out"], [])})
+        names = {part: fields.example_field(key, index, part) for part in ("in", "out", "json")}
+        rows.append({**row, "number": index + 1, "fields": names,
+                     "input_errors": errors.get(names["in"], []),
+                     "output_errors": errors.get(names["out"], [])})
     return rows
 
 
@@ -107,29 +116,29 @@ class SummaryView:
 
 def summary_view(interview: Interview,
                  errors: dict[str, list[str]] | None = None) -> SummaryView:
-    assembly = logic.assemble(interview.request, interview.state, interview.questions)
+    assembly = spec_assembly.assemble(interview.request, interview.state, interview.questions)
     shown = errors if errors is not None else {}
-    commands = []
+    views = []
     for command, spec_command in zip(interview.state.get("commands", []),
                                      assembly.spec["commands"], strict=False):
-        commands.append({
+        views.append({
             "state": command, "spec": spec_command,
-            "fields": {part: logic.command_field(command["key"], part)
-                       for part in (*logic.SUMMARY_COMMAND_PARTS, "examples")},
-            "inputs": logic.parse_lines(str(command.get("inputs", ""))),
-            "outputs": logic.parse_lines(str(command.get("outputs", ""))),
+            "fields": {part: fields.command_field(command["key"], part)
+                       for part in (*answers.SUMMARY_COMMAND_PARTS, "examples")},
+            "inputs": parsing.parse_lines(str(command.get("inputs", ""))),
+            "outputs": parsing.parse_lines(str(command.get("outputs", ""))),
             "examples": [_readable_example(ex) for ex in spec_command["examples"]],
             "example_rows": example_views(command, shown),
-            "placeholder": logic.input_placeholder(command),
-            "errors": {part: shown.get(logic.command_field(command["key"], part), [])
-                       for part in (*logic.SUMMARY_COMMAND_PARTS, "examples")},
+            "placeholder": examples.input_placeholder(command),
+            "errors": {part: shown.get(fields.command_field(command["key"], part), [])
+                       for part in (*answers.SUMMARY_COMMAND_PARTS, "examples")},
         })
     answered = [q for q in interview.questions
                 if q.get("source") == "analyst" and str(q.get("answer", "")).strip()]
     autonomy = interview.state.get("autonomy") or "semi"
     return SummaryView(spec=assembly.spec, assumptions=assembly.assumptions, errors=shown,
-                       commands=commands, answered=answered,
-                       autonomy_label=logic.AUTONOMY_LABELS.get(autonomy, autonomy),
+                       commands=views, answered=answered,
+                       autonomy_label=checklist.AUTONOMY_LABELS.get(autonomy, autonomy),
                        ready=not assembly.errors, problems=assembly.errors,
                        rules=[line for line in assembly.spec["constraints"]
                               if not line.startswith("Assumption: ")])

@@ -1,8 +1,8 @@
 """Writes of the interview wizard: every answer is saved as it is given, under a row lock.
 
-The rules (checklist, parsing, spec assembly) live in projects/interview_logic.py; these functions
-load the interview, apply the rules and save, so two tabs of the same interview cannot lose
-each other's answers.
+The rules (checklist, parsing, spec assembly) live in the projects/interview package; these
+functions load the interview, apply the rules and save, so two tabs of the same interview cannot
+lose each other's answers.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from django.db import transaction
 from autocoder import realtime
 from autocoder.engine.spec import SpecError, spec_from_dict
 from autocoder.llm.types import CallRecord, LLMError, Message, Provider
-from projects import interview_logic as logic
+from projects.interview import analyst, answers, checklist, fields, navigation, spec_assembly
 from projects.models import Interview, LLMCall, Project, Run, Team
 from projects.services.audit import audit_record
 
@@ -65,13 +65,13 @@ def _analyst_provider(interview: Interview) -> Provider:
 def interview_create(*, team: Team, requester: User, request_text: str,
                      provider_for: ProviderFor = _analyst_provider) -> Interview:
     """Step 1: the request becomes a project on the board ("interviewing") and an interview."""
-    state = logic.new_state(request_text)
+    state = answers.new_state(request_text)
     with transaction.atomic():
         project = Project.objects.create(team=team, requester=requester, name=state["name"],
                                          status=Project.Status.INTERVIEWING)
         interview = Interview.objects.create(
             team=team, requester=requester, project=project, request=request_text.strip(),
-            state=state, questions=logic.sync_questions([], state),
+            state=state, questions=checklist.sync_questions([], state),
             step=Interview.Step.QUESTIONS)
         _announce(project)
     interview_analyst_consult(interview=interview, provider_for=provider_for)
@@ -103,9 +103,9 @@ def interview_answers_save(*, interview: Interview, question_ids: list[str],
     """
     with transaction.atomic():
         locked = _locked(interview)
-        errors = logic.apply_answers(locked.request, locked.state, locked.questions,
-                                     question_ids, data, skip=skip,
-                                     require=action == "next" and not skip)
+        errors = answers.apply_answers(locked.request, locked.state, locked.questions,
+                                       question_ids, data, skip=skip,
+                                       require=action == "next" and not skip)
         locked.step = Interview.Step.QUESTIONS
         locked.save()
         _sync_project_name(locked)
@@ -122,10 +122,10 @@ def interview_advance(*, interview: Interview,
                       provider_for: ProviderFor = _analyst_provider) -> int | None:
     """The next page with open questions; when none is left the analyst may add some, and when
     it adds none (nothing essential unclear) the interview moves on to its summary."""
-    group = logic.first_open_group(interview.questions, interview.state)
+    group = navigation.first_open_group(interview.questions, interview.state)
     if group is None and not interview.analyst_done:
         interview_analyst_consult(interview=interview, provider_for=provider_for)
-        group = logic.first_open_group(interview.questions, interview.state)
+        group = navigation.first_open_group(interview.questions, interview.state)
     if group is None:
         Interview.objects.filter(pk=interview.pk, step=Interview.Step.QUESTIONS).update(
             step=Interview.Step.SUMMARY)
@@ -141,19 +141,19 @@ def interview_analyst_consult(*, interview: Interview,
     checklist still covers the essentials. The call runs outside any transaction (it can take
     a while); its questions are merged under the row lock afterwards.
     """
-    if interview.analyst_done or interview.analyst_rounds >= logic.MAX_ANALYST_ROUNDS:
+    if interview.analyst_done or interview.analyst_rounds >= analyst.MAX_ANALYST_ROUNDS:
         return 0
-    messages = logic.analyst_messages(interview.request, interview.state, interview.questions)
+    messages = analyst.analyst_messages(interview.request, interview.state, interview.questions)
     reply = _analyst_reply(interview, messages, provider_for)
     with transaction.atomic():
         locked = _locked(interview)
         locked.analyst_rounds += 1
-        new = logic.parse_analyst_questions(reply, locked.questions,
-                                            round_number=locked.analyst_rounds)
-        locked.questions = logic.sync_questions(locked.questions + new, locked.state)
+        new = analyst.parse_analyst_questions(reply, locked.questions,
+                                              round_number=locked.analyst_rounds)
+        locked.questions = checklist.sync_questions(locked.questions + new, locked.state)
         # No essential question left means the analyst is satisfied; stop asking it.
-        if not any(q["priority"] == logic.ESSENTIAL for q in new) or \
-                locked.analyst_rounds >= logic.MAX_ANALYST_ROUNDS:
+        if not any(q["priority"] == checklist.ESSENTIAL for q in new) or \
+                locked.analyst_rounds >= analyst.MAX_ANALYST_ROUNDS:
             locked.analyst_done = True
         locked.save()
     interview.refresh_from_db()
@@ -192,12 +192,12 @@ def interview_summary_save(*, interview: Interview,
     """Step 3 edits, saved as typed; returns what would stop the interview from starting."""
     with transaction.atomic():
         locked = _locked(interview)
-        logic.apply_summary(locked.state, locked.questions, data)
+        answers.apply_summary(locked.state, locked.questions, data)
         locked.step = Interview.Step.SUMMARY
         locked.save()
         _sync_project_name(locked)
     interview.refresh_from_db()
-    return logic.assemble(interview.request, interview.state, interview.questions).errors
+    return spec_assembly.assemble(interview.request, interview.state, interview.questions).errors
 
 
 def interview_start(*, interview: Interview, user: User,
@@ -211,13 +211,13 @@ def interview_start(*, interview: Interview, user: User,
 
     with transaction.atomic():
         locked = _locked(interview)
-        assembly = logic.assemble(locked.request, locked.state, locked.questions)
+        assembly = spec_assembly.assemble(locked.request, locked.state, locked.questions)
         if assembly.errors:
             raise InterviewInvalid(assembly.errors)
         try:
             spec = spec_from_dict(assembly.spec)
         except SpecError as error:  # assemble() maps these; this is the last line of defence
-            raise InterviewInvalid({logic.FIELD_GENERAL: error.errors}) from None
+            raise InterviewInvalid({fields.FIELD_GENERAL: error.errors}) from None
         project = Project.objects.select_for_update().get(pk=locked.project_id)
         project.spec, project.name = spec.as_dict(), spec.name[:120]
         project.save(update_fields=["spec", "name", "updated_at"])
@@ -226,7 +226,7 @@ def interview_start(*, interview: Interview, user: User,
         try:
             run = run_start(project=project, started_by=user, **dict(run_options or {}))
         except (LLMError, RunStateError) as error:
-            raise InterviewInvalid({logic.FIELD_GENERAL: [
+            raise InterviewInvalid({fields.FIELD_GENERAL: [
                 f"The request could not be started: {error}. Your answers are saved; "
                 "please ask an administrator to check the generation settings."]}) from None
         audit_record(actor=user, action="project.start", team=project.team, target=project,

@@ -17,8 +17,8 @@ from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
-from projects import interview_logic as logic
 from projects.http import AuthenticatedHttpRequest, HtmxHttpRequest
+from projects.interview import answers, checklist, fields, navigation
 from projects.models import Interview, Membership, Run
 from projects.permissions import (
     get_interview_for_editor,
@@ -79,8 +79,9 @@ def interview_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     team, _ = get_team_for_member(request.user, slug)
     text = (request.POST.get("request", "") if request.method == "POST"
             else request.GET.get("request", "")[:500])
-    errors = {logic.FIELD_REQUEST: logic.request_errors(text)} if request.method == "POST" else {}
-    if request.method == "POST" and not errors[logic.FIELD_REQUEST]:
+    errors = ({fields.FIELD_REQUEST: answers.request_errors(text)} if request.method == "POST"
+              else {})
+    if request.method == "POST" and not errors[fields.FIELD_REQUEST]:
         interview = services.interview_create(team=team, requester=request.user,
                                               request_text=text)
         return _go(request, _questions_url(interview, None),
@@ -96,13 +97,14 @@ def interview_describe(request: AuthenticatedHttpRequest, pk: int) -> HttpRespon
     if interview.is_started:
         return _closed(request, interview)
     text = request.POST.get("request", interview.request)
-    errors = {logic.FIELD_REQUEST: logic.request_errors(text)} if request.method == "POST" else {}
-    if request.method == "POST" and not errors[logic.FIELD_REQUEST]:
+    errors = ({fields.FIELD_REQUEST: answers.request_errors(text)} if request.method == "POST"
+              else {})
+    if request.method == "POST" and not errors[fields.FIELD_REQUEST]:
         try:
             interview = services.interview_request_update(interview=interview, request_text=text)
         except services.InterviewClosed:
             return _closed(request, interview)
-        group = logic.first_open_group(interview.questions, interview.state)
+        group = navigation.first_open_group(interview.questions, interview.state)
         return _go(request, _questions_url(interview, group),
                    _questions_response(request, interview, group, {}))
     context = {"team": interview.team, "interview": interview, "text": text,
@@ -183,14 +185,14 @@ def _questions_post(request: AuthenticatedHttpRequest, interview: Interview) -> 
 def _questions_response(request: AuthenticatedHttpRequest, interview: Interview, group: int | None,
                         errors: dict[str, list[str]]) -> HttpResponse:
     if group is None:
-        group = logic.first_open_group(interview.questions, interview.state)
+        group = navigation.first_open_group(interview.questions, interview.state)
         if group is None:
-            group = max(len(logic.question_groups(interview.questions)) - 1, 0)
+            group = max(len(navigation.question_groups(interview.questions)) - 1, 0)
     page = questions_page(interview, group, errors)
     return _render(request, QUESTIONS, {"interview": interview, "team": interview.team,
                                         "page": page, "errors": errors,
-                                        "autonomy_choices": logic.AUTONOMY_CHOICES,
-                                        "recommended_autonomy": logic.RECOMMENDED_AUTONOMY})
+                                        "autonomy_choices": checklist.AUTONOMY_CHOICES,
+                                        "recommended_autonomy": checklist.RECOMMENDED_AUTONOMY})
 
 
 # -- step 3 ---------------------------------------------------------------------------------
@@ -225,8 +227,8 @@ def _summary_response(request: AuthenticatedHttpRequest, interview: Interview, *
     context = {"interview": interview, "team": interview.team,
                "view": summary_view(interview, errors), "errors": errors or {},
                "edit": edit, "editable": editable and not interview.is_started,
-               "saved": saved, "autonomy_choices": logic.AUTONOMY_CHOICES,
-               "recommended_autonomy": logic.RECOMMENDED_AUTONOMY,
+               "saved": saved, "autonomy_choices": checklist.AUTONOMY_CHOICES,
+               "recommended_autonomy": checklist.RECOMMENDED_AUTONOMY,
                "run": interview.project.runs.order_by("-created_at").first(),
                "run_url": _run_url(interview)}
     return _render(request, SUMMARY, context)

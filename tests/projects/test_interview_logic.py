@@ -8,26 +8,35 @@ from typing import Any
 import pytest
 
 from autocoder.engine.spec import spec_from_dict
-from projects import interview_logic as logic
+from projects.interview import (
+    analyst,
+    answers,
+    checklist,
+    examples,
+    naming,
+    navigation,
+    parsing,
+    spec_assembly,
+)
 
 REQUEST = "I need a tool that greets a person by name, politely."
 
 
 def interview(commands: str = "greet: say hello to someone") -> tuple[dict, list]:
-    state = logic.new_state(REQUEST)
-    questions = logic.sync_questions([], state)
-    assert logic.apply_answers(REQUEST, state, questions, ["commands"],
-                               {"commands": commands}) == {}
+    state = answers.new_state(REQUEST)
+    questions = checklist.sync_questions([], state)
+    assert answers.apply_answers(REQUEST, state, questions, ["commands"],
+                                 {"commands": commands}) == {}
     return state, questions
 
 
 def answer(state: dict, questions: list, data: dict[str, Any], *, skip: str = "",
            require: bool = True) -> dict[str, list[str]]:
     """Post `data` as the page holding the questions it answers (and the one skipped)."""
-    ids = [q["id"] for q in questions if logic.question_field(q) in data or q["id"] == skip
+    ids = [q["id"] for q in questions if answers.question_field(q) in data or q["id"] == skip
            or (q["kind"] == "examples" and any(k.startswith(f"ex-{q['command']}-")
                                                for k in data))]
-    return logic.apply_answers(REQUEST, state, questions, ids, data, skip=skip, require=require)
+    return answers.apply_answers(REQUEST, state, questions, ids, data, skip=skip, require=require)
 
 
 GOOD_EXAMPLES = {
@@ -52,57 +61,57 @@ def complete(state: dict, questions: list) -> None:
     ("  padded  ", "padded"), ("NaN", "NaN"), ('{"a": 1}', {"a": 1}),
 ])
 def test_values_that_parse_as_json_become_json_the_rest_stay_text(text: str, value: Any) -> None:
-    assert logic.parse_value(text) == value
+    assert parsing.parse_value(text) == value
 
 
 def test_name_value_lines_become_a_dict_with_typed_values() -> None:
-    fields, errors = logic.parse_fields("city: Paris\ndays: 3\n\nlate ok: true\ntags: [\"a\"]")
+    fields, errors = parsing.parse_fields("city: Paris\ndays: 3\n\nlate ok: true\ntags: [\"a\"]")
     assert errors == []
     assert fields == {"city": "Paris", "days": 3, "late ok": True, "tags": ["a"]}
 
 
 def test_a_line_without_a_colon_is_explained_in_plain_words() -> None:
-    _, errors = logic.parse_fields("city: Paris\njust some words")
+    _, errors = parsing.parse_fields("city: Paris\njust some words")
     assert errors == ["Line 2 (\u201cjust some words\u201d) needs a name, a colon and a value, "
                       "like \u201ccity: Paris\u201d."]
 
 
 def test_a_name_given_twice_is_an_error_not_a_silent_overwrite() -> None:
-    _, errors = logic.parse_fields("city: Paris\ncity: Rome")
+    _, errors = parsing.parse_fields("city: Paris\ncity: Rome")
     assert errors == ["\u201ccity\u201d is given twice; give it once."]
 
 
 def test_output_is_fields_text_or_a_value() -> None:
-    assert logic.parse_example_output("total: 5\nok: true", False) == ({"total": 5, "ok": True},
+    assert parsing.parse_example_output("total: 5\nok: true", False) == ({"total": 5, "ok": True},
                                                                         [])
-    assert logic.parse_example_output("Hello, Ada!", False) == ("Hello, Ada!", [])
-    assert logic.parse_example_output("10:30", False) == ("10:30", [])
-    assert logic.parse_example_output('"Note: remember"', False) == ("Note: remember", [])
-    assert logic.parse_example_output("[1, 2, 3]", False) == ([1, 2, 3], [])
+    assert parsing.parse_example_output("Hello, Ada!", False) == ("Hello, Ada!", [])
+    assert parsing.parse_example_output("10:30", False) == ("10:30", [])
+    assert parsing.parse_example_output('"Note: remember"', False) == ("Note: remember", [])
+    assert parsing.parse_example_output("[1, 2, 3]", False) == ([1, 2, 3], [])
 
 
 def test_json_mode_for_technical_users_and_its_errors() -> None:
-    assert logic.parse_example_input('{"a": [1, {"b": null}]}', True) == (
+    assert parsing.parse_example_input('{"a": [1, {"b": null}]}', True) == (
         {"a": [1, {"b": None}]}, [])
-    value, errors = logic.parse_example_input('{"a": 1', True)
+    value, errors = parsing.parse_example_input('{"a": 1', True)
     assert value is None and errors[0].startswith("This is not valid JSON (line 1, column 8)")
-    assert logic.parse_example_input("[1]", True) == (
+    assert parsing.parse_example_input("[1]", True) == (
         None, ["In JSON mode the input must be an object, written in { }."])
-    assert logic.parse_example_output("[1]", True) == ([1], [])
+    assert parsing.parse_example_output("[1]", True) == ([1], [])
 
 
 def test_an_empty_input_means_the_action_needs_nothing() -> None:
-    assert logic.parse_example_input("  ", False) == ({}, [])
+    assert parsing.parse_example_input("  ", False) == ({}, [])
 
 
 # -- names and actions ------------------------------------------------------------------------
 
 
 def test_plugin_name_comes_from_the_request_and_avoids_python_module_names() -> None:
-    assert logic.derive_plugin_name(
+    assert naming.derive_plugin_name(
         "I need a tool that makes a weekly schedule for my team") == "makes-weekly-schedule"
-    assert logic.derive_plugin_name("calendar please") == "calendar-plugin"
-    assert logic.derive_plugin_name("I need a thing") == "my-plugin"
+    assert naming.derive_plugin_name("calendar please") == "calendar-plugin"
+    assert naming.derive_plugin_name("I need a thing") == "my-plugin"
 
 
 def test_actions_from_lines_keep_what_was_said_about_them() -> None:
@@ -117,15 +126,15 @@ def test_actions_from_lines_keep_what_was_said_about_them() -> None:
 
 
 def test_duplicate_and_reserved_action_names_are_refused_and_the_text_is_kept() -> None:
-    state = logic.new_state(REQUEST)
-    questions = logic.sync_questions([], state)
+    state = answers.new_state(REQUEST)
+    questions = checklist.sync_questions([], state)
     errors = answer(state, questions, {"commands": "greet\nGreet\non_command: do things"})
     assert errors["commands"] == [
         "Two actions would both be called \u201cgreet\u201d; give them different names.",
         "\u201con-command\u201d is a reserved word; call that action something else."]
     assert state["commands"] == []
     commands_question = next(q for q in questions if q["id"] == "commands")
-    assert logic.answer_text(commands_question, state) == "greet\nGreet\non_command: do things"
+    assert answers.answer_text(commands_question, state) == "greet\nGreet\non_command: do things"
 
 
 # -- the checklist ----------------------------------------------------------------------------
@@ -139,7 +148,7 @@ def test_checklist_covers_inputs_outputs_examples_edge_cases_and_autonomy() -> N
             assert (kind, key, "essential") in kinds
         assert ("edge_cases", key, "important") in kinds
     assert ("autonomy", "", "essential") in kinds
-    groups = [[q["id"] for q in group] for group in logic.question_groups(questions)]
+    groups = [[q["id"] for q in group] for group in navigation.question_groups(questions)]
     assert groups == [["commands"], ["inputs:c1", "outputs:c1"],
                       ["examples:c1", "edge_cases:c1"], ["inputs:c2", "outputs:c2"],
                       ["examples:c2", "edge_cases:c2"], ["autonomy", "constraints"]]
@@ -154,7 +163,7 @@ def test_removing_an_action_removes_its_questions() -> None:
 def test_blank_essential_answer_asks_to_answer_or_skip() -> None:
     state, questions = interview()
     errors = answer(state, questions, {"cmd-c1-inputs": "", "cmd-c1-outputs": "message"})
-    assert errors == {"cmd-c1-inputs": [logic.BLANK_ESSENTIAL]}
+    assert errors == {"cmd-c1-inputs": [answers.BLANK_ESSENTIAL]}
     assert state["commands"][0]["outputs"] == "message"  # the other answer is kept
 
 
@@ -190,8 +199,8 @@ def test_fewer_than_two_examples_cannot_pass() -> None:
                                        "ex-c1-1-in": "", "ex-c1-1-out": ""})
     assert errors["cmd-c1-examples"][0].startswith(
         "Give at least two examples for \u201cgreet\u201d (only 1).")
-    examples = next(q for q in questions if q["id"] == "examples:c1")
-    assert logic.is_open(examples, state) and not logic.can_skip(examples)
+    question = next(q for q in questions if q["id"] == "examples:c1")
+    assert checklist.is_open(question, state) and not checklist.can_skip(question)
 
 
 def test_examples_cannot_be_skipped_but_other_questions_can() -> None:
@@ -200,18 +209,19 @@ def test_examples_cannot_be_skipped_but_other_questions_can() -> None:
     assert not next(q for q in questions if q["id"] == "examples:c1")["skipped"]
     answer(state, questions, {}, skip="inputs:c1", require=False)
     inputs = next(q for q in questions if q["id"] == "inputs:c1")
-    assert inputs["skipped"] and not logic.is_open(inputs, state)
+    assert inputs["skipped"] and not checklist.is_open(inputs, state)
     assert inputs["assumption"] == ("\u201cgreet\u201d needs exactly the information used in "
                                     "its examples.")
 
 
 def test_skipping_the_actions_assumes_one_action_and_says_so() -> None:
-    state = logic.new_state(REQUEST)
-    questions = logic.sync_questions([], state)
+    state = answers.new_state(REQUEST)
+    questions = checklist.sync_questions([], state)
     answer(state, questions, {}, skip="commands", require=False)
     assert [c["name"] for c in state["commands"]] == ["run"]
     assert state["commands"][0]["description"] == REQUEST
-    assert any("called \u201crun\u201d" in text for text in logic.assumptions(questions, state))
+    assert any("called \u201crun\u201d" in text
+               for text in spec_assembly.assumptions(questions, state))
 
 
 def test_answering_a_skipped_question_replaces_the_assumption() -> None:
@@ -219,17 +229,17 @@ def test_answering_a_skipped_question_replaces_the_assumption() -> None:
     answer(state, questions, {}, skip="inputs:c1", require=False)
     answer(state, questions, {"cmd-c1-inputs": "name"}, require=False)
     inputs = next(q for q in questions if q["id"] == "inputs:c1")
-    assert not inputs["skipped"] and logic.assumptions(questions, state) == []
+    assert not inputs["skipped"] and spec_assembly.assumptions(questions, state) == []
 
 
 def test_progress_and_first_open_page() -> None:
     state, questions = interview()
-    assert logic.first_open_group(questions, state) == 1
-    assert logic.progress(questions, state).essentials_open == 4
+    assert navigation.first_open_group(questions, state) == 1
+    assert navigation.progress(questions, state).essentials_open == 4
     complete(state, questions)
-    assert logic.first_open_group(questions, state) is None
-    assert logic.progress(questions, state) == logic.Progress(answered=7, total=7,
-                                                              essentials_open=0)
+    assert navigation.first_open_group(questions, state) is None
+    assert navigation.progress(questions, state) == navigation.Progress(answered=7, total=7,
+                                                                        essentials_open=0)
 
 
 # -- the analyst ------------------------------------------------------------------------------
@@ -240,7 +250,7 @@ def test_analyst_questions_are_read_from_a_json_list_even_inside_prose_and_fence
              '"priority": "essential", "assumption": "English"}, "Formal or casual?", 5, '
              '{"q": "no question key"}, {"question": "Nice to know?", "priority": '
              '"nice-to-have"}]\n```')
-    new = logic.parse_analyst_questions(reply, [], round_number=1)
+    new = analyst.parse_analyst_questions(reply, [], round_number=1)
     assert [(q["id"], q["text"], q["priority"], q["assumption"]) for q in new] == [
         ("a1-1", "Which language for the greeting?", "essential", "English"),
         ("a1-2", "Formal or casual?", "important", ""),
@@ -250,13 +260,13 @@ def test_analyst_questions_are_read_from_a_json_list_even_inside_prose_and_fence
 @pytest.mark.parametrize("reply", ["", "I have no questions.", "{\"question\": \"x\"}",
                                    "[unterminated", "null", "[[[]]]"])
 def test_useless_analyst_replies_add_nothing(reply: str) -> None:
-    assert logic.parse_analyst_questions(reply, [], round_number=1) == []
+    assert analyst.parse_analyst_questions(reply, [], round_number=1) == []
 
 
 def test_analyst_questions_already_asked_are_not_asked_again() -> None:
-    first = logic.parse_analyst_questions('["Which language?"]', [], round_number=1)
-    again = logic.parse_analyst_questions('["which language", "Time zone?"]', first,
-                                          round_number=2)
+    first = analyst.parse_analyst_questions('["Which language?"]', [], round_number=1)
+    again = analyst.parse_analyst_questions('["which language", "Time zone?"]', first,
+                                            round_number=2)
     assert [q["text"] for q in again] == ["Time zone?"]
 
 
@@ -264,16 +274,16 @@ def test_analyst_questions_come_after_the_checklist_essentials_first_three_per_p
     state, questions = interview()
     reply = ('[{"question": "n1", "priority": "nice"}, {"question": "e1", "priority": '
              '"essential"}, "i1", "i2", {"question": "e2", "priority": "essential"}]')
-    questions = logic.sync_questions(
-        questions + logic.parse_analyst_questions(reply, questions, round_number=1), state)
-    pages = [[q["text"] for q in group] for group in logic.question_groups(questions)][-2:]
+    questions = checklist.sync_questions(
+        questions + analyst.parse_analyst_questions(reply, questions, round_number=1), state)
+    pages = [[q["text"] for q in group] for group in navigation.question_groups(questions)][-2:]
     assert pages == [["e1", "e2", "i1"], ["i2", "n1"]]
 
 
 def test_the_analyst_sees_the_request_and_the_answers_so_far() -> None:
     state, questions = interview()
     complete(state, questions)
-    messages = logic.analyst_messages(REQUEST, state, questions)
+    messages = analyst.analyst_messages(REQUEST, state, questions)
     assert messages[0].role == "system" and "JSON list" in messages[0].content
     assert REQUEST in messages[1].content
     assert '"output": {"message": "Hello, Ada!"}' in messages[1].content
@@ -286,7 +296,7 @@ def test_a_complete_interview_assembles_a_valid_spec_with_examples_as_typed() ->
     state, questions = interview()
     complete(state, questions)
     state["name"] = "greeter"
-    assembly = logic.assemble(REQUEST, state, questions)
+    assembly = spec_assembly.assemble(REQUEST, state, questions)
     assert assembly.errors == {}
     spec = spec_from_dict(assembly.spec)
     assert spec.name == "greeter" and spec.autonomy == "full"
@@ -301,11 +311,11 @@ def test_a_complete_interview_assembles_a_valid_spec_with_examples_as_typed() ->
 def test_skips_and_analyst_answers_are_written_into_the_spec() -> None:
     state, questions = interview()
     complete(state, questions)
-    questions = logic.sync_questions(questions + logic.parse_analyst_questions(
+    questions = checklist.sync_questions(questions + analyst.parse_analyst_questions(
         '["Formal or casual?", {"question": "Emoji?", "assumption": "No emoji."}]', questions,
         round_number=1), state)
     answer(state, questions, {"q-a1-1": "Formal, always."}, skip="a1-2", require=False)
-    constraints = logic.assemble(REQUEST, state, questions).spec["constraints"]
+    constraints = spec_assembly.assemble(REQUEST, state, questions).spec["constraints"]
     assert "Q: Formal or casual? A: Formal, always." in constraints
     assert "Assumption: No emoji." in constraints
 
@@ -313,7 +323,7 @@ def test_skips_and_analyst_answers_are_written_into_the_spec() -> None:
 def test_assembly_reports_plain_words_errors_per_field() -> None:
     state, questions = interview()
     state.update(name="bad name!", summary=" ", autonomy="")
-    errors = logic.assemble(REQUEST, state, questions).errors
+    errors = spec_assembly.assemble(REQUEST, state, questions).errors
     assert errors["name"] == [
         "Use only letters, digits, dashes (-) and underscores (_), at most 64, "
         "e.g. weekly-scheduler."]
@@ -327,7 +337,7 @@ def test_skipped_autonomy_is_assumed_semi_not_an_error() -> None:
     complete(state, questions)
     state["autonomy"] = ""
     answer(state, questions, {}, skip="autonomy", require=False)
-    assembly = logic.assemble(REQUEST, state, questions)
+    assembly = spec_assembly.assemble(REQUEST, state, questions)
     assert assembly.errors == {} and assembly.spec["autonomy"] == "semi"
     assert any(text.startswith("Semi-automatic") for text in assembly.assumptions)
 
@@ -336,14 +346,14 @@ def test_engine_spec_errors_land_next_to_the_right_field_in_plain_words() -> Non
     state, questions = interview()
     complete(state, questions)
     state["name"] = "json"  # valid characters, but it would hide Python's own json module
-    errors = logic.assemble(REQUEST, state, questions).errors
+    errors = spec_assembly.assemble(REQUEST, state, questions).errors
     assert errors == {"name": ["This name is already used by Python itself; add a word to it, "
                                "e.g. \u201c-tool\u201d."]}
 
 
 def test_spec_example_errors_map_back_to_the_form_row_they_came_from() -> None:
     state = {"commands": [{"key": "c7"}]}
-    field, text = logic.spec_error_field(
+    field, text = spec_assembly.spec_error_field(
         "commands[0].examples[1].output: must not be NaN or infinite", state, [[0, 3]])
     assert field == "ex-c7-3-out" and text == "Must not be NaN or infinite."
 
@@ -351,7 +361,7 @@ def test_spec_example_errors_map_back_to_the_form_row_they_came_from() -> None:
 def test_summary_edits_are_stored_as_typed_and_unskip_what_they_answer() -> None:
     state, questions = interview()
     answer(state, questions, {}, skip="edge_cases:c1", require=False)
-    logic.apply_summary(state, questions, {
+    answers.apply_summary(state, questions, {
         "name": "  greeter ", "summary": "Greets people.", "autonomy": "guided",
         "constraints": "", "cmd-c1-name": "greet", "cmd-c1-edge_cases": "Refuse empty names.",
         "ex-c1-0-in": "name: Ada", "ex-c1-0-out": "", "ex-c1-1-in": "", "ex-c1-1-out": ""})
@@ -363,7 +373,7 @@ def test_summary_edits_are_stored_as_typed_and_unskip_what_they_answer() -> None
 
 def test_form_rows_always_offer_one_blank_example_to_add_another() -> None:
     command = {"key": "c1", "examples": []}
-    assert len(logic.example_rows(command)) == 2
+    assert len(examples.example_rows(command)) == 2
     command["examples"] = [{"input": "a: 1", "output": "2", "json": False}] * 2
-    rows = logic.example_rows(command)
+    rows = examples.example_rows(command)
     assert len(rows) == 3 and rows[2]["input"] == "" and rows[2]["index"] == 2

@@ -80,11 +80,11 @@ def post_page(client: Client, interview: Interview, data: dict[str, str], *,
               group: int | None = None, **extra: str) -> Any:
     """Post the questions page that `data` answers (the page the wizard shows)."""
     interview.refresh_from_db()
-    from projects import interview_logic as logic
+    from projects.interview import navigation
 
-    groups = logic.question_groups(interview.questions)
+    groups = navigation.question_groups(interview.questions)
     if group is None:
-        group = logic.first_open_group(interview.questions, interview.state) or 0
+        group = navigation.first_open_group(interview.questions, interview.state) or 0
     ids = [q["id"] for q in groups[group]]
     body = {"group": str(group), "question": ids, **data, **extra}
     return client.post(reverse("interview_questions", args=[interview.pk]), body)

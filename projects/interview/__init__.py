@@ -1,0 +1,25 @@
+"""The interview wizard's rules, free of the database (docs/engine.md, "Spec format").
+
+Where to look:
+    checklist      the questions every interview asks; whether each is answered or skipped
+    navigation     pages of questions, progress, and the wizard's next page
+    parsing        what people type: `name: value` lines, plain values, JSON, lists
+    commands       the plugin's actions, from the "actions" answer
+    examples       each action's example rows, their errors, the spec examples they give
+    naming         the plugin's automatic name
+    analyst        the analyst model's prompt and reading its extra questions
+    spec_assembly  the answers turned into a spec, with plain-words errors per field
+    answers        applying what each step posted to the stored state
+    fields         the form field names that answers and errors are keyed by
+
+What the requester typed is kept exactly as typed (the interview's `state` holds raw text); every
+read parses it again. So a half-valid answer is never lost, and the same parser produces both the
+spec and the plain-words errors shown next to each field.
+
+State layout (JSON):
+    {"name", "summary", "autonomy", "constraints",
+     "commands": [{"key", "name", "description", "inputs", "outputs", "edge_cases",
+                   "examples": [{"input", "output", "json"}]}]}
+Questions (JSON list): {"id", "kind", "text", "help", "priority", "command", "source", "answer",
+                        "skipped", "assumption"}.
+"""

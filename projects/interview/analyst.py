@@ -1,0 +1,100 @@
+"""The analyst model's extra questions: the prompt, and reading its reply."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from autocoder.llm.types import Message
+from projects.interview.checklist import ESSENTIAL, IMPORTANT, NICE, new_question
+from projects.interview.examples import parsed_examples
+from projects.interview.parsing import parse_lines
+
+MAX_ANALYST_QUESTIONS_PER_ROUND = 5
+MAX_ANALYST_ROUNDS = 3
+MAX_QUESTION_CHARS = 300
+ANALYST_SYSTEM = (
+    "You help a person who is not a programmer describe a small Python plugin they need. "
+    "A form already asks them for: the actions, each action's inputs and outputs, at least two "
+    "concrete examples per action, what to do with unusual input, and how autonomous the "
+    "builder may be. Do not ask about those. Ask only what is still unclear and would change "
+    "what gets built. Reply with ONLY a JSON list (no prose), at most 5 items, each "
+    '{"question": "...", "priority": "essential" | "important" | "nice", '
+    '"assumption": "what to assume if they skip it"}. Use plain words. Reply [] when nothing '
+    "essential is unclear."
+)
+
+
+def analyst_messages(request: str, state: Mapping[str, Any],
+                     questions: list[dict[str, Any]]) -> list[Message]:
+    lines = [f"Request: {request.strip()}"]
+    for command in state.get("commands", []):
+        lines.append(f"Action {command['name']}: {command.get('description', '')}".rstrip())
+        for part in ("inputs", "outputs", "edge_cases"):
+            if str(command.get(part, "")).strip():
+                lines.append(f"  {part.replace('_', ' ')}: {'; '.join(parse_lines(command[part]))}")
+        for example in parsed_examples(command):
+            lines.append(f"  example: {json.dumps(example)}")
+    answered = [q for q in questions if q.get("source") == "analyst"]
+    for question in answered:
+        reply = question["answer"] or f"(skipped; assume: {question['assumption']})"
+        lines.append(f"Asked: {question['text']} Answer: {reply}")
+    return [Message(role="system", content=ANALYST_SYSTEM),
+            Message(role="user", content="\n".join(lines))]
+
+
+def parse_analyst_questions(text: str, existing: list[dict[str, Any]], *,
+                            round_number: int) -> list[dict[str, Any]]:
+    """New questions from the analyst's reply; anything unparseable or repeated is ignored."""
+    items = _json_list(text)
+    seen = {_normal(q["text"]) for q in existing}
+    questions: list[dict[str, Any]] = []
+    for item in items:
+        raw = item if isinstance(item, dict) else {"question": item}
+        question_text = raw.get("question")
+        if not isinstance(question_text, str) or not question_text.strip():
+            continue
+        question_text = " ".join(question_text.split())[:MAX_QUESTION_CHARS]
+        if _normal(question_text) in seen:
+            continue
+        seen.add(_normal(question_text))
+        question = new_question(f"a{round_number}-{len(questions) + 1}", "text", question_text,
+                                "", _priority(raw.get("priority")), source="analyst")
+        assumption = raw.get("assumption")
+        if isinstance(assumption, str):
+            question["assumption"] = " ".join(assumption.split())[:MAX_QUESTION_CHARS]
+        questions.append(question)
+        if len(questions) >= MAX_ANALYST_QUESTIONS_PER_ROUND:
+            break
+    return questions
+
+
+def _json_list(text: str) -> list[Any]:
+    text = re.sub(r"```[a-zA-Z]*", "", text or "").strip()
+    candidates = [text]
+    start, end = text.find("["), text.rfind("]")
+    if 0 <= start < end:
+        candidates.append(text[start:end + 1])
+    for candidate in candidates:
+        try:
+            value = json.loads(candidate)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, list):
+            return value
+    return []
+
+
+def _priority(value: object) -> str:
+    text = str(value or "").strip().lower().replace("-", " ").replace("_", " ")
+    if text.startswith("nice") or text in ("low", "optional"):
+        return NICE
+    if text in ("essential", "critical", "high", "must", "blocking"):
+        return ESSENTIAL
+    return IMPORTANT
+
+
+def _normal(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
