@@ -85,11 +85,11 @@ def default_assumption(question: Mapping[str, Any], state: Mapping[str, Any]) ->
     kind, command = question["kind"], command_name(state, question.get("command", ""))
     return {
         "commands": f"It offers one action, called \u201c{DEFAULT_COMMAND}\u201d, that does what "
-                       "you described.",
+                    "you described.",
         "inputs": f"\u201c{command}\u201d needs exactly the information used in its examples.",
         "outputs": f"\u201c{command}\u201d gives back exactly what its examples show.",
         "edge_cases": f"\u201c{command}\u201d rejects missing or invalid input with a clear error "
-                         "message instead of guessing.",
+                      "message instead of guessing.",
         "autonomy": "Semi-automatic: a person approves the plan and the result.",
         "constraints": "No special rules beyond the safe defaults (no network, no files).",
     }.get(kind) or question.get("assumption") or (
@@ -101,7 +101,7 @@ def can_skip(question: Mapping[str, Any]) -> bool:
 
 
 def sync_questions(questions: list[dict[str, Any]],
-                      state: Mapping[str, Any]) -> list[dict[str, Any]]:
+                   state: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The checklist for the current state (keeping skips), followed by the analyst's questions.
 
     Questions about a command that no longer exists go; analyst questions always stay.
@@ -112,7 +112,7 @@ def sync_questions(questions: list[dict[str, Any]],
         old = previous.get(fresh["id"])
         if old:
             fresh.update(answer=old.get("answer", ""), skipped=old.get("skipped", False),
-                            assumption=old.get("assumption", ""))
+                         assumption=old.get("assumption", ""))
         merged.append(fresh)
     analyst = [q for q in questions if q.get("source") == "analyst"]
     analyst.sort(key=lambda q: PRIORITIES.index(q["priority"]))
