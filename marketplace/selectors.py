@@ -13,12 +13,13 @@ import functools
 import hashlib
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import numpy as np
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, User
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db.models import Count, F, Func, Q, QuerySet
 from django.utils import timezone
@@ -27,7 +28,9 @@ from pgvector.django import CosineDistance
 
 from marketplace.models import ApiToken, Artifact, Plugin, PluginVersion, Review
 from marketplace.validation import normalize_name
+from projects import approval_rules
 from projects.models import Membership
+from projects.selectors.approvals import who_decides
 
 SORTS = {
     "relevance": "Relevance",
@@ -92,8 +95,17 @@ def viewer_for(user: AbstractBaseUser | AnonymousUser | None) -> Viewer:
     if user is None or not user.is_authenticated:
         return ANONYMOUS
     roles = dict(Membership.objects.filter(user_id=user.pk).values_list("team_id", "role"))
+    return _viewer(user.pk, roles)
+
+
+def viewer_of(user_id: int | None, memberships: Iterable[Membership]) -> Viewer:
+    """`viewer_for` from memberships the caller has read already (no query)."""
+    return _viewer(user_id, {m.team_id: m.role for m in memberships})
+
+
+def _viewer(user_id: int | None, roles: dict[int, str]) -> Viewer:
     reviewers = {Membership.Role.REVIEWER, Membership.Role.ADMIN}
-    return Viewer(user_id=user.pk, member_of=frozenset(roles),
+    return Viewer(user_id=user_id, member_of=frozenset(roles),
                   reviewer_of=frozenset(t for t, role in roles.items() if role in reviewers),
                   roles=roles)
 
@@ -349,6 +361,51 @@ def review_of(plugin: Plugin, user_id: int | None) -> Review | None:
     if user_id is None:
         return None
     return plugin.reviews.filter(user_id=user_id).first()
+
+
+def version_decision_refusal(*, version: PluginVersion, user: AbstractBaseUser) -> str:
+    """Why `user` may not decide the uploaded `version` now ("" when they may): the gates' rule
+    (approval_rules.upload_refusal), with whoever submitted the version as the author of the
+    change. Asked at every vote, again when the votes are counted, and by the version's page
+    before it offers the decision buttons."""
+    team = version.plugin.team
+    membership = Membership.objects.filter(team=team, user_id=user.pk).first()
+    return approval_rules.upload_refusal(membership=membership, team=team,
+                                         submitted_by_id=version.submitted_by_id)
+
+
+@dataclass(frozen=True)
+class VersionGate:
+    """What a pending version's page offers the viewer: the decision buttons when the approval
+    rules let them decide, otherwise a plain line saying who can and who hears about it."""
+
+    may_decide: bool
+    who_decides: str
+
+
+def version_gate(version: PluginVersion, user: AbstractBaseUser) -> VersionGate:
+    """The gate of a pending version as `user` meets it: an upload's own gate, or the run's
+    publish request for a generated version."""
+    approval = version.approval
+    author: User | None
+    if approval is not None:
+        membership = Membership.objects.filter(team_id=approval.project.team_id,
+                                               user_id=user.pk).first()
+        refusal = approval_rules.gate_refusal(membership=membership, approval=approval)
+        deciders = approval_rules.gate_deciders(approval) if refusal else []
+        author = approval.project.requester
+        thing = "publish request"
+    else:
+        refusal = version_decision_refusal(version=version, user=user)
+        deciders = (approval_rules.upload_deciders(team=version.plugin.team,
+                                                   submitted_by_id=version.submitted_by_id)
+                    if refusal else [])
+        author, thing = version.submitted_by, "version"
+    if not refusal:
+        return VersionGate(may_decide=True, who_decides="")
+    return VersionGate(may_decide=False, who_decides=who_decides(
+        deciders=deciders, team_name=version.plugin.team.name, thing=thing,
+        viewer_id=user.pk, author=author))
 
 
 def pending_versions_for(viewer: Viewer) -> QuerySet[PluginVersion]:

@@ -42,7 +42,7 @@ from marketplace.proposals import (
     publish_payload,
     with_version,
 )
-from marketplace.selectors import token_hash, viewer_for
+from marketplace.selectors import can_see, token_hash, version_decision_refusal, viewer_for
 from marketplace.storage import artifact_dir_remove, artifact_relpath, artifact_write
 from marketplace.validation import (
     PackageError,
@@ -105,9 +105,11 @@ def plugin_upload_submit(*, team: Team, user: User, filename: str, data: bytes,
     _require_member(user, team)
     files = files_from_upload(filename=filename, data=data)
     checked = plugin_package_check(team=team, files=files)
-    return _version_create(team=team, checked=checked, source=PluginVersion.Source.UPLOAD,
-                           user=user, visibility=visibility, category=category, tags=tags,
-                           changelog=changelog)
+    version = _version_create(team=team, checked=checked, source=PluginVersion.Source.UPLOAD,
+                              user=user, visibility=visibility, category=category, tags=tags,
+                              changelog=changelog)
+    _deciders_notify(version)
+    return version
 
 
 def plugin_directory_publish(*, directory: Path, team: Team, approver: User,
@@ -364,7 +366,7 @@ def plugin_version_decide(*, version: PluginVersion, user: User, approve: bool,
     if version.approval_id:
         return _decide_via_run_approval(version, user, approve, comment)
     plugin = version.plugin
-    refusal = _decision_refusal(version, user)
+    refusal = version_decision_refusal(version=version, user=user)
     if refusal:
         raise approval_rules.MayNotDecide(refusal)
     with transaction.atomic():
@@ -381,24 +383,44 @@ def plugin_version_decide(*, version: PluginVersion, user: User, approve: bool,
         elif _approvals(locked) >= approval_rules.approvals_needed(plugin.team):
             _version_go_live(locked, user)
     version.refresh_from_db()
+    if version.status != PluginVersion.Status.PENDING:
+        _submitter_notify(version, actor=user, comment=comment)
     return version
 
 
-def _decision_refusal(version: PluginVersion, user: User) -> str:
-    """Why `user` may not decide the uploaded `version` now ("" when they may): the gates' rule,
-    with whoever submitted the version as the author of the change. Asked at every vote and
-    again when the votes are counted."""
-    team = version.plugin.team
-    membership = Membership.objects.filter(team=team, user=user).first()
-    authorship = "You submitted this version" if version.submitted_by_id == user.pk else ""
-    return approval_rules.refusal_to_decide(membership=membership, team=team,
-                                            authorship=authorship)
+def _deciders_notify(version: PluginVersion) -> None:
+    """Put a new upload in the bell of everyone the approval rules let decide it."""
+    from projects.selectors.approvals import upload_url
+    from projects.services.notifications import notifications_review_requested
+
+    plugin = version.plugin
+    submitter = version.submitted_by.get_username() if version.submitted_by else "someone"
+    deciders = [user for user in approval_rules.upload_deciders(
+                    team=plugin.team, submitted_by_id=version.submitted_by_id)
+                if can_see(viewer_for(user), plugin)]
+    notifications_review_requested(
+        team=plugin.team, users=deciders, url=upload_url(version),
+        message=f"Review needed: {submitter} uploaded version {version.version} of"
+                f" “{plugin.name}”.")
+
+
+def _submitter_notify(version: PluginVersion, *, actor: User, comment: str) -> None:
+    """Tell whoever uploaded `version` how it was decided, with the reviewer's words."""
+    from projects.selectors.approvals import upload_url
+    from projects.services.notifications import decision_message, notification_decided_send
+
+    plugin = version.plugin
+    message = decision_message(actor=actor, what=f"version {version.version} of “{plugin.name}”",
+                               outcome=version.get_status_display().lower(), comment=comment)
+    notification_decided_send(user_id=version.submitted_by_id, team_id=plugin.team_id,
+                              actor=actor, message=message, url=upload_url(version))
 
 
 def _approvals(version: PluginVersion) -> int:
     """Approvals by people who may still decide (one who left the team no longer counts)."""
     approvals = version.decisions.filter(approved=True).select_related("user")
-    return sum(not _decision_refusal(version, decision.user) for decision in approvals)
+    return sum(not version_decision_refusal(version=version, user=decision.user)
+               for decision in approvals)
 
 
 def _decide_via_run_approval(version: PluginVersion, user: User, approve: bool,
@@ -593,8 +615,6 @@ def review_upsert(*, plugin: Plugin, user: User, rating: int,
     Rules: the plugin must be published and visible to the user; its own team may not rate it;
     the rating is a whole number from 1 to 5; the text is at most 5000 characters.
     """
-    from marketplace.selectors import can_see
-
     viewer = viewer_for(user)
     if not can_see(viewer, plugin) or plugin.published_at is None:
         raise PermissionDenied("This plugin cannot be reviewed.")

@@ -117,13 +117,52 @@ def check_may_decide(approval: ApprovalRequest, user: User) -> Membership:
     return membership
 
 
-def decidable_projects_q(*, membership: Membership, team: Team) -> Q | None:
-    """`may_decide` as a filter of the team's projects (None: no project), for lists of what
-    waits for someone. Runs the member started are left out with `started_gates_q`."""
-    own = Q(requester_id=membership.user_id)
+def gate_deciders(approval: ApprovalRequest) -> list[User]:
+    """Everyone `gate_refusal` lets decide `approval`, by name (whom to notify, whom to name
+    to someone who may not decide it)."""
+    memberships = (Membership.objects.filter(team_id=approval.project.team_id)
+                   .select_related("user").order_by("user__username"))
+    return [m.user for m in memberships if not gate_refusal(membership=m, approval=approval)]
+
+
+UPLOAD_AUTHORSHIP = "You submitted this version"
+
+
+def upload_refusal(*, membership: Membership | None, team: Team,
+                   submitted_by_id: int | None) -> str:
+    """`refusal_to_decide` for a version uploaded to the marketplace (or published from the
+    command line): whoever submitted it is the author of the change."""
+    own = membership is not None and submitted_by_id == membership.user_id
+    return refusal_to_decide(membership=membership, team=team,
+                             authorship=UPLOAD_AUTHORSHIP if own else "")
+
+
+def upload_deciders(*, team: Team, submitted_by_id: int | None) -> list[User]:
+    """Everyone `upload_refusal` lets decide an uploaded version of `team`, by name."""
+    memberships = (Membership.objects.filter(team=team).select_related("user")
+                   .order_by("user__username"))
+    return [m.user for m in memberships
+            if not upload_refusal(membership=m, team=team, submitted_by_id=submitted_by_id)]
+
+
+def _decidable_q(*, membership: Membership, team: Team, own: Q) -> Q | None:
+    # `refusal_to_decide` as a filter; `own`: the member is the change's author.
     if membership.can_review:
         return Q() if team.requester_may_approve else ~own
     return own if team.requester_may_approve else None
+
+
+def decidable_projects_q(*, membership: Membership, team: Team) -> Q | None:
+    """`may_decide` as a filter of the team's projects (None: no project), for lists of what
+    waits for someone. Runs the member started are left out with `started_gates_q`."""
+    return _decidable_q(membership=membership, team=team,
+                        own=Q(requester_id=membership.user_id))
+
+
+def decidable_uploads_q(*, membership: Membership, team: Team) -> Q | None:
+    """`upload_refusal` as a filter of the team's marketplace versions (None: no version)."""
+    return _decidable_q(membership=membership, team=team,
+                        own=Q(submitted_by_id=membership.user_id))
 
 
 def started_gates_q(*, user_id: int | None) -> Q:

@@ -107,6 +107,8 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: s
         "index_url": index_url,
         "needs_token": plugin.visibility != Plugin.Visibility.PUBLIC,
         "served": served_files_of_version(shown) if shown else None,
+        "gate": (selectors.version_gate(shown, request.user)
+                 if shown and shown.status == PluginVersion.Status.PENDING else None),
     }
 
 

@@ -10,10 +10,11 @@ from django.utils import timezone
 
 from autocoder import realtime
 from autocoder.installation import InstallationFault
-from projects.approval_rules import may_decide
+from projects.approval_rules import gate_deciders
 from projects.models import ApprovalRequest, Membership, Notification, Team
 
 Kind = Notification.Kind
+MESSAGE_CHARS = Notification._meta.get_field("message").max_length or 300
 
 
 def _publish_user_change(team_id: int, user_ids: list[int]) -> None:
@@ -26,18 +27,26 @@ def _publish_user_change(team_id: int, user_ids: list[int]) -> None:
 def notifications_approval_requested(*, approval: ApprovalRequest) -> int:
     """Notify every member who may decide `approval`. Idempotent: a second call adds nothing.
     Returns how many notifications were created."""
-    project, team = approval.project, approval.project.team
-    memberships = Membership.objects.filter(team=team).select_related("user")
-    deciders = [m.user for m in memberships
-                if may_decide(membership=m, project=project, team=team, run=approval.run)]
+    project = approval.project
     message = (f"Review needed: {approval.get_kind_display().lower()} of “{project.name}” "
                f"(iteration {approval.iteration}).")
-    url = reverse("approval_detail", args=[approval.pk])
-    existing = set(Notification.objects.filter(approval=approval, kind=Kind.REVIEW_REQUESTED)
-                   .values_list("user_id", flat=True))
-    new = [Notification(user=user, team=team, kind=Kind.REVIEW_REQUESTED, message=message,
-                        url=url, approval=approval)
-           for user in deciders if user.pk not in existing]
+    return notifications_review_requested(
+        team=project.team, users=gate_deciders(approval), message=message,
+        url=reverse("approval_detail", args=[approval.pk]), approval=approval)
+
+
+def notifications_review_requested(*, team: Team, users: list[User], message: str, url: str,
+                                   approval: ApprovalRequest | None = None) -> int:
+    """Tell `users` (who may decide it: the approval rules say who) that something waits for
+    them at `url`: a run's gate (`approval`) or an uploaded plugin version. Idempotent per
+    user and request (for an upload: per user and page). Returns how many were created."""
+    existing = Notification.objects.filter(kind=Kind.REVIEW_REQUESTED, team=team)
+    existing = (existing.filter(approval=approval) if approval is not None
+                else existing.filter(approval=None, url=url))
+    notified = set(existing.values_list("user_id", flat=True))
+    new = [Notification(user=user, team=team, kind=Kind.REVIEW_REQUESTED,
+                        message=message[:MESSAGE_CHARS], url=url, approval=approval)
+           for user in users if user.pk not in notified]
     Notification.objects.bulk_create(new, ignore_conflicts=True)
     if new:
         _publish_user_change(team.pk, [n.user_id for n in new])
@@ -61,20 +70,46 @@ def notifications_installation_fault(*, team: Team, fault: InstallationFault) ->
     return len(new)
 
 
+def decision_message(*, actor: User, what: str, outcome: str, comment: str) -> str:
+    """“rita decided the publish request of “x”: rejected. Comment: “…”” - the reviewer's own
+    words included, shortened only to fit a notification (the page shows them whole)."""
+    message = f"{actor.get_username()} decided {what}: {outcome}."
+    words = " ".join(comment.split())
+    if not words:
+        return message
+    room = MESSAGE_CHARS - len(message) - len(" Comment: “”")
+    if len(words) > room:
+        words = words[:max(room - 1, 0)].rstrip() + "…"
+    return f"{message} Comment: “{words}”"
+
+
 def notification_decision_send(*, approval: ApprovalRequest,
                                actor: User) -> Notification | None:
-    """Tell the project's requester what was decided (not when they decided it themselves)."""
+    """Tell the project's requester what was decided and what the reviewer said (not when they
+    decided it themselves)."""
     project = approval.project
-    if project.requester_id == actor.pk:
+    message = decision_message(
+        actor=actor, what=f"the {approval.get_kind_display().lower()} request of “{project.name}”",
+        outcome=approval.get_status_display().lower(), comment=approval.comment)
+    return notification_decided_send(user_id=project.requester_id, team_id=project.team_id,
+                                     actor=actor, message=message, approval=approval,
+                                     url=reverse("approval_detail", args=[approval.pk]))
+
+
+def notification_decided_send(*, user_id: int | None, team_id: int, actor: User, message: str,
+                              url: str, approval: ApprovalRequest | None = None
+                              ) -> Notification | None:
+    """Tell the author of a request (`user_id`: a project's requester, an upload's submitter)
+    about its decision; nothing when they decided it themselves or are unknown. Once per
+    request (for an upload: per page)."""
+    if user_id is None or user_id == actor.pk:
         return None
-    message = (f"{actor.get_username()} decided the {approval.get_kind_display().lower()} "
-               f"request of “{project.name}”: {approval.get_status_display().lower()}.")
+    lookup = {"approval": approval} if approval is not None else {"approval": None, "url": url}
     notification, created = Notification.objects.get_or_create(
-        user_id=project.requester_id, approval=approval, kind=Kind.DECIDED,
-        defaults={"team_id": project.team_id, "message": message,
-                  "url": reverse("approval_detail", args=[approval.pk])})
+        user_id=user_id, kind=Kind.DECIDED, **lookup,
+        defaults={"team_id": team_id, "message": message[:MESSAGE_CHARS], "url": url})
     if created:
-        _publish_user_change(project.team_id, [project.requester_id])
+        _publish_user_change(team_id, [user_id])
     return notification
 
 

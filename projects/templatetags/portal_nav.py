@@ -1,4 +1,5 @@
-"""The portal's part of the main navigation: Board, Reviews (count) and the notifications bell."""
+"""The portal's part of the main navigation: Board, Reviews (count of everything waiting for the
+user's decision: run gates and uploaded versions) and the notifications bell."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 from django import template
 from django.http import HttpRequest
 
-from projects.selectors.approvals import approvals_awaiting
+from projects.selectors.approvals import inbox_count
 from projects.selectors.notifications import unread_count
 from projects.selectors.teams import request_memberships
 
@@ -19,7 +20,7 @@ def nav_counts(request: HttpRequest) -> dict[str, Any]:
     if not user.is_authenticated:
         return {"authenticated": False}
     return {"authenticated": True, "team": getattr(request, "team", None),
-            "reviews": approvals_awaiting(user, request_memberships(request)).count(),
+            "reviews": inbox_count(user, request_memberships(request)),
             "unread": unread_count(user),
             "url_name": getattr(request.resolver_match, "url_name", "")}
 

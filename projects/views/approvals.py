@@ -1,4 +1,4 @@
-"""Approval screens: the inbox of requests waiting for me and the review page of one request."""
+"""Approval screens: the inbox of what waits for my decision and the review page of one request."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
@@ -17,7 +16,8 @@ from projects.diffs import unified_rows
 from projects.http import AuthenticatedHttpRequest
 from projects.models import ApprovalRequest, Membership
 from projects.permissions import get_approval_for_member
-from projects.selectors.approvals import approvals_awaiting, review_material
+from projects.selectors import request_memberships
+from projects.selectors.approvals import inbox_page, review_material
 from projects.selectors.teams import teams_for_user
 from projects.services import approvals as services
 from projects.views.broker import broker_required
@@ -27,7 +27,10 @@ PAGE_SIZE = 25
 
 @login_required
 def approval_list(request: AuthenticatedHttpRequest) -> HttpResponse:
-    page = Paginator(approvals_awaiting(request.user), PAGE_SIZE).get_page(request.GET.get("page"))
+    """Everything waiting for the user's decision (run gates and uploaded versions), then what
+    was decided lately."""
+    page = inbox_page(request.user, request.GET.get("page"), per_page=PAGE_SIZE,
+                      memberships=request_memberships(request))
     decided = (ApprovalRequest.objects
                .filter(project__team__in=teams_for_user(request.user))
                .exclude(status=ApprovalRequest.Status.PENDING)

@@ -100,3 +100,32 @@ def test_list_is_paginated(portal: Portal) -> None:
                                       for i in range(65)])
     html = portal.client(portal.reviewer).get(reverse("notification_list")).content.decode()
     assert "Page 1 of 3" in html
+
+
+def test_the_requester_hears_the_decision_with_the_reviewers_words(portal: Portal,
+                                                                   approval: Any) -> None:
+    from projects.selectors.approvals import approval_candidate
+
+    portal.client(portal.reviewer).post(reverse("approval_decide", args=[approval.pk]), {
+        "decision": "request_changes", "candidate": approval_candidate(approval),
+        "comment": "Handle an empty invoice:\n  return an empty list instead of failing."})
+    note = Notification.objects.get(user=portal.requester)
+    assert note.message == (
+        "rita decided the change request of “invoice-parser”: changes requested. Comment: "
+        "“Handle an empty invoice: return an empty list instead of failing.”")
+    bell = portal.client(portal.requester).get(reverse("notification_list")).content.decode()
+    assert "return an empty list instead of failing." in bell
+
+
+def test_a_long_comment_is_shortened_to_fit_and_whole_on_the_page(portal: Portal,
+                                                                  approval: Any) -> None:
+    from projects.selectors.approvals import approval_candidate
+
+    words = "Please rename the command and keep the old name working for a while. " * 10
+    portal.client(portal.reviewer).post(reverse("approval_decide", args=[approval.pk]), {
+        "decision": "reject", "candidate": approval_candidate(approval), "comment": words})
+    note = Notification.objects.get(user=portal.requester)
+    assert len(note.message) <= 300 and note.message.endswith("…”")
+    assert "Comment: “Please rename the command" in note.message
+    page = portal.client(portal.requester).get(note.url).content.decode()
+    assert words.strip() in page
