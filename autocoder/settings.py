@@ -224,6 +224,8 @@ MODELS_DIR = Path(env.str("MODELS_DIR", default="") or VAR_DIR / "models")
 # LLM_<FIELD>_<ROLE> (LLM_MODEL_IMPLEMENTER, LLM_PROVIDER_REFLECTOR, ...): see docs/llm.md.
 LLM_ROLE_OVERRIDES = llm_env.role_env_overrides()
 EMBEDDER = env.str("EMBEDDER", default="minilm")
+# CPU threads torch uses per process for the local embedder (docs/lessons.md).
+EMBEDDER_THREADS = env.int("EMBEDDER_THREADS", default=1)
 
 LOGGING = {
     "version": 1,

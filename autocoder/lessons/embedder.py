@@ -73,8 +73,13 @@ class MiniLMEmbedder:
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        import torch
         from sentence_transformers import SentenceTransformer
 
+        # One thread by default: a web process embeds one short query at a time, where a
+        # second thread only adds its spin-waits (measured: 13 ms of CPU per query with one
+        # thread, 73 ms with two on a busy 2-core machine). See docs/lessons.md, "Configuration".
+        torch.set_num_threads(max(1, int(getattr(settings, "EMBEDDER_THREADS", 1))))
         path = self._model_path or self._bundled_path()
         try:
             return SentenceTransformer(str(path), device="cpu", local_files_only=True)

@@ -17,6 +17,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import CharField, Exists, OuterRef, Q, QuerySet, Value
 from django.urls import reverse
 
+from autocoder.compiled_queries import count_rows
 from projects.approval_rules import approval_candidate as approval_candidate
 from projects.approval_rules import decidable_projects_q, decidable_uploads_q, started_gates_q
 from projects.models import ApprovalRequest, ApprovalVote, Iteration, Membership, Project
@@ -96,10 +97,20 @@ def _inbox_rows(user: User | AnonymousUser,
 
 
 def inbox_count(user: User | AnonymousUser, memberships: list[Membership] | None = None) -> int:
-    """How many things wait for the user's decision (the Reviews count): one query."""
+    """How many things wait for the user's decision (the Reviews count): one query, compiled
+    once per user and shape of their memberships (it is on every page)."""
     if not user.is_authenticated:
         return 0
-    return _inbox_rows(user, memberships).count()
+    if memberships is None:
+        memberships = list(Membership.objects.filter(user=user).select_related("team"))
+    key = ("inbox", user.pk, membership_shape(memberships))
+    return count_rows(key, lambda: _inbox_rows(user, memberships))
+
+
+def membership_shape(memberships: Iterable[Membership]) -> tuple[tuple[int, str, bool], ...]:
+    """Everything of the user's memberships the inbox query is built from: the teams, the role
+    in each (who may decide) and whether the team lets requesters decide."""
+    return tuple(sorted((m.team_id, m.role, m.team.requester_may_approve) for m in memberships))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,70 @@
+"""HTTP through Django's WSGI handler inside the ASGI server, in one switch to a worker thread.
+
+Django's own ASGI handler runs our synchronous middleware and views in a worker thread too, but
+switches between the event loop and that thread about seven times per request (the request
+signals, every synchronous middleware next to an asynchronous one, each `process_view`, closing
+the response). Each switch wakes a thread and the event loop; under load those switches cost
+about as much CPU as rendering a page. Every view of the portal is synchronous, so the bridge
+reads the request body on the event loop, runs the whole WSGI request in one switch and sends
+the buffered answer from the event loop. Websockets still go through Channels (autocoder/asgi.py).
+See docs/operating.md, "Processes and load".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from tempfile import SpooledTemporaryFile
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from asgiref.wsgi import WsgiToAsgiInstance
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+# Request bodies up to this size stay in memory; larger uploads spill to a temporary file.
+BODY_IN_MEMORY_BYTES = 256 * 1024
+
+
+class BufferedWsgiBridge:
+    """An ASGI application that answers HTTP with a WSGI application, buffering the answer."""
+
+    def __init__(self, wsgi_application: Callable[..., Any]) -> None:
+        self.wsgi_application = wsgi_application
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        instance = _Request(self.wsgi_application)
+        await instance(scope, receive, send)
+
+
+class _Request(WsgiToAsgiInstance):  # type: ignore[misc]
+    """One request: asgiref's environ and start_response, our single-switch run."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.scope = scope
+        with SpooledTemporaryFile(max_size=BODY_IN_MEMORY_BYTES) as body:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    return  # the client left before sending its body: nobody to answer
+                body.write(message.get("body", b""))
+                if not message.get("more_body"):
+                    break
+            body.seek(0)
+            start, content = await sync_to_async(self._run)(body)
+        await send(start)
+        await send({"type": "http.response.body", "body": content})
+
+    def _run(self, body: Any) -> tuple[Message, bytes]:
+        environ = self.build_environ(self.scope, body)
+        result = self.wsgi_application(environ, self.start_response)
+        try:
+            content = b"".join(result)
+        finally:
+            close = getattr(result, "close", None)
+            if close is not None:
+                close()  # Django's request_finished: returns the DB connection, etc.
+        if self.response_content_length is not None:
+            content = content[:self.response_content_length]
+        return self.response_start, content

@@ -1,0 +1,137 @@
+"""HTTP reaches Django's WSGI handler in one switch to a worker thread (autocoder/http_bridge.py).
+
+Django's ASGI handler switched between the event loop and its worker thread about seven times
+per page, which under load cost as much CPU as rendering the page. These tests call the ASGI
+application in-process, as daphne does, and check what a browser receives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from asgiref import sync
+from django.test import Client
+
+from autocoder.asgi import application
+from autocoder.http_bridge import BufferedWsgiBridge
+from tests.projects.conftest import Portal, portal  # noqa: F401  (fixture)
+
+Message = dict[str, Any]
+
+
+def _scope(path: str, *, method: str = "GET", headers: list[tuple[bytes, bytes]] | None = None,
+           query: bytes = b"") -> dict[str, Any]:
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1",
+            "method": method, "scheme": "http", "path": path, "raw_path": path.encode(),
+            "query_string": query, "root_path": "",
+            "headers": [(b"host", b"127.0.0.1"), *(headers or [])],
+            "client": ("127.0.0.1", 50000), "server": ("127.0.0.1", 8000)}
+
+
+def _call(app: Any, scope: dict[str, Any], chunks: list[bytes]) -> list[Message]:
+    """Run one request through `app` the way an ASGI server does; the messages it sent."""
+    incoming: list[Message] = [
+        {"type": "http.request", "body": chunk, "more_body": index < len(chunks) - 1}
+        for index, chunk in enumerate(chunks)]
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        if incoming:
+            return incoming.pop(0)
+        await asyncio.Event().wait()  # a connection that stays open sends nothing more
+        raise AssertionError("unreachable")
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    return sent
+
+
+def _echo(environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
+    body = environ["wsgi.input"].read()
+    start_response("201 Created", [("Content-Type", "text/plain"),
+                                   ("Set-Cookie", "a=1"), ("Set-Cookie", "b=2")])
+    return iter([b"got ", body, b" for " + environ["PATH_INFO"].encode("latin-1")])
+
+
+def test_a_body_sent_in_pieces_reaches_the_application_whole() -> None:
+    sent = _call(BufferedWsgiBridge(_echo), _scope("/upload/", method="POST"),
+                 [b"first,", b"second,", b"third"])
+
+    start, body = sent
+    assert start["status"] == 201
+    assert [value for name, value in start["headers"] if name == b"set-cookie"] == [
+        b"a=1", b"b=2"]
+    assert body == {"type": "http.response.body", "body": b"got first,second,third for /upload/"}
+
+
+def test_a_large_upload_spills_to_disk_and_arrives_intact() -> None:
+    chunk = bytes(range(256)) * 4096  # 1 MiB, beyond what the bridge keeps in memory
+    sent = _call(BufferedWsgiBridge(_echo), _scope("/upload/", method="POST"), [chunk, chunk])
+    assert sent[1]["body"] == b"got " + chunk + chunk + b" for /upload/"
+
+
+def test_the_response_is_closed_so_django_returns_its_database_connection() -> None:
+    closed: list[bool] = []
+
+    class Answer(list[bytes]):
+        def close(self) -> None:
+            closed.append(True)
+
+    def app(environ: dict[str, Any], start_response: Any) -> Answer:
+        start_response("200 OK", [("Content-Length", "2")])
+        return Answer([b"ok", b"and more than Content-Length says"])
+
+    sent = _call(BufferedWsgiBridge(app), _scope("/"), [b""])
+    assert closed == [True]
+    assert sent[1]["body"] == b"ok"  # never more than the length the headers announced
+
+
+def test_a_client_that_leaves_before_its_body_gets_no_answer_and_no_error() -> None:
+    calls: list[str] = []
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        calls.append("called")
+        start_response("200 OK", [])
+        return [b""]
+
+    sent: list[Message] = []
+
+    async def receive() -> Message:
+        return {"type": "http.disconnect"}
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    asyncio.run(BufferedWsgiBridge(app)(_scope("/", method="POST"), receive, send))
+    assert calls == [] and sent == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_portal_page_costs_one_switch_to_the_worker_thread(portal: Portal,  # noqa: F811
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    client = Client()
+    client.force_login(portal.reviewer)
+    cookie = f"sessionid={client.cookies['sessionid'].value}".encode()
+    switches: list[str] = []
+    for name in ("SyncToAsync", "AsyncToSync"):
+        adapter = getattr(sync, name)
+        original = adapter.__call__
+
+        def counted(self: Any, *args: Any, _original: Any = original, _name: str = name,
+                    **kwargs: Any) -> Any:
+            switches.append(_name)
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(adapter, "__call__", counted)
+
+    sent = _call(application, _scope("/t/acme/board/", headers=[(b"cookie", cookie)]), [b""])
+
+    assert sent[0]["status"] == 200
+    assert b"Acme" in sent[1]["body"]
+    assert switches == ["SyncToAsync"]
