@@ -16,7 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from marketplace.models import Plugin
+from packaging.version import InvalidVersion, Version
+
+from marketplace.models import Plugin, PluginVersion
 from marketplace.served import served_preview
 from marketplace.validation import Manifest, PackageError, normalize_name, parse_manifest
 from projects.models import ApprovalRequest, Run, Team
@@ -160,3 +162,72 @@ def publish_state(run: Run) -> PublishState:
     except PackageError:  # plugin.toml unreadable: publishing will say why
         return PublishState(approval=requests[0], proposal=None, approved=[])
     return PublishState(approval=requests[0], proposal=latest, approved=approved)
+
+
+@dataclass(frozen=True)
+class PublishChoice:
+    """What the review page of a run's publish request lets the reviewer choose, so that
+    approving publishes in the same step: the version, visibility and category to start from,
+    and which of them are fixed.
+
+    - `waiting`: a version was already submitted against the request (the requester pressed
+      Publish, or another reviewer approved first): its combination is what is approved;
+    - `listing_fixed`: the plugin is already published, so a new version keeps its visibility
+      and category (its team's admins change them on the plugin's page).
+    """
+
+    initial: PublishProposal
+    listing_fixed: bool
+    waiting: bool
+
+
+def publish_choice(approval: ApprovalRequest) -> PublishChoice | None:
+    """The choice for a pending publish request (None: nothing to choose - another kind of
+    request, no readable plugin.toml, or a version of this run is already in the
+    marketplace)."""
+    if approval.kind != ApprovalRequest.Kind.PUBLISH or approval.run_id is None:
+        return None
+    submitted = (PluginVersion.objects.filter(run_id=approval.run_id)
+                 .exclude(status=PluginVersion.Status.REJECTED).order_by("-pk").first())
+    if submitted is not None:
+        if submitted.approval_id != approval.pk or submitted.status != PluginVersion.Status.PENDING:
+            return None
+        return PublishChoice(initial=PublishProposal(version=submitted.version,
+                                                     visibility=submitted.visibility,
+                                                     category=submitted.category),
+                             listing_fixed=True, waiting=True)
+    iteration = approval.run.iterations.filter(number=approval.iteration).first()
+    files = iteration.files if iteration else {}
+    try:
+        manifest = parse_manifest(files.get("plugin.toml", ""))
+        proposal = proposal_of(approval, files=files)
+    except PackageError:
+        return None
+    in_force = listing_in_force(team=approval.project.team, manifest=manifest)
+    version = next_free_version(team=approval.project.team, name=manifest.name,
+                                version=proposal.version)
+    return PublishChoice(initial=PublishProposal(version=version,
+                                                 visibility=proposal.visibility,
+                                                 category=proposal.category),
+                         listing_fixed=in_force is not None, waiting=False)
+
+
+def next_free_version(*, team: Team, name: str, version: str) -> str:
+    """`version` when the team's plugin `name` can take it, else the newest taken one with
+    its last number raised (a second run of a plugin still says 0.1.0 in plugin.toml)."""
+    taken = []
+    for text in (PluginVersion.objects.filter(plugin__normalized_name=normalize_name(name),
+                                              plugin__team=team)
+                 .exclude(status=PluginVersion.Status.REJECTED)
+                 .values_list("version", flat=True)):
+        try:
+            taken.append(Version(text))
+        except InvalidVersion:
+            continue
+    newest = max(taken, default=None)
+    try:
+        if newest is None or Version(version) > newest:
+            return version
+    except InvalidVersion:
+        return version
+    return f"{newest.major}.{newest.minor}.{newest.micro + 1}"

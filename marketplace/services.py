@@ -17,7 +17,7 @@ import secrets
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import redis
 from django.conf import settings
@@ -54,9 +54,20 @@ from marketplace.validation import (
     source_sha256,
 )
 from projects import approval_rules
-from projects.models import ApprovalRequest, LLMCall, Membership, Project, Run, Team
+from projects.models import (
+    ApprovalRequest,
+    ApprovalVote,
+    LLMCall,
+    Membership,
+    Project,
+    Run,
+    Team,
+)
 from projects.services.audit import audit_record
 from projects.services.board import team_event_on_commit
+
+if TYPE_CHECKING:
+    from projects.services.approvals import VoteOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -442,6 +453,42 @@ def _decide_via_run_approval(version: PluginVersion, user: User, approve: bool,
     publish_approval_decided(approval=approval)
     version.refresh_from_db()
     return version
+
+
+def publish_request_approve(*, approval: ApprovalRequest, user: User, comment: str,
+                            candidate: str, version: str, visibility: str,
+                            category: str) -> VoteOutcome:
+    """Approve a run's publish request with the version, visibility and category the reviewer
+    chose on its review page, and publish it: one step, no second form.
+
+    The approval rules come first (a refused decision submits nothing); then the run's result
+    is submitted as `plugin_version_publish` does (every check, the request changed to ask for
+    exactly this combination) and the reviewer's approval is cast on that. When it settles the
+    gate the version is live on return; with more approvals needed it waits for them. A
+    PackageError (the plugin cannot be published so) decides nothing."""
+    from projects.services.approvals import approval_vote_cast
+
+    approve = ApprovalVote.Decision.APPROVE
+    approval_rules.check_decision(approval, user=user, decision=approve, comment=comment,
+                                  candidate=candidate)
+    submitted: PluginVersion | None = None
+    try:
+        with transaction.atomic():
+            submitted = plugin_version_publish(run=approval.run, user=user, version=version,
+                                               visibility=visibility, category=category)
+            asked = ApprovalRequest.objects.select_related("project__team", "run").get(
+                pk=approval.pk)
+            if submitted.approval_id != asked.pk:  # the run moved on meanwhile
+                raise approval_rules.StaleCandidate(
+                    "The run's publish request changed since you opened this page; nothing "
+                    "was decided. Review the current request.")
+            return approval_vote_cast(approval=asked, user=user, decision=approve,
+                                      comment=comment,
+                                      candidate=approval_rules.approval_candidate(asked))
+    except BaseException:
+        if submitted is not None:  # rolled back: its files go too
+            artifact_dir_remove(submitted.plugin.normalized_name, submitted.pk)
+        raise
 
 
 def publish_approval_decided(*, approval: ApprovalRequest) -> list[PluginVersion]:

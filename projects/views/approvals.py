@@ -10,19 +10,21 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from marketplace.validation import PackageError as PublishRefused
 from projects import approval_rules as rules
 from projects.approval_forms import ApprovalDecisionForm
 from projects.diffs import unified_rows
 from projects.http import AuthenticatedHttpRequest
-from projects.models import ApprovalRequest, Membership
+from projects.models import ApprovalRequest, ApprovalVote, Membership
 from projects.permissions import get_approval_for_member
 from projects.selectors import request_memberships
-from projects.selectors.approvals import inbox_page, review_material
+from projects.selectors.approvals import inbox_page, review_material, who_decides
 from projects.selectors.teams import teams_for_user
 from projects.services import approvals as services
 from projects.views.broker import broker_required
 
 PAGE_SIZE = 25
+_PENDING = ApprovalRequest.Status.PENDING
 
 
 @login_required
@@ -38,11 +40,20 @@ def approval_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "projects/approval_list.html", {"page": page, "decided": decided})
 
 
+def _form(approval: ApprovalRequest, data: Any = None, **kwargs: Any) -> ApprovalDecisionForm:
+    """The decision form; a pending publish request's also chooses what approving publishes."""
+    publish = None
+    if approval.kind == ApprovalRequest.Kind.PUBLISH and approval.status == _PENDING:
+        from marketplace.proposals import publish_choice  # the marketplace builds on projects
+
+        publish = publish_choice(approval)
+    return ApprovalDecisionForm(data, approval=approval, publish=publish, **kwargs)
+
+
 @login_required
 def approval_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     approval, membership = get_approval_for_member(request.user, pk)
-    form = ApprovalDecisionForm(approval=approval,
-                                initial={"candidate": rules.approval_candidate(approval)})
+    form = _form(approval, initial={"candidate": rules.approval_candidate(approval)})
     return _render(request, approval, membership, form)
 
 
@@ -51,14 +62,11 @@ def approval_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 @broker_required
 def approval_decide(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     approval, membership = get_approval_for_member(request.user, pk)
-    form = ApprovalDecisionForm(request.POST, approval=approval)
+    form = _form(approval, request.POST)
     if not form.is_valid():
         return _render(request, approval, membership, form, status=400)
     try:
-        outcome = services.approval_vote_cast(approval=approval, user=request.user,
-                                              decision=form.cleaned_data["decision"],
-                                              comment=form.cleaned_data["comment"],
-                                              candidate=form.cleaned_data["candidate"])
+        outcome = _vote(request, approval, form)
     except rules.MayNotDecide as error:
         # The page says why (the same words as every other door), with no form to send again.
         return _render(request, approval, membership, form, status=403, refused=str(error))
@@ -68,12 +76,33 @@ def approval_decide(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         approval.refresh_from_db()
         data = request.POST.copy()
         data["candidate"] = rules.approval_candidate(approval)
-        form = ApprovalDecisionForm(data, approval=approval)
+        form = _form(approval, data)
         form.is_valid()
         form.add_error(None, str(error))
         return _render(request, approval, membership, form, status=409, refused=str(error))
+    except PublishRefused as error:
+        # The plugin cannot be published as chosen (a version already taken, a name of another
+        # team...): nothing was decided; the reviewer corrects the choice or rejects.
+        for problem in error.errors:
+            form.add_error(None, problem)
+        return _render(request, approval, membership, form, status=400)
     messages.success(request, outcome.message)
     return redirect("approval_detail", pk=approval.pk)
+
+
+def _vote(request: AuthenticatedHttpRequest, approval: ApprovalRequest,
+          form: ApprovalDecisionForm) -> services.VoteOutcome:
+    data = form.cleaned_data
+    if form.publishes and data["decision"] == ApprovalVote.Decision.APPROVE:
+        from marketplace.services import publish_request_approve
+
+        return publish_request_approve(
+            approval=approval, user=request.user, comment=data["comment"],
+            candidate=data["candidate"], version=data["version"],
+            visibility=data["visibility"], category=data["category"])
+    return services.approval_vote_cast(approval=approval, user=request.user,
+                                       decision=data["decision"], comment=data["comment"],
+                                       candidate=data["candidate"])
 
 
 def _render(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membership: Membership,
@@ -91,13 +120,29 @@ def _context(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membe
     team = approval.project.team
     tally = rules.approval_tally(approval, team=team)
     refusal = rules.gate_refusal(membership=membership, approval=approval)
+    is_pending = approval.status == ApprovalRequest.Status.PENDING
     diff = (unified_rows(material.against.files if material.against else {},
                          material.iteration.files) if material.iteration else None)
     return {
+        "who_decides": who_decides(deciders=rules.gate_deciders(approval), team_name=team.name,
+                                   thing="request", viewer_id=request.user.pk,
+                                   author=approval.project.requester)
+        if refusal and is_pending else "",
+        "published": _published(approval),
         "approval": approval, "project": approval.project, "run": approval.run, "team": team,
         "payload": approval.payload or {}, "material": material, "diff": diff, "tally": tally,
         "my_vote": next((v for v in tally.votes if v.user_id == request.user.pk), None),
         "may_decide": not refusal, "refusal": refusal,
-        "is_pending": approval.status == ApprovalRequest.Status.PENDING, "form": form,
+        "is_pending": is_pending, "form": form,
         "outcomes": material.test_report.get("outcomes") or [],
     }
+
+
+def _published(approval: ApprovalRequest) -> Any:
+    """The marketplace version a decided publish request put live (None otherwise)."""
+    if (approval.kind != ApprovalRequest.Kind.PUBLISH
+            or approval.status != ApprovalRequest.Status.APPROVED):
+        return None
+    from marketplace.selectors import published_version_of_run
+
+    return published_version_of_run(approval.run_id)

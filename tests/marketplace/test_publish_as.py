@@ -41,10 +41,16 @@ def test_the_request_shows_the_reviewer_what_they_approve(market: dict,
     approval = publish_request(succeeded_run)
     assert approval.payload["publish_as"]["version"] == "0.1.0"
     assert approval.payload["publish_as"]["visibility"] == "team"
-    page = client_for(market["reviewer"]).get(
-        reverse("approval_detail", args=[approval.pk])).content.decode()
+    url = reverse("approval_detail", args=[approval.pk])
+    # The requester sees what the request asks for; the reviewer decides it with the choice
+    # in the decision form, starting from it (approving publishes, in the same step).
+    asked = client_for(market["requester"]).get(url).content.decode()
+    assert "What you approve" in asked
+    assert "Team (every member of the team)" in asked and "<strong>0.1.0</strong>" in asked
+    page = client_for(market["reviewer"]).get(url).content.decode()
     assert "What you approve" in page
-    assert "Team (every member of the team)" in page and "<strong>0.1.0</strong>" in page
+    assert '<input type="text" name="version" value="0.1.0"' in page
+    assert '<option value="team" selected>Team (every member of the team)</option>' in page
     assert "Files the package index will serve" in page
     for served in ("word_count-0.1.0-py3-none-any.whl", "word_count-0.1.0.tar.gz",
                    "word_count/plugin.py", "word_count-0.1.0.dist-info/RECORD"):

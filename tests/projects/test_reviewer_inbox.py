@@ -189,3 +189,138 @@ def test_the_uploader_sees_who_decides_instead_of_buttons_that_would_be_refused(
     assert decide_buttons(colleague) == []
     assert ("alice or rita can decide this version. quinn gets a notification when it is"
             " decided.") in colleague
+
+
+# -- a publish request is decided, and published, in one step ------------------------------------
+
+PASSED = {"passed": 1, "failed": 0, "errors": 0, "pass_rate": 1.0, "outcomes": [
+    {"nodeid": "tests/test_acceptance.py::test_example_1", "outcome": "passed", "message": ""}]}
+
+
+def succeeded(portal: Portal, version: str = "0.1.0") -> ApprovalRequest:
+    """quinn's word-count run as the engine leaves it after success: the tested iteration and
+    a pending publish request proposing the defaults."""
+    from marketplace.proposals import publish_payload_default
+    from projects.models import Iteration
+
+    files = plugin_tree(version=version)
+    project = ProjectFactory(team=portal.team, requester=portal.requester, name="Word count",
+                             status=Project.Status.AWAITING_APPROVAL)
+    run = Run.objects.create(project=project, status=Run.Status.SUCCEEDED, iteration=1,
+                             phase=Run.Phase.DONE)
+    run.best_iteration = Iteration.objects.create(
+        run=run, number=1, files=files, test_report=PASSED, pass_rate=1.0,
+        acceptance_passed=True, tests_ran=True, succeeded=True,
+        safety_report={"verdict": "pass", "findings": []}, safety_verdict="pass")
+    run.save()
+    return ApprovalRequest.objects.create(
+        run=run, project=project, kind=ApprovalRequest.Kind.PUBLISH, iteration=1,
+        payload={"reasoning": "The run succeeded.", "files": sorted(files),
+                 **publish_payload_default(team=portal.team, files=files)})
+
+
+def approve_and_publish(portal: Portal, user: Any, request: ApprovalRequest,
+                        **choice: str) -> Any:
+    return portal.client(user).post(reverse("approval_decide", args=[request.pk]), {
+        "decision": "approve", "candidate": rules.approval_candidate(request), **choice},
+        follow=True)
+
+
+def test_one_post_approves_and_publishes_with_the_chosen_visibility(
+        portal: Portal, artifact_store: None) -> None:
+    request = succeeded(portal)
+    page = page_text(portal.client(portal.reviewer),
+                     reverse("approval_detail", args=[request.pk]))
+    assert "Approve and publish" in page and "What approving publishes" in page
+    assert re.search(r'<input type="text" name="version" value="0.1.0"', page)
+    assert re.search(r'<option value="team" selected>', page)  # the safe default
+
+    response = approve_and_publish(portal, portal.reviewer, request, version="1.0.0",
+                                   visibility="public", category="text",
+                                   comment="Clear README; ship it.")
+    assert response.status_code == 200
+    version = PluginVersion.objects.get()
+    assert (version.version, version.status) == ("1.0.0", PluginVersion.Status.PUBLISHED)
+    plugin = Plugin.objects.get()
+    assert (plugin.visibility, plugin.category) == ("public", "text")
+    assert plugin.latest_version == version
+    request.refresh_from_db()
+    assert (request.status, request.decided_by) == ("approved", portal.reviewer)
+    assert Project.objects.get(pk=request.project_id).status == Project.Status.PUBLISHED
+    shown = html.unescape(response.content.decode())
+    where = reverse("marketplace:version", args=["word-count", "1.0.0"])
+    assert f'Published: <a href="{where}">word-count 1.0.0</a>' in shown
+    # No second form: the plugin is in the marketplace for everyone signed in.
+    assert portal.client(portal.outsider).get(where).status_code == 200
+    note = Notification.objects.get(user=portal.requester, kind=Notification.Kind.DECIDED)
+    assert note.message.endswith("approved. Comment: “Clear README; ship it.”")
+
+
+def test_rejecting_ignores_the_choice_and_publishes_nothing(portal: Portal) -> None:
+    request = succeeded(portal)
+    portal.client(portal.reviewer).post(reverse("approval_decide", args=[request.pk]), {
+        "decision": "reject", "candidate": rules.approval_candidate(request),
+        "version": "0.1.0", "visibility": "public", "category": "text",
+        "comment": "Needs a README example."})
+    request.refresh_from_db()
+    assert request.status == "rejected" and not PluginVersion.objects.exists()
+
+
+def test_a_choice_that_cannot_be_published_decides_nothing(portal: Portal,
+                                                           artifact_store: None) -> None:
+    first = succeeded(portal)
+    approve_and_publish(portal, portal.reviewer, first, version="0.1.0", visibility="team",
+                        category="text")
+    second = succeeded(portal)
+    page = page_text(portal.client(portal.reviewer), reverse("approval_detail", args=[second.pk]))
+    # The plugin is published: the next free version is suggested, its listing stays.
+    assert re.search(r'<input type="text" name="version" value="0.1.1"', page)
+    assert re.search(r'<select name="visibility"[^>]*disabled', page)
+    assert "Set on the plugin's page by the team's admins" in page
+
+    response = approve_and_publish(portal, portal.reviewer, second, version="0.1.0")
+    assert response.status_code == 400
+    assert "version 0.1.0 of word-count already exists" in html.unescape(
+        response.content.decode())
+    second.refresh_from_db()
+    assert second.status == "pending" and not second.votes.exists()
+    assert PluginVersion.objects.count() == 1
+
+    approve_and_publish(portal, portal.reviewer, second, version="0.1.1", visibility="public")
+    newest = PluginVersion.objects.get(version="0.1.1")
+    assert newest.status == PluginVersion.Status.PUBLISHED
+    assert Plugin.objects.get().visibility == "team"  # kept: admins change it on its page
+
+
+def test_with_two_approvals_the_second_reviewer_publishes_what_the_first_chose(
+        portal: Portal, artifact_store: None) -> None:
+    portal.team.required_approvals = 2
+    portal.team.save()
+    request = succeeded(portal)
+    approve_and_publish(portal, portal.reviewer, request, version="0.2.0", visibility="public",
+                        category="text")
+    version = PluginVersion.objects.get()
+    assert version.status == PluginVersion.Status.PENDING and version.visibility == "public"
+    request.refresh_from_db()
+    page = page_text(portal.client(portal.admin), reverse("approval_detail", args=[request.pk]))
+    assert 'name="version"' not in page  # what the first approval covered is what is approved
+    assert "Public (everyone signed in; pip without a token)" in page
+    approve_and_publish(portal, portal.admin, request)
+    version.refresh_from_db()
+    assert version.status == PluginVersion.Status.PUBLISHED
+    assert Plugin.objects.get().visibility == "public"
+
+
+def test_a_requester_sees_who_decides_instead_of_decision_buttons(portal: Portal) -> None:
+    request = succeeded(portal)
+    url = reverse("approval_detail", args=[request.pk])
+    mine = page_text(portal.client(portal.requester), url)
+    assert "Send decision" not in mine and 'name="decision"' not in mine
+    assert "Approve and publish" not in mine
+    assert ("alice or rita can decide this request. You will get a notification when it is"
+            " decided.") in mine
+    colleague = page_text(portal.client(portal.colleague), url)
+    assert 'name="decision"' not in colleague
+    assert ("alice or rita can decide this request. quinn gets a notification when it is"
+            " decided.") in colleague
+    assert 'name="decision"' in page_text(portal.client(portal.reviewer), url)
