@@ -203,12 +203,17 @@ class Artifact(models.Model):
 
 
 class Review(models.Model):
-    """One per user per plugin; editing replaces the rating and text (updated_at shows it)."""
+    """One per user per plugin; editing replaces the rating and text (updated_at shows it).
+
+    A review written by a member of the plugin's own team is the publisher's own: kept, shown
+    to that team as its internal feedback, and never counted in the public rating."""
 
     plugin = models.ForeignKey(Plugin, on_delete=models.CASCADE, related_name="reviews")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                              related_name="plugin_reviews")
     rating = models.PositiveSmallIntegerField()
+    from_publisher = models.BooleanField(
+        default=False, help_text="Written by a member of the plugin's team (when last saved).")
     body = models.TextField(blank=True)
     version = models.CharField(max_length=64, blank=True, help_text="Latest version when written.")
     created_at = models.DateTimeField(auto_now_add=True)

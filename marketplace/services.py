@@ -42,7 +42,13 @@ from marketplace.proposals import (
     publish_payload,
     with_version,
 )
-from marketplace.selectors import can_see, token_hash, version_decision_refusal, viewer_for
+from marketplace.selectors import (
+    can_see,
+    rates_as_publisher,
+    token_hash,
+    version_decision_refusal,
+    viewer_for,
+)
 from marketplace.storage import artifact_dir_remove, artifact_relpath, artifact_write
 from marketplace.validation import (
     PackageError,
@@ -659,14 +665,13 @@ def review_upsert(*, plugin: Plugin, user: User, rating: int,
                   body: str = "") -> Review:
     """Create or edit the user's review (one per user per plugin) and refresh the average.
 
-    Rules: the plugin must be published and visible to the user; its own team may not rate it;
-    the rating is a whole number from 1 to 5; the text is at most 5000 characters.
+    Rules: the plugin must be published and visible to the user; a member of its own team
+    rates as its publisher (selectors.rates_as_publisher: kept apart, not in the public
+    rating); the rating is a whole number from 1 to 5; the text is at most 5000 characters.
     """
     viewer = viewer_for(user)
     if not can_see(viewer, plugin) or plugin.published_at is None:
         raise PermissionDenied("This plugin cannot be reviewed.")
-    if viewer.is_member(plugin.team_id):
-        raise PermissionDenied("Members of the plugin's own team cannot review it.")
     if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= 5:
         raise PackageError(["rating: choose from 1 to 5 stars"])
     if len(body) > MAX_REVIEW_CHARS:
@@ -675,7 +680,8 @@ def review_upsert(*, plugin: Plugin, user: User, rating: int,
     with transaction.atomic():
         locked = Plugin.objects.select_for_update().get(pk=plugin.pk)
         review, _ = Review.objects.update_or_create(plugin=locked, user=user, defaults={
-            "rating": rating, "body": body.strip(), "version": latest})
+            "rating": rating, "body": body.strip(), "version": latest,
+            "from_publisher": rates_as_publisher(viewer, plugin)})
         _rating_refresh(locked)
     return review
 
@@ -690,7 +696,9 @@ def review_delete(*, review: Review, user: User) -> None:
 
 
 def _rating_refresh(plugin: Plugin) -> None:
-    stats = plugin.reviews.aggregate(count=Count("id"), avg=Avg("rating"))
+    # The public rating: the publisher's own reviews are not in it.
+    stats = plugin.reviews.filter(from_publisher=False).aggregate(count=Count("id"),
+                                                                  avg=Avg("rating"))
     Plugin.objects.filter(pk=plugin.pk).update(rating_count=stats["count"] or 0,
                                                rating_avg=float(stats["avg"] or 0.0))
 

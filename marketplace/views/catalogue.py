@@ -100,6 +100,9 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: s
         "can_review_team": viewer.can_review(plugin.team_id),
         "is_admin": viewer.is_admin(plugin.team_id),
         "reviews": selectors.plugin_reviews(plugin), "own_review": own_review,
+        "as_publisher": selectors.rates_as_publisher(viewer, plugin),
+        "publisher_reviews": (selectors.publisher_reviews(plugin)
+                              if viewer.is_member(plugin.team_id) else []),
         "review_form": ReviewForm(initial={"rating": own_review.rating, "body": own_review.body}
                                   if own_review else None),
         "try_form": TryForm(commands=commands, initial=_try_initial(first_example)),
@@ -157,8 +160,10 @@ def review_save(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
                        " characters.")
         return redirect("marketplace:plugin", name=plugin.normalized_name)
     try:
-        services.review_upsert(plugin=plugin, user=request.user, **form.cleaned_data)
-        messages.success(request, "Your review is saved.")
+        review = services.review_upsert(plugin=plugin, user=request.user, **form.cleaned_data)
+        messages.success(request, "Your feedback is saved as the publisher's own; it does not"
+                         " count in the public rating." if review.from_publisher
+                         else "Your review is saved.")
     except (PermissionDenied, PackageError) as exc:
         messages.error(request, _message(exc))
     return redirect(f"{reverse('marketplace:plugin', args=[plugin.normalized_name])}#reviews")

@@ -3,6 +3,7 @@ in the sandbox from the page, rate-limited per user in Redis)."""
 
 from __future__ import annotations
 
+import html
 from typing import Any
 
 import pytest
@@ -11,7 +12,8 @@ from django.urls import reverse
 from marketplace import services
 from marketplace.models import Plugin, Review
 from marketplace.validation import PackageError
-from tests.marketplace.conftest import client_for, plugin_tree
+from tests.factories import MembershipFactory, TeamFactory, UserFactory
+from tests.marketplace.conftest import client_for, plugin_tree, zip_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -50,8 +52,6 @@ def test_one_review_per_user_edits_replace_it_and_the_average_follows(market: di
 
 
 def test_review_rules(market: dict, plugin: Plugin, publish: Any) -> None:
-    with pytest.raises(services.PermissionDenied, match="own team cannot review"):
-        services.review_upsert(plugin=plugin, user=market["requester"], rating=5)
     for bad in (0, 6, True, "5"):
         with pytest.raises(PackageError, match="choose from 1 to 5 stars"):
             services.review_upsert(plugin=plugin, user=market["loner"], rating=bad)
@@ -77,8 +77,39 @@ def test_the_page_shows_reviews_and_lets_their_author_edit(market: dict, plugin:
     assert Review.objects.count() == 1
     owner_page = client_for(market["requester"]).get(
         reverse("marketplace:plugin", args=[plugin.normalized_name])).content.decode()
-    assert "Your team owns this plugin, so you cannot review it." in owner_page
-    assert "Write a review" not in owner_page
+    assert "Rate it as its publisher" in owner_page and "Write a review" not in owner_page
+
+
+def test_the_publishers_own_rating_is_kept_apart_from_the_public_one(
+        market: dict, plugin: Plugin) -> None:
+    services.review_upsert(plugin=plugin, user=market["loner"], rating=2, body="Too slow")
+    owner = client_for(market["requester"])
+    saved = owner.post(reverse("marketplace:review", args=[plugin.normalized_name]),
+                       {"rating": "5", "body": "We use it every day."}, follow=True)
+    text = html.unescape(saved.content.decode())
+    assert ("Your feedback is saved as the publisher's own; it does not count in the public"
+            " rating.") in text
+    assert "Feedback from Acme" in text and "We use it every day." in text
+    plugin.refresh_from_db()
+    assert (plugin.rating_count, plugin.rating_avg) == (1, 2.0)  # the team's 5 is not in it
+    assert Review.objects.get(user=market["requester"]).from_publisher
+
+    public = html.unescape(client_for(market["outsider"]).get(
+        reverse("marketplace:plugin", args=[plugin.normalized_name])).content.decode())
+    assert "2.0 from 1 review" in public and "Too slow" in public
+    assert "We use it every day." not in public and "Feedback from Acme" not in public
+
+    # A team of one (which lets its founder approve her own work) rates its plugin the same way.
+    solo = TeamFactory(slug="solo", name="Solo", requester_may_approve=True)
+    founder = UserFactory(username="founder")
+    MembershipFactory(team=solo, user=founder, role="admin")
+    own = services.plugin_upload_submit(team=solo, user=founder, filename="plugin.zip",
+                                        data=zip_bytes(plugin_tree(name="solo-words")),
+                                        visibility="public")
+    own = services.plugin_version_decide(version=own, user=founder, approve=True)
+    review = services.review_upsert(plugin=own.plugin, user=founder, rating=4)
+    own.plugin.refresh_from_db()
+    assert review.from_publisher and own.plugin.rating_count == 0
 
 
 def try_url(name: str = "word-count", version: str = "0.1.0") -> str:
