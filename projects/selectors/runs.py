@@ -9,13 +9,30 @@ from typing import Any, TypedDict
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from projects.models import ApprovalRequest, Iteration, LoopEvent, Run
+from autocoder.safety import finding_applies
+from projects.models import ApprovalRequest, Iteration, LoopEvent, Project, Run
+from projects.run_summary import (
+    AttemptFacts,
+    FindingFact,
+    LoopFact,
+    OutcomeFact,
+    RunFacts,
+    RunSummary,
+    attempt_outcome,
+    finding_text,
+    loop_sentence,
+    summarize,
+)
 
 # The columns the timeline needs; code and reports stay in the database until asked for.
 TIMELINE_FIELDS = ("id", "run_id", "number", "pass_rate", "acceptance_passed", "tests_ran",
                    "succeeded", "safety_verdict", "tokens", "timings", "diff_stats",
-                   "error_signature", "created_at")
+                   "error_signature", "code_hash", "reply_hash", "created_at")
 PHASES: list[Run.Phase] = [phase for phase in Run.Phase if phase != Run.Phase.DONE]
+# After which step a run waiting on a request stopped: the step that asked.
+_ASKED_AFTER = {ApprovalRequest.Kind.PLAN: Run.Phase.PLAN,
+                ApprovalRequest.Kind.CHANGE: Run.Phase.VERIFY,
+                ApprovalRequest.Kind.ESCALATION: Run.Phase.REFLECT}
 
 
 @dataclass
@@ -27,6 +44,16 @@ class TimelineEntry:
     events: list[LoopEvent] = field(default_factory=list)
     approvals: list[ApprovalRequest] = field(default_factory=list)
 
+    @property
+    def outcome(self) -> str:
+        """The attempt's result in plain words (the timeline's line)."""
+        return attempt_outcome(attempt_facts(self.iteration)) if self.iteration else ""
+
+    @property
+    def told_events(self) -> list[tuple[str, LoopEvent]]:
+        """Each loop event with its plain sentence."""
+        return [(loop_sentence(loop_fact(event)), event) for event in self.events]
+
 
 @dataclass
 class RunOverview:
@@ -34,7 +61,8 @@ class RunOverview:
     timeline: list[TimelineEntry]
     pending_approval: ApprovalRequest | None
     elapsed: timedelta | None
-    phases: list[tuple[str, str, str]]  # (value, label, state: done|current|todo)
+    phases: list[tuple[str, str, str]]  # (value, label, state: done|current|stopped|todo)
+    summary: RunSummary
 
     @property
     def elapsed_text(self) -> str:
@@ -43,6 +71,10 @@ class RunOverview:
     @property
     def waited_text(self) -> str:
         return duration_text(self.run.waited_s)
+
+    @property
+    def loop_events(self) -> list[LoopEvent]:
+        return [event for entry in self.timeline for event in entry.events]
 
     @property
     def latest(self) -> Iteration | None:
@@ -69,9 +101,75 @@ def run_overview(run: Run) -> RunOverview:
         _entry(entries, number).approvals.append(approval)
     pending = next((a for a in reversed(approvals)
                     if a.status == ApprovalRequest.Status.PENDING), None)
+    waiting_for = pending.kind if pending is not None else ""
+    latest = iterations[-1] if iterations else None
+    facts = run_facts(run, latest=_with_reports(latest), events=events, approvals=approvals,
+                      waiting_for=waiting_for)
     return RunOverview(run=run, timeline=[entries[k] for k in sorted(entries)],
                        pending_approval=pending, elapsed=_elapsed(run),
-                       phases=_phases(run))
+                       phases=_phases(run, waiting_for), summary=summarize(facts))
+
+
+def _with_reports(latest: Iteration | None) -> Iteration | None:
+    """The latest iteration with its test and safety reports (the timeline leaves them out)."""
+    if latest is None:
+        return None
+    row = Iteration.objects.filter(pk=latest.pk).values_list("test_report",
+                                                             "safety_report").first()
+    test_report, safety_report = row if row is not None else ({}, {})
+    latest.test_report, latest.safety_report = test_report or {}, safety_report or {}
+    return latest
+
+
+def run_facts(run: Run, *, latest: Iteration | None, events: list[LoopEvent],
+              approvals: list[ApprovalRequest], waiting_for: str = "") -> RunFacts:
+    """What the summary is written from (projects/run_summary.py)."""
+    rejected = next((a.kind for a in reversed(approvals)
+                     if a.status == ApprovalRequest.Status.REJECTED
+                     and a.kind in (ApprovalRequest.Kind.CHANGE,
+                                    ApprovalRequest.Kind.ESCALATION)), "")
+    return RunFacts(
+        status=run.status, phase=run.phase, completed=run.iteration,
+        max_attempts=run.max_iterations,
+        latest=attempt_facts(latest, reports=True) if latest is not None else None,
+        events=tuple(loop_fact(e) for e in events), waiting_for=waiting_for,
+        pause_requested=run.pause_requested, commands=spec_commands(run), rejected=rejected,
+        tokens_used=run.tokens_total, max_tokens=run.max_tokens, over_time=_over_time(run),
+        published=run.project.status == Project.Status.PUBLISHED,
+    )
+
+
+def spec_commands(run: Run) -> tuple[str, ...]:
+    """The names of the commands the run's spec asks for (its examples are named after them)."""
+    commands = (run.project.spec or {}).get("commands") or []
+    return tuple(str(c.get("name", "")) for c in commands if isinstance(c, dict))
+
+
+def attempt_facts(iteration: Iteration, *, reports: bool = False) -> AttemptFacts:
+    """An iteration's facts; its reports only when asked (they may not have been loaded)."""
+    test_report = (iteration.test_report or {}) if reports else {}
+    safety_report = (iteration.safety_report or {}) if reports else {}
+    return AttemptFacts(
+        number=iteration.number, tests_ran=iteration.tests_ran, succeeded=iteration.succeeded,
+        acceptance_passed=iteration.acceptance_passed, pass_rate=iteration.pass_rate,
+        safety_verdict=iteration.safety_verdict,
+        tests=tuple(OutcomeFact(str(o.get("nodeid", "")), str(o.get("outcome", "")),
+                                str(o.get("message") or ""))
+                    for o in test_report.get("outcomes") or []),
+        findings=tuple(_finding_fact(f) for f in visible_findings(safety_report)),
+        timed_out=bool(test_report.get("timed_out")), out_of_memory=bool(test_report.get("oom")),
+    )
+
+
+def loop_fact(event: LoopEvent) -> LoopFact:
+    return LoopFact(attempt=event.iteration, kind=event.type, action=event.action)
+
+
+def _over_time(run: Run) -> bool:
+    if run.started_at is None or not run.max_wall_s:
+        return False
+    worked = ((run.finished_at or timezone.now()) - run.started_at).total_seconds() - run.waited_s
+    return worked > run.max_wall_s
 
 
 def _entry(entries: dict[int, TimelineEntry], number: int) -> TimelineEntry:
@@ -85,12 +183,34 @@ def _elapsed(run: Run) -> timedelta | None:
     return (run.finished_at or timezone.now()) - run.started_at
 
 
-def _phases(run: Run) -> list[tuple[str, str, str]]:
-    if run.is_terminal or run.phase == Run.Phase.DONE:
+def _phases(run: Run, waiting_for: str = "") -> list[tuple[str, str, str]]:
+    """The steps of the attempt in hand. Only a working run has a current step; a waiting run
+    (paused, waiting for a person or for the installation) shows the step after which it
+    stopped; a run that ended without success has no attempt in hand: none (the summary says
+    why it stopped)."""
+    if run.status == Run.Status.SUCCEEDED:
         return [(p.value, p.label, "done") for p in PHASES]
-    current = PHASES.index(Run.Phase(run.phase)) if run.phase in Run.Phase.values else -1
-    return [(p.value, p.label, "done" if i < current else "current" if i == current else "todo")
+    if run.is_terminal:
+        return []
+    if run.phase not in Run.Phase.values or run.phase == Run.Phase.DONE:
+        return [(p.value, p.label, "done") for p in PHASES]
+    at = PHASES.index(Run.Phase(run.phase))
+    if run.status not in Run.WAITING:
+        return [(p.value, p.label, "done" if i < at else "current" if i == at else "todo")
+                for i, p in enumerate(PHASES)]
+    stopped = _stopped_after(run, at, waiting_for)
+    return [(p.value, p.label, "done" if i < stopped else "stopped" if i == stopped else "todo")
             for i, p in enumerate(PHASES)]
+
+
+def _stopped_after(run: Run, at: int, waiting_for: str) -> int:
+    """The index of the last step a waiting run performed (-1: none yet)."""
+    if waiting_for in _ASKED_AFTER:
+        return PHASES.index(_ASKED_AFTER[ApprovalRequest.Kind(waiting_for)])
+    if at > 0:
+        return at - 1
+    # Planning the next attempt: the last step was the previous attempt's reflection.
+    return PHASES.index(Run.Phase.REFLECT) if run.iteration > 0 else -1
 
 
 def run_iteration(run: Run, number: int | None) -> Iteration | None:
@@ -101,10 +221,29 @@ def run_iteration(run: Run, number: int | None) -> Iteration | None:
     return iterations.first()
 
 
+def visible_findings(safety_report: dict[str, Any]) -> list[dict[str, Any]]:
+    """A stored report's findings that are findings under the gate's rules today (a report
+    written earlier may hold an assert in a test file, which no longer is one)."""
+    return [f for f in safety_report.get("findings") or []
+            if finding_applies(str(f.get("tool", "")), str(f.get("rule", "")),
+                               str(f.get("file", "")))]
+
+
+def told_findings(safety_report: dict[str, Any]) -> list[dict[str, Any]]:
+    """The visible findings, each with its words without the tool's codes ("plain")."""
+    return [{**f, "plain": finding_text(_finding_fact(f))} for f in visible_findings(safety_report)]
+
+
+def _finding_fact(finding: dict[str, Any]) -> FindingFact:
+    return FindingFact(str(finding.get("file", "")), int(finding.get("line") or 1),
+                       str(finding.get("severity", "")), str(finding.get("message", "")),
+                       str(finding.get("tool", "")))
+
+
 def findings_by_line(safety_report: dict[str, Any], path: str) -> dict[int, list[str]]:
     """Safety findings of one file, keyed by line number, as readable sentences."""
     lines: dict[int, list[str]] = {}
-    for finding in safety_report.get("findings") or []:
+    for finding in visible_findings(safety_report):
         if finding.get("file") != path or not finding.get("line"):
             continue
         text = f"{finding.get('severity', '')} {finding.get('rule', '')}: " \

@@ -15,7 +15,17 @@ from projects.diffs import code_lines, split_rows, unified_rows
 from projects.http import AuthenticatedHttpRequest
 from projects.models import Iteration, Membership, Run
 from projects.permissions import get_run_for_member
-from projects.selectors.runs import findings_by_line, lessons_titles, run_iteration, run_overview
+from projects.run_summary import what_it_showed
+from projects.selectors.runs import (
+    attempt_facts,
+    findings_by_line,
+    lessons_titles,
+    run_iteration,
+    run_overview,
+    spec_commands,
+    told_findings,
+    visible_findings,
+)
 from projects.services import runs as services
 from projects.views.broker import broker_reachable, broker_unavailable
 
@@ -29,8 +39,9 @@ def _int(params: QueryDict, name: str) -> int | None:
 def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     run, membership = get_run_for_member(request.user, pk)
     context = _live_context(run, membership)
-    if request.htmx and request.GET.get("part") == "live":
-        return render(request, "projects/run_detail.html#live", context)
+    part = request.GET.get("part")
+    if request.htmx and part in ("live", "details"):  # the parts that follow live updates
+        return render(request, f"projects/run_detail.html#{part}", context)
     context.update(_iteration_context(run, request.GET))
     return render(request, "projects/run_detail.html", context)
 
@@ -64,7 +75,9 @@ def _iteration_context(run: Run, params: QueryDict) -> dict[str, Any]:
     context: dict[str, Any] = {
         "iteration": iteration, "against": against, "against_no": against_no, "view": view,
         "lessons": lessons_titles(list(iteration.lessons_used or [])),
-        "findings": (iteration.safety_report or {}).get("findings") or [],
+        "findings": told_findings(iteration.safety_report or {}),
+        "attempt_story": what_it_showed(attempt_facts(iteration, reports=True),
+                                        spec_commands(run)),
         "outcomes": (iteration.test_report or {}).get("outcomes") or [],
     }
     if view == "split":
@@ -77,7 +90,7 @@ def _iteration_context(run: Run, params: QueryDict) -> dict[str, Any]:
 
 def _code_context(iteration: Iteration, path: str) -> dict[str, Any]:
     paths = sorted(iteration.files)
-    flagged = {f.get("file") for f in (iteration.safety_report or {}).get("findings") or []}
+    flagged = {f.get("file") for f in visible_findings(iteration.safety_report or {})}
     if path not in iteration.files:
         path = next((p for p in paths if p in flagged), None) or next(
             (p for p in paths if p.endswith("plugin.py")), paths[0] if paths else "")

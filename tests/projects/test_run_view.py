@@ -45,23 +45,33 @@ def test_members_see_the_run_outsiders_get_404(portal: Portal, run: Run) -> None
         == 404
 
 
-def test_timeline_shows_iterations_loop_events_and_usage(portal: Portal, run: Run) -> None:
+def test_timeline_shows_attempts_loop_events_and_usage(portal: Portal, run: Run) -> None:
     approval_for(run)
     html = " ".join(page(portal, portal.reviewer, run).split())
-    assert "Iteration 1</a>: 50% of tests pass" in html
-    assert "Iteration 2</a>: 100% of tests pass, acceptance tests pass" in html
-    assert "repeated_error" in html and "escape chosen: <strong>reset_context</strong>" in html
-    assert "7000" in html and "5200 prompt, 1800 completion" in html  # tokens
+    assert ("Attempt 1</a>: 50% of the tests pass; not every example works yet.") in html
+    assert ("Attempt 2</a>: 100% of the tests pass; your examples work; the safety gate asks a "
+            "person to look at the code.") in html
+    timeline = html.split('id="timeline-heading"', 1)[1].split("</section>", 1)[0]
+    assert ("The same error came back again and again, so it was started again with a fresh "
+            "conversation.") in timeline
+    assert "repeated_error" not in timeline
+    details = html.split('id="run-details"', 1)[1].split("</details>", 1)[0]
+    assert "<code>repeated_error</code> (90% sure, seen 3×) → <code>reset_context</code>" \
+        in details
+    assert "7000" in details and "5200 prompt, 1800 completion" in details  # tokens
     assert "Waiting for a person" in html and "Change request" in html
     assert 'ws-connect="/ws/runs/' in html and 'aria-live="polite"' in html
 
 
-def test_latest_iteration_details_tests_and_findings(portal: Portal, run: Run) -> None:
+def test_latest_attempt_details_tests_and_findings(portal: Portal, run: Run) -> None:
     html = page(portal, portal.reviewer, run)
-    assert "<h2 id=\"iteration-heading\">Iteration 2</h2>" in html
+    assert "<h2 id=\"iteration-heading\">Attempt 2</h2>" in html
     assert "test_example_2" in html and "Why it failed" in html
-    assert "B602" in html and "weekly_scheduler/plugin.py line 8" in html
-    assert "implement</dt><dd>1800 ms" in html  # timings per phase
+    assert "Subprocess call with shell=True identified" in html
+    assert "weekly_scheduler/plugin.py line 8" in html
+    details = html.split("Details of attempt 2", 1)[1]
+    assert "B602" in details
+    assert "implement</dt><dd>1800 ms" in details  # timings per phase
 
 
 def test_diff_of_any_iteration_against_any(portal: Portal, run: Run) -> None:
@@ -83,9 +93,9 @@ def test_code_view_highlights_the_flagged_line(portal: Portal, run: Run) -> None
     assert "safety finding: high B602" in html
 
 
-def test_run_without_iterations_explains_what_will_appear(portal: Portal) -> None:
+def test_run_without_attempts_explains_what_will_appear(portal: Portal) -> None:
     fresh = Run.objects.create(project=ProjectFactory(team=portal.team))
-    assert "No iteration yet" in page(portal, portal.reviewer, fresh)
+    assert "No attempt checked yet" in page(portal, portal.reviewer, fresh)
 
 
 def test_htmx_live_part_is_only_the_live_fragment(portal: Portal, run: Run) -> None:
