@@ -226,6 +226,8 @@ LLM_ROLE_OVERRIDES = llm_env.role_env_overrides()
 EMBEDDER = env.str("EMBEDDER", default="minilm")
 # CPU threads torch uses per process for the local embedder (docs/lessons.md).
 EMBEDDER_THREADS = env.int("EMBEDDER_THREADS", default=1)
+# "onnx" (ONNX Runtime, falling back to PyTorch when it cannot be used) or "torch".
+EMBEDDER_RUNTIME = env.str("EMBEDDER_RUNTIME", default="onnx")
 
 LOGGING = {
     "version": 1,

