@@ -92,10 +92,12 @@ def example_views(command: dict[str, Any], errors: dict[str, list[str]]) -> list
     rows = []
     for row in examples.example_rows(command):
         index, key = row["index"], command["key"]
-        names = {part: fields.example_field(key, index, part) for part in ("in", "out", "json")}
+        names = {part: fields.example_field(key, index, part)
+                 for part in ("in", "out", "json", "file")}
         rows.append({**row, "number": index + 1, "fields": names,
                      "input_errors": errors.get(names["in"], []),
-                     "output_errors": errors.get(names["out"], [])})
+                     "output_errors": errors.get(names["out"], []),
+                     "file_errors": errors.get(names["file"], [])})
     return rows
 
 
@@ -144,14 +146,30 @@ def summary_view(interview: Interview,
                               if not line.startswith("Assumption: ")])
 
 
-def _readable_example(example: dict[str, Any]) -> dict[str, str]:
-    return {"input": _readable(example["input"]), "output": _readable(example["output"])}
+def _readable_example(example: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+    return {"input": readable(example["input"], named=True),
+            "output": readable(example["output"], named=isinstance(example["output"], dict))}
 
 
-def _readable(value: Any) -> str:
-    if isinstance(value, dict):
-        return "\n".join(f"{key}: {_inline(item)}" for key, item in value.items()) or "(nothing)"
-    return _inline(value)
+def readable(value: Any, *, named: bool) -> list[dict[str, Any]]:
+    """A value as the summary shows it: short named values together as "name: value" lines, and
+    each value of several lines (a pasted table, list or text) on its own, a table as a table.
+
+    Each part is {"name", "text", "table"}; `table` holds the rows of a table, else None.
+    """
+    items = list(value.items()) if named else [("", value)]
+    if named and not items:
+        return [{"name": "", "text": "(nothing)", "table": None}]
+    parts: list[dict[str, Any]] = []
+    short: list[str] = []
+    for name, item in items:
+        if isinstance(item, str) and "\n" in item.strip():
+            parts.append({"name": name, "text": item, "table": parsing.table_rows(item)})
+        else:
+            short.append(f"{name}: {_inline(item)}" if name else _inline(item))
+    if short:
+        parts.insert(0, {"name": "", "text": "\n".join(short), "table": None})
+    return parts
 
 
 def _inline(value: Any) -> str:

@@ -19,7 +19,15 @@ from django.db import transaction
 from autocoder import realtime
 from autocoder.engine.spec import SpecError, spec_from_dict
 from autocoder.llm.types import CallRecord, LLMError, Message, Provider
-from projects.interview import analyst, answers, checklist, fields, navigation, spec_assembly
+from projects.interview import (
+    analyst,
+    answers,
+    checklist,
+    fields,
+    navigation,
+    samples,
+    spec_assembly,
+)
 from projects.models import Interview, LLMCall, Project, Run, Team
 from projects.services.audit import audit_record
 
@@ -94,22 +102,28 @@ def interview_request_update(*, interview: Interview, request_text: str) -> Inte
 
 def interview_answers_save(*, interview: Interview, question_ids: list[str],
                            data: Mapping[str, Any], action: str = "next", skip: str = "",
-                           group: int = 0,
+                           group: int = 0, files: Mapping[str, samples.SampleFile] | None = None,
                            provider_for: ProviderFor = _analyst_provider) -> Saved:
     """Save a page of answers (whatever their state), skip one, and say which page comes next.
 
     `action` is "next" (problems keep the requester on this page), "back" (save and go back,
-    problems or not) or "stay" (save only, e.g. after a skip).
+    problems or not) or "stay" (save only, e.g. after a skip). `files` are sample files attached
+    to examples, keyed by their field; a refused one keeps the requester on this page to see why,
+    with every other answer saved.
     """
+    data = dict(data)
+    file_errors = samples.attach_samples(data, files or {})
     with transaction.atomic():
         locked = _locked(interview)
         errors = answers.apply_answers(locked.request, locked.state, locked.questions,
                                        question_ids, data, skip=skip,
-                                       require=action == "next" and not skip)
+                                       require=action == "next" and not skip and not file_errors)
         locked.step = Interview.Step.QUESTIONS
         locked.save()
         _sync_project_name(locked)
     interview.refresh_from_db()
+    if file_errors:
+        return Saved(errors={**errors, **file_errors}, group=group)
     if action == "back":
         return Saved(errors=errors, group=max(group - 1, -1))
     if action != "next" or skip or errors:
@@ -187,9 +201,13 @@ def _record_calls(messages: list[Message], records: list[CallRecord], *, reply: 
             error=record.error or error, messages=stored, reply=reply)
 
 
-def interview_summary_save(*, interview: Interview,
-                           data: Mapping[str, Any]) -> dict[str, list[str]]:
-    """Step 3 edits, saved as typed; returns what would stop the interview from starting."""
+def interview_summary_save(*, interview: Interview, data: Mapping[str, Any],
+                           files: Mapping[str, samples.SampleFile] | None = None,
+                           ) -> dict[str, list[str]]:
+    """Step 3 edits (the whole form, or only the name), saved as typed; returns what would stop
+    the interview from starting, and why an attached file was refused."""
+    data = dict(data)
+    file_errors = samples.attach_samples(data, files or {})
     with transaction.atomic():
         locked = _locked(interview)
         answers.apply_summary(locked.state, locked.questions, data)
@@ -197,7 +215,8 @@ def interview_summary_save(*, interview: Interview,
         locked.save()
         _sync_project_name(locked)
     interview.refresh_from_db()
-    return spec_assembly.assemble(interview.request, interview.state, interview.questions).errors
+    assembly = spec_assembly.assemble(interview.request, interview.state, interview.questions)
+    return {**assembly.errors, **file_errors}
 
 
 def interview_start(*, interview: Interview, user: User,

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from projects.http import AuthenticatedHttpRequest, HtmxHttpRequest
-from projects.interview import answers, checklist, fields, navigation
+from projects.interview import answers, checklist, fields, navigation, samples
 from projects.models import Interview, Membership, Run
 from projects.permissions import (
     get_interview_for_editor,
@@ -163,7 +163,7 @@ def _questions_post(request: AuthenticatedHttpRequest, interview: Interview) -> 
         saved = services.interview_answers_save(
             interview=interview, question_ids=request.POST.getlist("question"),
             data=request.POST.dict(), action=request.POST.get("action", "next"),
-            skip=request.POST.get("skip", ""), group=group)
+            skip=request.POST.get("skip", ""), group=group, files=_sample_files(request))
     except services.InterviewClosed:
         return _closed(request, interview)
     interview.refresh_from_db()
@@ -192,7 +192,8 @@ def _questions_response(request: AuthenticatedHttpRequest, interview: Interview,
     return _render(request, QUESTIONS, {"interview": interview, "team": interview.team,
                                         "page": page, "errors": errors,
                                         "autonomy_choices": checklist.AUTONOMY_CHOICES,
-                                        "recommended_autonomy": checklist.RECOMMENDED_AUTONOMY})
+                                        "recommended_autonomy": checklist.RECOMMENDED_AUTONOMY,
+                                        "sample_limit": samples.SAMPLE_LIMIT_WORDS})
 
 
 # -- step 3 ---------------------------------------------------------------------------------
@@ -208,7 +209,8 @@ def interview_summary(request: AuthenticatedHttpRequest, pk: int) -> HttpRespons
             return _closed(request, interview)
         try:
             errors = services.interview_summary_save(interview=interview,
-                                                     data=request.POST.dict())
+                                                     data=request.POST.dict(),
+                                                     files=_sample_files(request))
         except services.InterviewClosed:
             return _closed(request, interview)
         if errors:
@@ -229,6 +231,7 @@ def _summary_response(request: AuthenticatedHttpRequest, interview: Interview, *
                "edit": edit, "editable": editable and not interview.is_started,
                "saved": saved, "autonomy_choices": checklist.AUTONOMY_CHOICES,
                "recommended_autonomy": checklist.RECOMMENDED_AUTONOMY,
+               "sample_limit": samples.SAMPLE_LIMIT_WORDS,
                "run": interview.project.runs.order_by("-created_at").first(),
                "run_url": _run_url(interview)}
     return _render(request, SUMMARY, context)
@@ -255,6 +258,17 @@ def interview_start(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
                                   "told when something needs their approval.")
     url = _run_url(interview, run) or reverse("interview_summary", args=[interview.pk])
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _sample_files(request: HtmxHttpRequest) -> dict[str, samples.SampleFile]:
+    """The files attached to examples; one over the size limit is refused without reading it."""
+    files = {}
+    for field, uploads in request.FILES.lists():
+        upload = uploads[-1]
+        size = upload.size or 0
+        content = upload.read() if size <= samples.MAX_SAMPLE_BYTES else b""
+        files[field] = samples.SampleFile(name=upload.name or "", size=size, content=content)
+    return files
 
 
 def _run_url(interview: Interview, run: Run | None = None) -> str:

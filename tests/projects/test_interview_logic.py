@@ -16,6 +16,7 @@ from projects.interview import (
     naming,
     navigation,
     parsing,
+    samples,
     spec_assembly,
 )
 
@@ -73,7 +74,43 @@ def test_name_value_lines_become_a_dict_with_typed_values() -> None:
 def test_a_line_without_a_colon_is_explained_in_plain_words() -> None:
     _, errors = parsing.parse_fields("city: Paris\njust some words")
     assert errors == ["Line 2 (\u201cjust some words\u201d) needs a name, a colon and a value, "
-                      "like \u201ccity: Paris\u201d."]
+                      "like \u201ccity: Paris\u201d. For a value that spans several lines (a "
+                      "table, a list, a text), write its name and a colon on a line of their own "
+                      "and paste the lines below it."]
+
+
+MEETINGS_CSV = "day,start,title\nMon,09:00,Stand-up\nTue,10:30,Review"
+
+
+def test_a_pasted_table_is_one_value_called_text() -> None:
+    assert parsing.parse_example_input(MEETINGS_CSV, False) == ({"text": MEETINGS_CSV}, [])
+
+
+def test_a_pasted_list_of_meetings_with_times_is_data_not_names() -> None:
+    """"Mon 9:30 stand-up" has a colon, but in a time: it is a line of a list, not a name."""
+    given = "Mon 9:30 stand-up\nTue 14:00 review"
+    assert parsing.parse_example_input(given, False) == ({"text": given}, [])
+    assert parsing.parse_example_output("Meeting at 10:30", False) == ("Meeting at 10:30", [])
+
+
+def test_a_name_alone_on_its_line_holds_the_lines_below_it() -> None:
+    given = ("week: 19\nmeetings:\n  Mon 09:00 Stand-up\n  Tue 10:30 Review\n\n"
+             "log:\nERROR: disk full\nINFO: retried")
+    assert parsing.parse_example_input(given, False) == ({
+        "week": 19, "meetings": "Mon 09:00 Stand-up\nTue 10:30 Review",
+        "log": "ERROR: disk full\nINFO: retried"}, [])
+    assert parsing.parse_example_output("clashes:\nnone", False) == ({"clashes": "none"}, [])
+
+
+def test_a_pasted_json_object_is_the_input_itself() -> None:
+    assert parsing.parse_example_input('{\n  "a": [1, 2]\n}', False) == ({"a": [1, 2]}, [])
+
+
+def test_tables_are_recognised_for_the_summary_and_prose_is_not() -> None:
+    assert parsing.table_rows(MEETINGS_CSV) == [
+        ["day", "start", "title"], ["Mon", "09:00", "Stand-up"], ["Tue", "10:30", "Review"]]
+    assert parsing.table_rows("name\tage\nAda\t36") == [["name", "age"], ["Ada", "36"]]
+    assert parsing.table_rows("Hello, Ada!\nSee you, Ada.") is None
 
 
 def test_a_name_given_twice_is_an_error_not_a_silent_overwrite() -> None:
@@ -102,6 +139,61 @@ def test_json_mode_for_technical_users_and_its_errors() -> None:
 
 def test_an_empty_input_means_the_action_needs_nothing() -> None:
     assert parsing.parse_example_input("  ", False) == ({}, [])
+
+
+# -- sample files ----------------------------------------------------------------------------
+
+
+def sample(name: str, content: bytes, size: int | None = None) -> samples.SampleFile:
+    return samples.SampleFile(name=name, size=len(content) if size is None else size,
+                              content=content)
+
+
+def test_an_attached_csv_becomes_a_value_named_after_the_file_kept_exactly() -> None:
+    data = {"ex-c1-0-in": "week: 19", "ex-c1-0-out": "3 meetings"}
+    csv_bytes = ("\ufeff" + MEETINGS_CSV.replace("\n", "\r\n") + "\r\n").encode()
+    errors = samples.attach_samples(data, {"ex-c1-0-file": sample("Meetings May.csv", csv_bytes)})
+    assert errors == {}
+    assert parsing.parse_example_input(data["ex-c1-0-in"], False) == (
+        {"week": 19, "meetings_may": MEETINGS_CSV}, [])
+
+
+def test_an_attached_json_file_becomes_structured_data_and_names_do_not_clash() -> None:
+    data = {"ex-c1-0-in": "people: 2"}
+    samples.attach_samples(data, {"ex-c1-0-file": sample("people.json", b'[{"name": "Ann"}]')})
+    value, errors = parsing.parse_example_input(data["ex-c1-0-in"], False)
+    assert errors == [] and value == {"people": 2, "people_2": [{"name": "Ann"}]}
+
+
+@pytest.mark.parametrize(("upload", "message"), [
+    (sample("big.csv", b"", size=2 * 1024 * 1024),
+     "\u201cbig.csv\u201d is 2.0 MB; a sample file can be at most 16 KB. Attach a shorter "
+     "extract: a few dozen lines make a good example."),
+    (sample("photo.png", b"\x89PNG\r\n"),
+     "\u201cphoto.png\u201d is not a CSV, text or JSON file. From a spreadsheet, choose "
+     "\u201cSave as\u201d and CSV, then attach that file."),
+    (sample("renamed.csv", b"PK\x03\x04\x00\x00binary"),
+     "\u201crenamed.csv\u201d is not plain text (it may be a picture, a PDF or a spreadsheet). "
+     "Save it as CSV or plain text and attach it again."),
+    (sample("latin.txt", "caf\u00e9".encode("latin-1")),
+     "\u201clatin.txt\u201d is not written in UTF-8, the text encoding read here. When saving, "
+     "choose \u201cCSV UTF-8\u201d (spreadsheets) or UTF-8 (text editors)."),
+    (sample("broken.json", b'{"a": '),
+     "\u201cbroken.json\u201d: This is not valid JSON (line 1, column 7): Expecting value."),
+    (sample("empty.txt", b"\n"), "\u201cempty.txt\u201d is empty."),
+])
+def test_a_refused_file_says_why_and_changes_nothing(upload: samples.SampleFile,
+                                                     message: str) -> None:
+    data = {"ex-c1-0-in": "week: 19"}
+    assert samples.attach_samples(data, {"ex-c1-0-file": upload}) == {"ex-c1-0-file": [message]}
+    assert data == {"ex-c1-0-in": "week: 19"}
+
+
+def test_a_file_cannot_be_attached_to_an_example_written_as_json() -> None:
+    data = {"ex-c1-0-in": '{"a": 1}', "ex-c1-0-json": "1"}
+    errors = samples.attach_samples(data, {"ex-c1-0-file": sample("a.txt", b"hello")})
+    assert errors["ex-c1-0-file"][0].startswith("Untick \u201cI wrote this example as JSON")
+    assert data["ex-c1-0-in"] == '{"a": 1}'
 
 
 # -- names and actions ------------------------------------------------------------------------

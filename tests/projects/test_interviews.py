@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
@@ -66,6 +67,11 @@ def client_for(user: object) -> Client:
 
 def page(response: Any) -> str:
     return response.content.decode()
+
+
+def counters(html: str) -> list[tuple[int, int]]:
+    """The page counters on a questions page: [(page, of pages)]."""
+    return [(int(a), int(b)) for a, b in re.findall(r"\(page (\d+) of (\d+)\)", html)]
 
 
 def start_interview(client: Client, slug: str = "acme") -> Interview:
@@ -471,3 +477,105 @@ def test_the_recommended_autonomy_is_preselected_and_named_alike_everywhere(
     assert 'value="semi" checked' in radios[0]
     assert dict(Run.Autonomy.choices)["semi"] == "Semi-automatic"
     assert dict(Run.Autonomy.choices)["full"] == "Fully automatic"
+
+
+# -- examples with real data ----------------------------------------------------------------
+
+MEETINGS_CSV = ("day,start,title\nMon,09:00,Stand-up\nTue,10:30,Planning\n"
+                "Wed,14:00,Retro")
+
+
+def to_examples_page(client: Client, interview: Interview) -> None:
+    post_page(client, interview, {"commands": "summarize: turn my meetings into a table"})
+    post_page(client, interview, {"cmd-c1-inputs": "meetings", "cmd-c1-outputs": "table"})
+
+
+def test_a_pasted_csv_example_is_accepted_and_shown_on_the_summary_as_a_table(
+        team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    to_examples_page(client, interview)
+    response = post_page(client, interview, {
+        "ex-c1-0-in": MEETINGS_CSV, "ex-c1-0-out": "meetings: 3",
+        "ex-c1-1-in": "week: 20\nmeetings:\nThu 11:00 Demo\nFri 09:00 Review",
+        "ex-c1-1-out": "meetings: 2",
+        "ex-c1-2-in": "", "ex-c1-2-out": "", "cmd-c1-edge_cases": "Refuse an empty list."})
+    assert response.status_code == 302, page(response)  # accepted: on to the next page
+    post_page(client, interview, {"autonomy": "semi", "constraints": ""})
+    html = page(client.get(reverse("interview_summary", args=[interview.pk])))
+    table = re.search(r'<table class="sample-table">.*?</table>', html, re.S)
+    assert table, html
+    assert re.findall(r"<th scope=\"col\">(.*?)</th>", table.group(0)) == ["day", "start",
+                                                                          "title"]
+    assert "<tr><td>Tue</td><td>10:30</td><td>Planning</td></tr>" in re.sub(
+        r">\s+<", "><", table.group(0))
+    assert "<pre>week: 20</pre>" in html  # short values as "name: value" lines
+    assert re.search(r'<p class="value-name">meetings:</p>\s*<pre>Thu 11:00 Demo\nFri 09:00 '
+                     r'Review</pre>', html)
+    interview.refresh_from_db()
+    spec = assemble_spec(interview)
+    assert spec["commands"][0]["examples"][0]["input"] == {"text": MEETINGS_CSV}
+
+
+def assemble_spec(interview: Interview) -> dict[str, Any]:
+    from projects.interview import spec_assembly
+
+    return spec_assembly.assemble(interview.request, interview.state, interview.questions).spec
+
+
+def test_an_attached_sample_file_becomes_the_example_input_without_javascript(
+        team_with_roles: dict, no_model: None) -> None:
+    """A plain multipart form post, as a browser without JavaScript sends it."""
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    to_examples_page(client, interview)
+    upload = SimpleUploadedFile("meetings.csv", MEETINGS_CSV.encode(), "text/csv")
+    response = post_page(client, interview, {
+        "ex-c1-0-in": "week: 19", "ex-c1-0-out": "meetings: 3", "ex-c1-0-file": upload,
+        "ex-c1-1-in": "", "ex-c1-1-out": "", "cmd-c1-edge_cases": "Refuse an empty list."})
+    # One example is not enough, so the page is shown again, with the file's content in place.
+    assert response.status_code == 200
+    html = page(response)
+    assert "week: 19\nmeetings:\n  day,start,title\n  Mon,09:00,Stand-up" in html
+    interview.refresh_from_db()
+    example = interview.state["commands"][0]["examples"][0]
+    assert example["input"].startswith("week: 19\nmeetings:\n  day,start,title")
+    assert assemble_spec(interview)["commands"][0]["examples"][0]["input"] == {
+        "week": 19, "meetings": MEETINGS_CSV}
+
+
+def test_a_too_big_file_is_refused_with_a_clear_message_and_the_other_answers_are_kept(
+        team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    to_examples_page(client, interview)
+    rows = b"day,start,title\n" + b"Mon,09:00,Stand-up\n" * 120_000
+    big = SimpleUploadedFile("year.csv", rows[:2 * 1024 * 1024], "text/csv")  # 2 MB
+    response = post_page(client, interview, {
+        "ex-c1-0-in": "week: 19", "ex-c1-0-out": "meetings: 3", "ex-c1-0-file": big,
+        "ex-c1-1-in": "week: 20", "ex-c1-1-out": "meetings: 0",
+        "cmd-c1-edge_cases": "Refuse an empty list."})
+    html = page(response)
+    assert response.status_code == 200
+    assert "\u201cyear.csv\u201d is 2.0 MB; a sample file can be at most 16 KB." in html
+    assert 'id="ex-c1-0-file-error"' in html and 'href="#ex-c1-0-file"' in html
+    interview.refresh_from_db()
+    command = interview.state["commands"][0]
+    assert [e["input"] for e in command["examples"]] == ["week: 19", "week: 20"]
+    assert command["edge_cases"] == "Refuse an empty list."
+    edge = next(q for q in interview.questions if q["id"] == "edge_cases:c1")
+    assert not edge["skipped"]
+    assert counters(html) == [(3, 4)]  # still on the examples page, to see why
+
+
+def test_every_form_with_examples_sends_files(team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    answer_checklist(client, interview)
+    for url in (reverse("interview_questions", args=[interview.pk]) + "?group=2",
+                reverse("interview_summary", args=[interview.pk]) + "?edit=1"):
+        html = page(client.get(url))
+        assert 'type="file"' in html
+        for form in re.findall(r"<form\b[^>]*>.*?</form>", html, re.S):
+            if 'type="file"' in form:
+                assert 'enctype="multipart/form-data"' in form.split(">", 1)[0]
