@@ -35,7 +35,7 @@ from projects.selectors import teams_for_user
 
 
 def _plugin_or_404(request: AuthenticatedHttpRequest, name: str) -> tuple[Plugin, selectors.Viewer]:
-    viewer = selectors.viewer_for(request.user)
+    viewer = selectors.request_viewer(request)
     plugin = selectors.plugin_for_viewer(viewer, name)
     if plugin is None:
         raise Http404("No such plugin")
@@ -58,7 +58,7 @@ def _render(request: AuthenticatedHttpRequest, template: str, context: dict[str,
 
 @login_required
 def catalogue(request: AuthenticatedHttpRequest) -> HttpResponse:
-    viewer = selectors.viewer_for(request.user)
+    viewer = selectors.request_viewer(request)
     params = selectors.clean_params(**{key: request.GET.get(key, "") for key in
                                        ("q", "category", "tag", "sort", "page")})
     page = selectors.catalogue_search(viewer=viewer, params=params)
@@ -307,7 +307,7 @@ def _publish_message(request: AuthenticatedHttpRequest, version: PluginVersion) 
 
 @login_required
 def pending(request: AuthenticatedHttpRequest) -> HttpResponse:
-    viewer = selectors.viewer_for(request.user)
+    viewer = selectors.request_viewer(request)
     return render(request, "marketplace/pending.html",
                   {"versions": selectors.pending_versions_for(viewer), "viewer": viewer})
 
