@@ -8,7 +8,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from autocoder.loadbench import page_urls, run_load
+from autocoder.benchmarks.load import page_urls, run_load
 from tests.factories import PASSWORD, MembershipFactory, TeamFactory, UserFactory
 from tests.live import live_asgi_server
 

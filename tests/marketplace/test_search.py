@@ -1,9 +1,10 @@
 """Catalogue search on a small fixed catalogue: relevance of the hybrid ranking (the real MiniLM
 embedder and PostgreSQL full text), filters, sorts and pagination.
 
-The catalogue is seeded straight into the tables (marketplace.bench.catalogue_seed) with the
-same search vector and embedding a publication computes; publishing twenty plugins through the
-sandbox would test the sandbox again, not the search."""
+The catalogue is seeded straight into the tables
+(autocoder.benchmarks.marketplace.catalogue_seed) with the same search vector and embedding a
+publication computes; publishing twenty plugins through the sandbox would test the sandbox
+again, not the search."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from marketplace.bench import SeedPlugin, catalogue_seed
+from autocoder.benchmarks.marketplace import SeedPlugin, catalogue_seed
 from marketplace.models import Plugin
 from marketplace.selectors import SearchParams, catalogue_search, clean_params, viewer_for
 from tests.marketplace.conftest import client_for

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from autocoder.sandbox import bench
+from autocoder.benchmarks import sandbox as bench
 
 
 class Command(BaseCommand):

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from projects.bench import board_bench
+from autocoder.benchmarks.board import board_bench
 
 
 class Command(BaseCommand):

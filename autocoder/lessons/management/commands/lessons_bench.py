@@ -7,7 +7,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.lessons.bench import BenchConfig, run_bench
+from autocoder.benchmarks.lessons import BenchConfig, run_bench
 from autocoder.lessons.models import HNSW_EF_CONSTRUCTION, HNSW_M
 from autocoder.lessons.selectors import HNSW_EF_SEARCH
 
