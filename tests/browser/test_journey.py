@@ -39,13 +39,13 @@ RUN_STEP_MS = 60_000
 def interview_to_summary(page: Page) -> None:
     describe(page)
     answer_actions(page)
-    page.get_by_label("What will you give it for \u201cgreet\u201d?").fill("name")
-    page.get_by_label("What should you get back from \u201cgreet\u201d?").fill("message")
+    page.get_by_label("What information does \u201cgreet\u201d need?").fill("name")
+    page.get_by_label("What should \u201cgreet\u201d give back?").fill("message")
     continue_(page)
     fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
     fill_example(page, 2, "name: Linus", "message: Hello, Linus!")
-    page.get_by_label("What should \u201cgreet\u201d do when something is missing or looks "
-                      "wrong?").fill("Refuse an empty name with a clear message.")
+    page.get_by_label("What should \u201cgreet\u201d do with unusual input?").fill(
+        "Refuse an empty name with a clear message.")
     continue_(page)
     page.get_by_label("Semi-automatic").check()
     page.get_by_label("Is there anything it must always or never do?").fill(
@@ -89,12 +89,13 @@ def test_request_to_succeeded_run_across_wizard_board_and_approvals(
     requester = context_factory().new_page()
     log_in(requester, server, "rita")
     interview_to_summary(requester)
-    expect(card(reviewer, "interviewing", "person-greeter")).to_be_visible(
+    expect(card(reviewer, "interviewing", "greets-person-name")).to_be_visible(
         timeout=LIVE_UPDATE_MS)
 
-    requester.get_by_label("Short name").fill("greeter")  # right on the summary
-    requester.get_by_role("button", name="Save the name").click()
-    expect(requester.locator(".saved")).to_contain_text("greeter")  # saved
+    requester.get_by_role("link", name="Edit", exact=True).click()
+    requester.get_by_label("Short name").fill("greeter")
+    requester.get_by_role("button", name="Save changes").click()
+    expect(requester.locator(".summary-list dd").first).to_have_text("greeter")  # saved
     expect(card(reviewer, "interviewing", "greeter")).to_be_visible(timeout=LIVE_UPDATE_MS)
 
     requester.get_by_role("button", name="Start").click()
