@@ -2,10 +2,12 @@
 
 Where to look:
     checklist      the questions every interview asks; whether each is answered or skipped
-    navigation     pages of questions, progress, and the wizard's next page
-    parsing        what people type: `name: value` lines, plain values, JSON, lists
-    commands       the plugin's actions, from the "actions" answer
-    examples       each action's example rows, their errors, the spec examples they give
+    navigation     the fixed pages of questions, progress, and the wizard's next page
+    parsing        what people type: `name: value` lines, values of several lines (pasted
+                   tables, lists, texts), plain values, JSON, lists
+    commands       the plugin's tasks (spec "commands"), from the "tasks" answer
+    examples       each task's example rows, their errors, the spec examples they give
+    samples        sample files attached to examples: checks, and the value each becomes
     naming         the plugin's automatic name
     analyst        the analyst model's prompt and reading its extra questions
     spec_assembly  the answers turned into a spec, with plain-words errors per field

@@ -17,8 +17,8 @@ MAX_ANALYST_ROUNDS = 3
 MAX_QUESTION_CHARS = 300
 ANALYST_SYSTEM = (
     "You help a person who is not a programmer describe a small Python plugin they need. "
-    "A form already asks them for: the actions, each action's inputs and outputs, at least two "
-    "concrete examples per action, what to do with unusual input, and how autonomous the "
+    "A form already asks them for: the tasks, each task's inputs and outputs, at least two "
+    "concrete examples per task, what to do with unusual input, and how autonomous the "
     "builder may be. Do not ask about those. Ask only what is still unclear and would change "
     "what gets built. Reply with ONLY a JSON list (no prose), at most 5 items, each "
     '{"question": "...", "priority": "essential" | "important" | "nice", '
@@ -31,7 +31,7 @@ def analyst_messages(request: str, state: Mapping[str, Any],
                      questions: list[dict[str, Any]]) -> list[Message]:
     lines = [f"Request: {request.strip()}"]
     for command in state.get("commands", []):
-        lines.append(f"Action {command['name']}: {command.get('description', '')}".rstrip())
+        lines.append(f"Task {command['name']}: {command.get('description', '')}".rstrip())
         for part in ("inputs", "outputs", "edge_cases"):
             if str(command.get(part, "")).strip():
                 lines.append(f"  {part.replace('_', ' ')}: {'; '.join(parse_lines(command[part]))}")

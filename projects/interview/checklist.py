@@ -41,41 +41,50 @@ def new_question(qid: str, kind: str, text: str, help_text: str, priority: str, 
 
 
 def checklist_questions(state: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The questions every interview asks, whatever the model does: the essentials."""
+    """The questions every interview asks, whatever the model does: the essentials.
+
+    Worded for people who do not program; each fills the spec field named by its kind.
+    """
     questions = [new_question(
-        "commands", "commands", "What separate actions should it offer?",
-        "One action per line, in your own words, e.g. \"Make a weekly schedule\". To choose the "
-        "action's short name yourself, write it first with a colon: "
-        "\"make-schedule: make a weekly schedule\".", ESSENTIAL)]
+        "commands", "commands", "What tasks should it do for you?",
+        "Write each task on its own line, in your own words, e.g. \u201cMake a weekly "
+        "schedule\u201d or \u201cCheck a list of meetings for clashes\u201d. Most requests need "
+        "only one. To pick a task's short name yourself, write the name first, then a colon: "
+        "\u201cmake-schedule: make a weekly schedule\u201d.", ESSENTIAL)]
     for command in state.get("commands", []):
         questions.extend(_command_questions(command))
     questions.append(new_question(
-        "autonomy", "autonomy", "How much may the machine do on its own?",
-        "You can change this later for each run.", ESSENTIAL))
+        "autonomy", "autonomy", "How often should a person check the work while it is built?",
+        "Semi-automatic suits most requests. You can change this later for each run.",
+        ESSENTIAL))
     questions.append(new_question(
         "constraints", "constraints", "Is there anything it must always or never do?",
-        "One rule per line, e.g. \"Nobody works more than 5 days in a row\". Leave empty or "
-        "skip if nothing comes to mind.", NICE))
+        "One rule per line, e.g. \u201cNobody works more than 5 days in a row\u201d. Leave empty "
+        "if nothing comes to mind.", NICE))
     return questions
 
 
 def _command_questions(command: Mapping[str, Any]) -> list[dict[str, Any]]:
-    key, title = command["key"], command.get("name") or "this action"
+    key, title = command["key"], command.get("name") or "this task"
     return [
-        new_question(f"inputs:{key}", "inputs", f"What information does \u201c{title}\u201d need?",
-                     "One piece of information per line, e.g. \"start date\" or \"list of "
-                     "people\".", ESSENTIAL, command=key),
-        new_question(f"outputs:{key}", "outputs", f"What should \u201c{title}\u201d give back?",
-                     "One item per line, e.g. \"the schedule, one line per day\".", ESSENTIAL,
+        new_question(f"inputs:{key}", "inputs",
+                     f"What will you give it for \u201c{title}\u201d?",
+                     "One thing per line, e.g. \u201cstart date\u201d, \u201clist of "
+                     "people\u201d or \u201ca spreadsheet of meetings\u201d.", ESSENTIAL,
                      command=key),
-        new_question(f"examples:{key}", "examples",
-                     f"Give at least two concrete examples for \u201c{title}\u201d.",
-                     "Each example is a real input and exactly what should come back. They become "
-                     "the tests that prove the plugin works, so they cannot be skipped.",
+        new_question(f"outputs:{key}", "outputs",
+                     f"What should you get back from \u201c{title}\u201d?",
+                     "One thing per line, e.g. \u201cthe schedule, one line per day\u201d.",
                      ESSENTIAL, command=key),
+        new_question(f"examples:{key}", "examples",
+                     f"Show two or more real examples for \u201c{title}\u201d.",
+                     "For each example: what you would give it, and exactly what you expect "
+                     "back. They become the tests that prove the plugin works, so they cannot be "
+                     "skipped.", ESSENTIAL, command=key),
         new_question(f"edge_cases:{key}", "edge_cases",
-                     f"What should \u201c{title}\u201d do with unusual input?",
-                     "For example: nothing given, a missing field, a negative number, a very long "
+                     f"What should \u201c{title}\u201d do when something is missing or looks "
+                     "wrong?",
+                     "For example: nothing given, a missing date, a negative number, a very long "
                      "list.", IMPORTANT, command=key),
     ]
 
@@ -84,7 +93,7 @@ def default_assumption(question: Mapping[str, Any], state: Mapping[str, Any]) ->
     """What the builder will assume when the requester skips `question` (shown, and sent on)."""
     kind, command = question["kind"], command_name(state, question.get("command", ""))
     return {
-        "commands": f"It offers one action, called \u201c{DEFAULT_COMMAND}\u201d, that does what "
+        "commands": f"It does one task, called \u201c{DEFAULT_COMMAND}\u201d, that does what "
                     "you described.",
         "inputs": f"\u201c{command}\u201d needs exactly the information used in its examples.",
         "outputs": f"\u201c{command}\u201d gives back exactly what its examples show.",

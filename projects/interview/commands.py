@@ -1,4 +1,4 @@
-"""The plugin's actions (spec "commands"): read from the "actions" answer, looked up by key."""
+"""The plugin's tasks (spec "commands"): read from the "tasks" answer, looked up by key."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ DEFAULT_COMMAND = "run"
 
 def parse_commands(text: str, existing: list[dict[str, Any]],
                    request: str = "") -> tuple[list[dict[str, Any]], list[str]]:
-    """Lines of the "actions" answer -> commands, keeping what was already said about each."""
+    """Lines of the "tasks" answer -> commands, keeping what was already said about each."""
     by_name = {c["name"]: c for c in existing}
     used_keys = {c["key"] for c in existing}
     commands: list[dict[str, Any]] = []
@@ -35,7 +35,7 @@ def parse_commands(text: str, existing: list[dict[str, Any]],
         used_keys.add(command["key"])
         commands.append(command)
     if len(commands) > MAX_COMMANDS:
-        errors.append(f"Please keep it to at most {MAX_COMMANDS} actions.")
+        errors.append(f"Please keep it to at most {MAX_COMMANDS} tasks.")
     return commands, errors
 
 
@@ -48,11 +48,11 @@ def _command_line(line: str) -> tuple[str, str]:
 
 def _command_name_problem(name: str, taken: list[str]) -> str:
     if not name:
-        return "Each action needs at least one letter or digit in its name."
+        return "Each task needs at least one letter or digit in its name."
     if package_name(name) in RESERVED_METHODS:
-        return f"\u201c{name}\u201d is a reserved word; call that action something else."
+        return f"\u201c{name}\u201d is a reserved word; call that task something else."
     if any(package_name(name) == package_name(other) for other in taken):
-        return f"Two actions would both be called \u201c{name}\u201d; give them different names."
+        return f"Two tasks would both be called \u201c{name}\u201d; give them different names."
     return ""
 
 
@@ -76,10 +76,10 @@ def command_by_key(state: Mapping[str, Any], key: str) -> dict[str, Any] | None:
 
 def command_name(state: Mapping[str, Any], key: str) -> str:
     command = command_by_key(state, key) if key else None
-    return command["name"] if command else "this action"
+    return command["name"] if command else "this task"
 
 
 def commands_text(state: Mapping[str, Any]) -> str:
-    """The "actions" answer as the requester would type it, to show it again."""
+    """The "tasks" answer as the requester would type it, to show it again."""
     return "\n".join(f"{c['name']}: {c['description']}" if c.get("description") else c["name"]
                      for c in state.get("commands", []))

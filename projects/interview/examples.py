@@ -1,4 +1,4 @@
-"""An action's examples: the form rows, their plain-words errors, the spec examples they give."""
+"""A task's examples: the form rows, their plain-words errors, the spec examples they give."""
 
 from __future__ import annotations
 

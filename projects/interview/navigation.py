@@ -1,4 +1,10 @@
-"""The wizard's pages of questions, its progress, and which page comes next."""
+"""The wizard's pages of questions, its progress, and which page comes next.
+
+The pages are fixed from the start, so the counter never jumps ("page 1 of 2" becoming "page 2
+of 4"): every task's information is asked on one page and all their examples on the next, and
+the analyst's questions, however many rounds it takes, share the last page. That page is only
+counted while the analyst has questions or may still ask some.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,14 @@ from typing import Any
 
 from projects.interview.checklist import essentials_open, is_open
 
-ANALYST_PAGE_SIZE = 3
+# (page, its heading), in the order the wizard asks them.
+PAGES: tuple[tuple[str, str], ...] = (
+    ("tasks", "What it should do"),
+    ("io", "What goes in and what comes out"),
+    ("examples", "Examples"),
+    ("finish", "Checks and rules"),
+    ("analyst", "A few more questions"),
+)
 
 
 @dataclass(frozen=True)
@@ -25,26 +38,29 @@ def progress(questions: list[dict[str, Any]], state: Mapping[str, Any]) -> Progr
 
 
 def question_groups(questions: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
-    """Questions in pages of a few: related checklist questions together, the analyst's by 3."""
-    groups: dict[str, list[dict[str, Any]]] = {}
-    analyst_seen = 0
+    """The questions of each page, in PAGES order (a page may have none yet)."""
+    groups: dict[str, list[dict[str, Any]]] = {page: [] for page, _ in PAGES}
     for question in questions:
-        if question.get("source") == "analyst":
-            name = f"analyst:{analyst_seen // ANALYST_PAGE_SIZE}"
-            analyst_seen += 1
-        else:
-            name = _checklist_group(question)
-        groups.setdefault(name, []).append(question)
+        groups[_page(question)].append(question)
     return list(groups.values())
 
 
-def _checklist_group(question: Mapping[str, Any]) -> str:
-    kind = question["kind"]
-    if kind in ("inputs", "outputs"):
-        return f"io:{question['command']}"
-    if kind in ("examples", "edge_cases"):
-        return f"examples:{question['command']}"
-    return {"commands": "commands", "autonomy": "finish", "constraints": "finish"}[kind]
+def page_count(questions: list[dict[str, Any]], *, analyst_done: bool) -> int:
+    """How many pages the counter shows: the same on every page of an interview."""
+    asks = not analyst_done or any(q.get("source") == "analyst" for q in questions)
+    return len(PAGES) if asks else len(PAGES) - 1
+
+
+def page_heading(index: int) -> str:
+    return PAGES[index][1]
+
+
+def _page(question: Mapping[str, Any]) -> str:
+    if question.get("source") == "analyst":
+        return "analyst"
+    return {"commands": "tasks", "inputs": "io", "outputs": "io", "examples": "examples",
+            "edge_cases": "examples", "autonomy": "finish", "constraints": "finish"}[
+        question["kind"]]
 
 
 def first_open_group(questions: list[dict[str, Any]], state: Mapping[str, Any]) -> int | None:

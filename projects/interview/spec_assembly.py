@@ -46,7 +46,7 @@ class Assembly:
 def assumptions(questions: list[dict[str, Any]], state: Mapping[str, Any]) -> list[str]:
     """The stated assumptions for skipped questions, in plain words.
 
-    A skipped "actions" question counts even though its assumption filled in the actions.
+    A skipped "tasks" question counts even though its assumption filled in the tasks.
     """
     result = []
     for question in questions:
@@ -100,9 +100,9 @@ def _check_basics(state: Mapping[str, Any], questions: list[dict[str, Any]],
     if not str(state.get("summary", "")).strip():
         errors[FIELD_SUMMARY] = ["Please say in a sentence or two what the plugin is for."]
     if not state.get("commands"):
-        errors[FIELD_COMMANDS] = ["Name at least one action the plugin should offer."]
+        errors[FIELD_COMMANDS] = ["Name at least one task the plugin should do."]
     if state.get("autonomy") not in AUTONOMY_LEVELS and not _skipped(questions, "autonomy"):
-        errors[FIELD_AUTONOMY] = ["Choose how much the machine may do on its own."]
+        errors[FIELD_AUTONOMY] = ["Choose how often a person checks the work."]
 
 
 _NAME_HELP = ("Use only letters, digits, dashes (-) and underscores (_), at most 64, "
@@ -193,8 +193,8 @@ def plain_words(detail: str) -> str:
         ("would hide Python's own module", "This name is already used by Python itself; add a "
                                            "word to it, e.g. \u201c-tool\u201d."),
         ("reserved by the plugin contract", "This name is reserved; choose another name."),
-        ("is a duplicate of", "Two actions have the same name; give them different names."),
-        ("clashes with", "Two actions end up with the same name; give them different names."),
+        ("is a duplicate of", "Two tasks have the same name; give them different names."),
+        ("clashes with", "Two tasks end up with the same name; give them different names."),
         ("must be 1-64 characters", _NAME_HELP),
         ("must not be empty", "Please fill this in."),
         ("not valid Unicode", "Some characters here cannot be used; please retype them."),

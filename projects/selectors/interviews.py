@@ -51,7 +51,8 @@ class QuestionView:
 @dataclass
 class QuestionsPage:
     group: int
-    group_count: int
+    group_count: int  # fixed for the interview: the counter never jumps
+    heading: str
     questions: list[QuestionView]
     progress: navigation.Progress
     errors: dict[str, list[str]]
@@ -62,10 +63,12 @@ def questions_page(interview: Interview, group: int,
                    errors: dict[str, list[str]] | None = None) -> QuestionsPage:
     errors = errors or {}
     groups = navigation.question_groups(interview.questions)
-    group = min(max(group, 0), max(len(groups) - 1, 0))
-    views = [_question_view(q, interview.state, errors) for q in (groups[group] if groups else [])]
+    count = navigation.page_count(interview.questions, analyst_done=interview.analyst_done)
+    group = min(max(group, 0), count - 1)
+    views = [_question_view(q, interview.state, errors) for q in groups[group]]
     progress = navigation.progress(interview.questions, interview.state)
-    return QuestionsPage(group=group, group_count=len(groups), questions=views,
+    return QuestionsPage(group=group, group_count=count,
+                         heading=navigation.page_heading(group), questions=views,
                          progress=progress, errors=errors,
                          can_review=progress.essentials_open == 0)
 

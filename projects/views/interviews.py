@@ -187,7 +187,8 @@ def _questions_response(request: AuthenticatedHttpRequest, interview: Interview,
     if group is None:
         group = navigation.first_open_group(interview.questions, interview.state)
         if group is None:
-            group = max(len(navigation.question_groups(interview.questions)) - 1, 0)
+            group = navigation.page_count(interview.questions,
+                                          analyst_done=interview.analyst_done) - 1
     page = questions_page(interview, group, errors)
     return _render(request, QUESTIONS, {"interview": interview, "team": interview.team,
                                         "page": page, "errors": errors,

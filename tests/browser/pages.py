@@ -37,7 +37,7 @@ def describe(page: Page, text: str = REQUEST) -> None:
     expect(page.get_by_role("heading", name="What do you need?")).to_be_visible()
     page.get_by_label("What do you need?").fill(text)
     page.get_by_role("button", name="Continue").click()
-    expect(page.get_by_text("What separate actions should it offer?")).to_be_visible()
+    expect(page.get_by_text("What tasks should it do for you?")).to_be_visible()
 
 
 def continue_(page: Page) -> None:
@@ -45,10 +45,10 @@ def continue_(page: Page) -> None:
 
 
 def answer_actions(page: Page) -> None:
-    page.get_by_label("What separate actions should it offer?").fill(
+    page.get_by_label("What tasks should it do for you?").fill(
         "greet: say hello to someone by name")
     continue_(page)
-    expect(page.get_by_text("What information does \u201cgreet\u201d need?")).to_be_visible()
+    expect(page.get_by_text("What will you give it for \u201cgreet\u201d?")).to_be_visible()
 
 
 def fill_example(page: Page, number: int, given: str, result: str) -> None:

@@ -39,13 +39,13 @@ RUN_STEP_MS = 60_000
 def interview_to_summary(page: Page) -> None:
     describe(page)
     answer_actions(page)
-    page.get_by_label("What information does \u201cgreet\u201d need?").fill("name")
-    page.get_by_label("What should \u201cgreet\u201d give back?").fill("message")
+    page.get_by_label("What will you give it for \u201cgreet\u201d?").fill("name")
+    page.get_by_label("What should you get back from \u201cgreet\u201d?").fill("message")
     continue_(page)
     fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
     fill_example(page, 2, "name: Linus", "message: Hello, Linus!")
-    page.get_by_label("What should \u201cgreet\u201d do with unusual input?").fill(
-        "Refuse an empty name with a clear message.")
+    page.get_by_label("What should \u201cgreet\u201d do when something is missing or looks "
+                      "wrong?").fill("Refuse an empty name with a clear message.")
     continue_(page)
     page.get_by_label("Semi-automatic").check()
     page.get_by_label("Is there anything it must always or never do?").fill(

@@ -24,6 +24,7 @@ from tests.browser.pages import (
     fill_example,
     log_in,
     log_out,
+    same_document,
     wait_for,
 )
 from tests.live import LiveServer
@@ -40,32 +41,42 @@ def test_requester_journey_through_the_wizard_ends_with_a_running_project(
     page.screenshot(path=str(SCREENSHOTS / "wizard-step1.png"), full_page=True)
     page.get_by_role("button", name="Continue").click()
 
-    # The project shows on the board from step 1 on.
-    expect(page.get_by_text("What separate actions should it offer?")).to_be_visible()
+    # The project shows on the board from step 1 on. The analyst asks, so there are 5 pages,
+    # and the counter says so from the first page to the last.
+    expect(page.get_by_text("What tasks should it do for you?")).to_be_visible()
+    expect(page.get_by_role("heading", level=1)).to_have_text(
+        "What it should do (page 1 of 5)")
     project = Project.objects.get(requester=people["requester"])
     assert project.status == Project.Status.INTERVIEWING
 
     answer_actions(page)
-    page.get_by_label("What information does \u201cgreet\u201d need?").fill("name")
+    expect(page.get_by_role("heading", level=1)).to_contain_text("(page 2 of 5)")
+    page.get_by_label("What will you give it for \u201cgreet\u201d?").fill("name")
     page.get_by_role("button", name=re.compile("^Skip this question")).nth(1).click()
     expect(page.get_by_text("We will assume: \u201cgreet\u201d gives back exactly what its "
                             "examples show.")).to_be_visible()
     continue_(page)
 
-    expect(page.get_by_text("Give at least two concrete examples")).to_be_visible()
+    expect(page.get_by_text("Show two or more real examples for \u201cgreet\u201d.")
+           ).to_be_visible()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("(page 3 of 5)")
     fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
     fill_example(page, 2, "name: Linus", "message: Hello, Linus!")
-    page.get_by_label("What should \u201cgreet\u201d do with unusual input?").fill(
-        "Refuse an empty name with a clear message.")
+    page.get_by_label("What should \u201cgreet\u201d do when something is missing or looks "
+                      "wrong?").fill("Refuse an empty name with a clear message.")
     page.screenshot(path=str(SCREENSHOTS / "wizard-questions.png"), full_page=True)
     continue_(page)
 
-    expect(page.get_by_text("How much may the machine do on its own?")).to_be_visible()
+    expect(page.get_by_text("How often should a person check the work while it is built?")
+           ).to_be_visible()
+    expect(page.get_by_role("heading", level=1)).to_contain_text("(page 4 of 5)")
     page.get_by_label("Semi-automatic").check()
     continue_(page)
 
     # The analyst's questions come after the checklist; go back once and return.
     formal = page.get_by_label("Should the greeting be formal or casual?")
+    expect(page.get_by_role("heading", level=1)).to_have_text(
+        "A few more questions (page 5 of 5)")
     formal.fill("Casual and friendly.")
     page.get_by_role("button", name="Back").click()
     expect(page.get_by_label("Semi-automatic")).to_be_checked()
@@ -105,16 +116,16 @@ def test_a_half_finished_interview_resumes_after_logging_out_and_in(
     log_in(page, server, "rita")
     describe(page)
     answer_actions(page)
-    page.get_by_label("What information does \u201cgreet\u201d need?").fill("name")
+    page.get_by_label("What will you give it for \u201cgreet\u201d?").fill("name")
     log_out(page)  # the typed, unsaved answer is gone; the saved ones are not
 
     log_in(page, server, "rita")
     expect(page.get_by_role("heading", name="Continue where you left off")).to_be_visible()
     page.get_by_role("link", name="greets-person-name").click()
-    expect(page.get_by_text("What information does \u201cgreet\u201d need?")).to_be_visible()
-    expect(page.get_by_label("What information does \u201cgreet\u201d need?")).to_have_value("")
+    expect(page.get_by_text("What will you give it for \u201cgreet\u201d?")).to_be_visible()
+    expect(page.get_by_label("What will you give it for \u201cgreet\u201d?")).to_have_value("")
     page.get_by_role("button", name="Back").click()
-    expect(page.get_by_label("What separate actions should it offer?")).to_have_value(
+    expect(page.get_by_label("What tasks should it do for you?")).to_have_value(
         "greet: say hello to someone by name")
 
 
@@ -124,8 +135,8 @@ def test_validation_errors_are_in_plain_words_next_to_the_field(
     log_in(page, server, "rita")
     describe(page)
     answer_actions(page)
-    page.get_by_label("What information does \u201cgreet\u201d need?").fill("name")
-    page.get_by_label("What should \u201cgreet\u201d give back?").fill("message")
+    page.get_by_label("What will you give it for \u201cgreet\u201d?").fill("name")
+    page.get_by_label("What should you get back from \u201cgreet\u201d?").fill("message")
     continue_(page)
 
     fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
@@ -164,7 +175,7 @@ def test_step_one_can_be_completed_with_the_keyboard_alone(
     page.keyboard.press("Tab")
     expect(page.get_by_role("button", name="Continue")).to_be_focused()
     page.keyboard.press("Enter")
-    expect(page.get_by_text("What separate actions should it offer?")).to_be_visible()
+    expect(page.get_by_text("What tasks should it do for you?")).to_be_visible()
     assert Interview.objects.get(requester=people["requester"]).request == REQUEST
 
 
@@ -174,8 +185,31 @@ def test_the_basic_path_works_without_javascript(
     log_in(page, server, "rita")
     describe(page)
     page.get_by_role("button", name=re.compile("^Skip this question")).first.click()
-    expect(page.get_by_text("We will assume: It offers one action, called \u201crun\u201d"
+    expect(page.get_by_text("We will assume: It does one task, called \u201crun\u201d"
                             )).to_be_visible()
     continue_(page)
-    expect(page.get_by_text("What information does \u201crun\u201d need?")).to_be_visible()
+    expect(page.get_by_text("What will you give it for \u201crun\u201d?")).to_be_visible()
     assert "/questions/?group=1" in page.url
+
+
+def test_the_tab_title_follows_every_step_swapped_in_by_htmx(
+        server: LiveServer, people: dict, context_factory: Any) -> None:
+    page = context_factory().new_page()
+    log_in(page, server, "rita")
+    page.get_by_role("link", name="New request").first.click()
+    expect(page).to_have_title("What do you need? (step 1 of 3) \u00b7 Autocoder")
+    page.evaluate("window.__sameDocument = true")  # gone if a step reloads the page
+
+    page.get_by_label("What do you need?").fill(REQUEST)
+    page.get_by_role("button", name="Continue").click()
+    expect(page).to_have_title(
+        "What it should do, page 1 of 5 \u00b7 greets-person-name \u00b7 Autocoder")
+    answer_actions(page)
+    expect(page).to_have_title("What goes in and what comes out, page 2 of 5 \u00b7 "
+                               "greets-person-name \u00b7 Autocoder")
+    page.get_by_role("button", name="Back").click()
+    expect(page).to_have_title(
+        "What it should do, page 1 of 5 \u00b7 greets-person-name \u00b7 Autocoder")
+    page.get_by_role("button", name="Back").click()
+    expect(page).to_have_title("What do you need? (step 1 of 3) \u00b7 Autocoder")
+    assert same_document(page)  # every step came as an htmx swap, and the title followed

@@ -137,7 +137,7 @@ def test_json_mode_for_technical_users_and_its_errors() -> None:
     assert parsing.parse_example_output("[1]", True) == ([1], [])
 
 
-def test_an_empty_input_means_the_action_needs_nothing() -> None:
+def test_an_empty_input_means_the_task_needs_nothing() -> None:
     assert parsing.parse_example_input("  ", False) == ({}, [])
 
 
@@ -222,8 +222,8 @@ def test_duplicate_and_reserved_action_names_are_refused_and_the_text_is_kept() 
     questions = checklist.sync_questions([], state)
     errors = answer(state, questions, {"commands": "greet\nGreet\non_command: do things"})
     assert errors["commands"] == [
-        "Two actions would both be called \u201cgreet\u201d; give them different names.",
-        "\u201con-command\u201d is a reserved word; call that action something else."]
+        "Two tasks would both be called \u201cgreet\u201d; give them different names.",
+        "\u201con-command\u201d is a reserved word; call that task something else."]
     assert state["commands"] == []
     commands_question = next(q for q in questions if q["id"] == "commands")
     assert answers.answer_text(commands_question, state) == "greet\nGreet\non_command: do things"
@@ -241,9 +241,25 @@ def test_checklist_covers_inputs_outputs_examples_edge_cases_and_autonomy() -> N
         assert ("edge_cases", key, "important") in kinds
     assert ("autonomy", "", "essential") in kinds
     groups = [[q["id"] for q in group] for group in navigation.question_groups(questions)]
-    assert groups == [["commands"], ["inputs:c1", "outputs:c1"],
-                      ["examples:c1", "edge_cases:c1"], ["inputs:c2", "outputs:c2"],
-                      ["examples:c2", "edge_cases:c2"], ["autonomy", "constraints"]]
+    assert groups == [["commands"], ["inputs:c1", "outputs:c1", "inputs:c2", "outputs:c2"],
+                      ["examples:c1", "edge_cases:c1", "examples:c2", "edge_cases:c2"],
+                      ["autonomy", "constraints"], []]
+
+
+def test_the_page_count_is_known_from_the_start_whatever_the_answers() -> None:
+    """Four pages, or five while the analyst has questions or may still ask some; adding tasks
+    or analyst questions never changes it."""
+    state = answers.new_state(REQUEST)
+    questions = checklist.sync_questions([], state)
+    assert navigation.page_count(questions, analyst_done=True) == 4
+    assert navigation.page_count(questions, analyst_done=False) == 5
+    answer(state, questions, {"commands": "greet\nwave\ncount"}, require=False)
+    assert navigation.page_count(questions, analyst_done=True) == 4
+    questions = checklist.sync_questions(
+        questions + analyst.parse_analyst_questions('["a?", "b?", "c?", "d?"]', questions,
+                                                    round_number=1), state)
+    assert navigation.page_count(questions, analyst_done=True) == 5
+    assert len(navigation.question_groups(questions)) == 5
 
 
 def test_removing_an_action_removes_its_questions() -> None:
@@ -362,14 +378,15 @@ def test_analyst_questions_already_asked_are_not_asked_again() -> None:
     assert [q["text"] for q in again] == ["Time zone?"]
 
 
-def test_analyst_questions_come_after_the_checklist_essentials_first_three_per_page() -> None:
+def test_analyst_questions_come_after_the_checklist_essentials_first_on_one_page() -> None:
     state, questions = interview()
     reply = ('[{"question": "n1", "priority": "nice"}, {"question": "e1", "priority": '
              '"essential"}, "i1", "i2", {"question": "e2", "priority": "essential"}]')
     questions = checklist.sync_questions(
         questions + analyst.parse_analyst_questions(reply, questions, round_number=1), state)
     pages = [[q["text"] for q in group] for group in navigation.question_groups(questions)][-2:]
-    assert pages == [["e1", "e2", "i1"], ["i2", "n1"]]
+    assert pages == [[q["text"] for q in questions if q["kind"] in ("autonomy", "constraints")],
+                     ["e1", "e2", "i1", "i2", "n1"]]
 
 
 def test_the_analyst_sees_the_request_and_the_answers_so_far() -> None:
@@ -420,7 +437,7 @@ def test_assembly_reports_plain_words_errors_per_field() -> None:
         "Use only letters, digits, dashes (-) and underscores (_), at most 64, "
         "e.g. weekly-scheduler."]
     assert errors["summary"] == ["Please say in a sentence or two what the plugin is for."]
-    assert errors["autonomy"] == ["Choose how much the machine may do on its own."]
+    assert errors["autonomy"] == ["Choose how often a person checks the work."]
     assert errors["cmd-c1-examples"][0].startswith("Give at least two examples")
 
 

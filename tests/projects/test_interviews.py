@@ -117,7 +117,7 @@ def test_describing_a_need_puts_it_on_the_board_and_opens_the_questions(
     assert project.name == interview.state["name"] == "greets-person-name"
     assert interview.request == REQUEST and interview.step == Interview.Step.QUESTIONS
     response = client_for(member).get(reverse("interview_questions", args=[interview.pk]))
-    assert "What separate actions should it offer?" in page(response)
+    assert "What tasks should it do for you?" in page(response)
 
 
 def test_pages_that_consult_the_analyst_say_so_while_it_works(
@@ -285,8 +285,10 @@ def test_htmx_gets_the_wizard_fragment_and_the_new_url(
                            HTTP_HX_REQUEST="true")
     html = page(response)
     assert response.status_code == 200 and "<html" not in html
-    assert html.lstrip().startswith('<div id="wizard"')
-    assert "What information does \u201cgreet\u201d need?" in html
+    # The fragment brings the tab's new title (htmx applies a top-level <title>), then the wizard.
+    assert re.match(r'\s*(<!--.*?-->\s*)?<title>What goes in and what comes out, page 2 of 4 '
+                    r'\u00b7 greets-person-name \u00b7 Autocoder</title>\s*<div id="wizard"', html)
+    assert "What will you give it for \u201cgreet\u201d?" in html
     assert response["HX-Push-Url"] == reverse("interview_questions",
                                               args=[interview.pk]) + "?group=1"
 
@@ -318,7 +320,7 @@ def test_a_half_finished_interview_is_listed_and_resumes_where_it_was_left(
     assert reverse("interview_detail", args=[interview.pk]) in home
     resume = fresh.get(reverse("interview_detail", args=[interview.pk]), follow=True)
     html = page(resume)
-    assert "What information does \u201cgreet\u201d need?" in html
+    assert "What will you give it for \u201cgreet\u201d?" in html
 
 
 # -- step 3 ---------------------------------------------------------------------------------
@@ -412,7 +414,7 @@ def test_start_with_problems_changes_nothing_and_says_what_to_fix(
     html = page(response)
     assert response.status_code == 200 and "Before you can start, please fix these:" in html
     assert "Give at least two examples for \u201cgreet\u201d (none yet)." in html
-    assert "Choose how much the machine may do on its own." in html
+    assert "Choose how often a person checks the work." in html
     project = Project.objects.get(pk=interview.project_id)
     assert project.status == Project.Status.INTERVIEWING and not project.runs.exists()
 
@@ -579,3 +581,63 @@ def test_every_form_with_examples_sends_files(team_with_roles: dict, no_model: N
         for form in re.findall(r"<form\b[^>]*>.*?</form>", html, re.S):
             if 'type="file"' in form:
                 assert 'enctype="multipart/form-data"' in form.split(">", 1)[0]
+
+
+# -- wording, page counter and titles -------------------------------------------------------
+
+
+def test_the_questions_are_in_everyday_words(team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    pages = []
+    for data in ANSWERS:
+        pages.append(page(client.get(reverse("interview_questions", args=[interview.pk]))))
+        post_page(client, interview, data)
+    text = " ".join(pages)
+    for question in ("What tasks should it do for you?",
+                     "What will you give it for \u201cgreet\u201d?",
+                     "What should you get back from \u201cgreet\u201d?",
+                     "Show two or more real examples for \u201cgreet\u201d.",
+                     "What should \u201cgreet\u201d do when something is missing or looks wrong?",
+                     "How often should a person check the work while it is built?"):
+        assert question in text
+    for jargon in ("separate actions", "offer?", "unusual input", "concrete", "autonomous"):
+        assert jargon not in text
+
+
+@pytest.mark.parametrize("analyst", ["none", "scripted"])
+def test_the_page_counter_says_the_same_total_on_every_page(
+        team_with_roles: dict, request: pytest.FixtureRequest, analyst: str) -> None:
+    """Without a model: 4 pages from the first to the last; with an analyst that asks: 5."""
+    request.getfixturevalue("no_model" if analyst == "none" else "script_file")
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    url = reverse("interview_questions", args=[interview.pk])
+    seen = counters(page(client.get(url)))
+    for data in ANSWERS:
+        response = post_page(client, interview, data)
+        if response.status_code == 302 and "summary" not in response["Location"]:
+            seen += counters(page(client.get(response["Location"])))
+    total = 4 if analyst == "none" else 5
+    assert seen == [(number, total) for number in range(1, total + 1)]
+
+
+def test_each_step_has_its_own_tab_title_in_full_pages_and_htmx_swaps(
+        team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    new = page(client.get(reverse("interview_new", args=["acme"])))
+    assert "<title>What do you need? (step 1 of 3) \u00b7 Autocoder</title>" in new
+    interview = start_interview(client)
+    questions = reverse("interview_questions", args=[interview.pk])
+    name = interview.project.name
+    first = page(client.get(questions))
+    assert f"<title>What it should do, page 1 of 4 \u00b7 {name} \u00b7 Autocoder</title>" in first
+    answer_checklist(client, interview)
+    summary = reverse("interview_summary", args=[interview.pk])
+    for url, title in ((summary, "Check your request (step 3 of 3)"),
+                       (summary + "?edit=1", "Change your request (step 3 of 3)"),
+                       (questions + "?group=2", "Examples, page 3 of 4")):
+        for htmx in ({}, {"HTTP_HX_REQUEST": "true"}):
+            html = page(client.get(url, **htmx))
+            assert html.count("<title>") == 1
+            assert f"<title>{title} \u00b7 {name} \u00b7 Autocoder</title>" in html, url
