@@ -18,7 +18,7 @@ from projects.selectors.board import Card, Column
 CARD = ('<li class="{css}" id="card-{key}"{drag}>'
         '<h3 class="card-name">{title}</h3>'
         '<p class="card-requester muted">Requested by {requester}</p>'
-        '<dl class="card-stats"><div><dt>Iteration</dt><dd>{iteration}</dd></div>'
+        '<dl class="card-stats"><div><dt>Attempt</dt><dd>{iteration}</dd></div>'
         '<div><dt>Pass rate</dt><dd>{pass_rate}</dd></div>'
         '<div><dt>Tokens</dt><dd>{tokens}</dd></div>'
         '<div><dt>In column</dt><dd>{age}</dd></div></dl>{badge}{controls}</li>\n')

@@ -83,7 +83,7 @@ def test_diff_of_any_iteration_against_any(portal: Portal, run: Run) -> None:
     whole = page(portal, portal.reviewer, run, "?iteration=1&against=0")
     assert "new file mode" not in whole and "1 line" not in whole
     split = page(portal, portal.reviewer, run, "?iteration=2&against=1&view=split")
-    assert "Side-by-side diff" in split and "Iteration 1</th>" in split
+    assert "Side-by-side diff" in split and "Attempt 1</th>" in split
 
 
 def test_code_view_highlights_the_flagged_line(portal: Portal, run: Run) -> None:
