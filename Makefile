@@ -59,6 +59,7 @@ screenshots: $(TEST_STAMP)
 
 lint: $(TEST_STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/lint-imports
 
 typecheck: $(TEST_STAMP)
 	$(VENV)/bin/mypy autocoder projects marketplace
