@@ -8,7 +8,7 @@ Where to look:
     commands       the plugin's tasks (spec "commands"), from the "tasks" answer
     examples       each task's example rows, their errors, the spec examples they give
     samples        sample files attached to examples: checks, and the value each becomes
-    naming         the plugin's automatic name
+    naming         the plugin's automatic name, and the name rule (the spec's NAME_PATTERN)
     analyst        the analyst model's prompt and reading its extra questions
     spec_assembly  the answers turned into a spec, with plain-words errors per field
     answers        applying what each step posted to the stored state

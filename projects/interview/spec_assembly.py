@@ -28,6 +28,7 @@ from projects.interview.fields import (
     command_field,
     example_field,
 )
+from projects.interview.naming import NAME_RULE, name_problem
 from projects.interview.parsing import parse_example_input, parse_example_output, parse_lines
 
 _SPEC_PATH = re.compile(
@@ -95,8 +96,8 @@ def _check_basics(state: Mapping[str, Any], questions: list[dict[str, Any]],
     name = str(state.get("name", "")).strip()
     if not name:
         errors[FIELD_NAME] = ["Give the plugin a short name, e.g. weekly-scheduler."]
-    elif not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) or not re.search(r"[A-Za-z0-9]", name):
-        errors[FIELD_NAME] = [_NAME_HELP]
+    elif name_problem(name):
+        errors[FIELD_NAME] = [name_problem(name)]
     if not str(state.get("summary", "")).strip():
         errors[FIELD_SUMMARY] = ["Please say in a sentence or two what the plugin is for."]
     if not state.get("commands"):
@@ -105,16 +106,15 @@ def _check_basics(state: Mapping[str, Any], questions: list[dict[str, Any]],
         errors[FIELD_AUTONOMY] = ["Choose how often a person checks the work."]
 
 
-_NAME_HELP = ("Use only letters, digits, dashes (-) and underscores (_), at most 64, "
-              "e.g. weekly-scheduler.")
+_NAME_HELP = NAME_RULE[:1].upper() + NAME_RULE[1:] + "."
 
 
 def _command_errors(command: Mapping[str, Any]) -> dict[str, list[str]]:
     errors = examples_errors(command)
     name = str(command.get("name", ""))
-    if not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) or not re.search(r"[A-Za-z0-9]", name):
+    if name_problem(name):
         errors[command_field(command["key"], "name")] = [
-            "Give this action a short name. " + _NAME_HELP]
+            "Give this task a short name: " + NAME_RULE + "."]
     return errors
 
 

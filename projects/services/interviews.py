@@ -24,6 +24,7 @@ from projects.interview import (
     answers,
     checklist,
     fields,
+    naming,
     navigation,
     samples,
     spec_assembly,
@@ -262,9 +263,11 @@ def _locked(interview: Interview) -> Interview:
 
 
 def _sync_project_name(interview: Interview) -> None:
+    """The board shows the plugin's name once it is a valid one (a half-typed name waits)."""
     name = str(interview.state.get("name", "")).strip()[:120]
-    if name and Project.objects.filter(pk=interview.project_id).exclude(name=name).update(
-            name=name):
+    if not name or naming.name_problem(name):
+        return
+    if Project.objects.filter(pk=interview.project_id).exclude(name=name).update(name=name):
         _announce(Project.objects.get(pk=interview.project_id))
 
 

@@ -33,6 +33,7 @@ DESCRIBE = "projects/interviews/describe.html"
 QUESTIONS = "projects/interviews/questions.html"
 SUMMARY = "projects/interviews/summary.html"
 CLOSED = "This request has already started, so its answers can no longer change."
+RENAME = "rename"  # the summary's name form, as opposed to its whole edit form
 
 
 def _render(request: HtmxHttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
@@ -214,6 +215,8 @@ def interview_summary(request: AuthenticatedHttpRequest, pk: int) -> HttpRespons
                                                      files=_sample_files(request))
         except services.InterviewClosed:
             return _closed(request, interview)
+        if request.POST.get("form") == RENAME:
+            return _renamed(request, interview, errors)
         if errors:
             return _summary_response(request, interview, errors=errors, edit=True,
                                      saved=True)
@@ -224,10 +227,25 @@ def interview_summary(request: AuthenticatedHttpRequest, pk: int) -> HttpRespons
     return _summary_response(request, interview, edit=edit, editable=editable)
 
 
+def _renamed(request: AuthenticatedHttpRequest, interview: Interview,
+             errors: dict[str, list[str]]) -> HttpResponse:
+    """The summary's own name form: a bad name is refused next to the field (the rest of the
+    summary stays as it was); a good one is the project's name from now on."""
+    if errors.get(fields.FIELD_NAME):
+        return _summary_response(request, interview,
+                                 errors={fields.FIELD_NAME: errors[fields.FIELD_NAME]})
+    url = reverse("interview_summary", args=[interview.pk])
+    if request.htmx:  # said next to the field; a flash message would wait for the next page
+        return push_url(_summary_response(request, interview, renamed=True), url)
+    messages.success(request, f"The name is now \u201c{interview.state['name']}\u201d.")
+    return redirect(url)
+
+
 def _summary_response(request: AuthenticatedHttpRequest, interview: Interview, *,
                       errors: dict[str, list[str]] | None = None, edit: bool = False,
-                      editable: bool = True, saved: bool = False) -> HttpResponse:
-    context = {"interview": interview, "team": interview.team,
+                      editable: bool = True, saved: bool = False,
+                      renamed: bool = False) -> HttpResponse:
+    context = {"interview": interview, "team": interview.team, "renamed": renamed,
                "view": summary_view(interview, errors), "errors": errors or {},
                "edit": edit, "editable": editable and not interview.is_started,
                "saved": saved, "autonomy_choices": checklist.AUTONOMY_CHOICES,

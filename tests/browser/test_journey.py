@@ -89,13 +89,12 @@ def test_request_to_succeeded_run_across_wizard_board_and_approvals(
     requester = context_factory().new_page()
     log_in(requester, server, "rita")
     interview_to_summary(requester)
-    expect(card(reviewer, "interviewing", "greets-person-name")).to_be_visible(
+    expect(card(reviewer, "interviewing", "person-greeter")).to_be_visible(
         timeout=LIVE_UPDATE_MS)
 
-    requester.get_by_role("link", name="Edit", exact=True).click()
-    requester.get_by_label("Short name").fill("greeter")
-    requester.get_by_role("button", name="Save changes").click()
-    expect(requester.locator(".summary-list dd").first).to_have_text("greeter")  # saved
+    requester.get_by_label("Short name").fill("greeter")  # right on the summary
+    requester.get_by_role("button", name="Save the name").click()
+    expect(requester.locator(".saved")).to_contain_text("greeter")  # saved
     expect(card(reviewer, "interviewing", "greeter")).to_be_visible(timeout=LIVE_UPDATE_MS)
 
     requester.get_by_role("button", name="Start").click()

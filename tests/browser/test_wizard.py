@@ -9,11 +9,13 @@ process executes the run that "Start" queues (sandbox: bubblewrap).
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import expect
+from playwright.sync_api import Page, expect
 
+from projects.interview import spec_assembly
 from projects.models import Interview, Project, Run
 from tests.browser.conftest import SCREENSHOTS
 from tests.browser.pages import (
@@ -90,11 +92,19 @@ def test_requester_journey_through_the_wizard_ends_with_a_running_project(
     expect(assumptions.get_by_text("One person per request.")).to_be_visible()  # blank, nice
     page.screenshot(path=str(SCREENSHOTS / "wizard-summary.png"), full_page=True)
 
-    page.get_by_role("link", name="Edit", exact=True).click()
+    # The automatic name is changed right on the summary; a bad one is refused next to it.
+    name = page.get_by_label("Short name")
+    expect(name).to_have_value("person-greeter")
+    name.fill("my greeter!")
+    page.get_by_role("button", name="Save the name").click()
+    expect(page.locator("#name-error")).to_contain_text(
+        "\u201cmy greeter!\u201d cannot be used as a name: use only letters, digits")
+    expect(page.get_by_label("Short name")).to_have_attribute("aria-invalid", "true")
     page.get_by_label("Short name").fill("greeter")
-    page.get_by_role("button", name="Save changes").click()
-    expect(page.get_by_role("heading", name="Check your request")).to_be_visible()
-    expect(page.locator(".summary-list dd").first).to_have_text("greeter")
+    page.get_by_role("button", name="Save the name").click()
+    expect(page.locator(".saved")).to_have_text("Saved: the name is now \u201cgreeter\u201d.")
+    expect(page).to_have_title("Check your request (step 3 of 3) \u00b7 greeter \u00b7 Autocoder")
+    assert Project.objects.get(pk=project.pk).name == "greeter"
 
     page.get_by_role("button", name="Start").click()
     expect(page.get_by_text("Started.", exact=False)).to_be_visible()
@@ -121,7 +131,7 @@ def test_a_half_finished_interview_resumes_after_logging_out_and_in(
 
     log_in(page, server, "rita")
     expect(page.get_by_role("heading", name="Continue where you left off")).to_be_visible()
-    page.get_by_role("link", name="greets-person-name").click()
+    page.get_by_role("link", name="person-greeter").click()
     expect(page.get_by_text("What will you give it for \u201cgreet\u201d?")).to_be_visible()
     expect(page.get_by_label("What will you give it for \u201cgreet\u201d?")).to_have_value("")
     page.get_by_role("button", name="Back").click()
@@ -203,13 +213,103 @@ def test_the_tab_title_follows_every_step_swapped_in_by_htmx(
     page.get_by_label("What do you need?").fill(REQUEST)
     page.get_by_role("button", name="Continue").click()
     expect(page).to_have_title(
-        "What it should do, page 1 of 5 \u00b7 greets-person-name \u00b7 Autocoder")
+        "What it should do, page 1 of 5 \u00b7 person-greeter \u00b7 Autocoder")
     answer_actions(page)
     expect(page).to_have_title("What goes in and what comes out, page 2 of 5 \u00b7 "
-                               "greets-person-name \u00b7 Autocoder")
+                               "person-greeter \u00b7 Autocoder")
     page.get_by_role("button", name="Back").click()
     expect(page).to_have_title(
-        "What it should do, page 1 of 5 \u00b7 greets-person-name \u00b7 Autocoder")
+        "What it should do, page 1 of 5 \u00b7 person-greeter \u00b7 Autocoder")
     page.get_by_role("button", name="Back").click()
     expect(page).to_have_title("What do you need? (step 1 of 3) \u00b7 Autocoder")
     assert same_document(page)  # every step came as an htmx swap, and the title followed
+
+
+MEETINGS_CSV = "day,start,title\nMon,09:00,Stand-up\nTue,10:30,Planning\nWed,14:00,Retro"
+
+
+def to_examples(page: Page) -> None:
+    page.get_by_label("What tasks should it do for you?").fill(
+        "count: count my meetings of the week")
+    continue_(page)
+    page.get_by_label("What will you give it for \u201ccount\u201d?").fill("meetings")
+    page.get_by_label("What should you get back from \u201ccount\u201d?").fill("how many")
+    continue_(page)
+    expect(page.get_by_text("Show two or more real examples for \u201ccount\u201d.")
+           ).to_be_visible()
+
+
+def test_a_pasted_csv_and_an_attached_sample_file_become_examples_shown_readably(
+        server: LiveServer, people: dict, context_factory: Any, tmp_path: Path) -> None:
+    sample = tmp_path / "next week.csv"
+    sample.write_text("day,start,title\nThu,11:00,Demo\nFri,09:00,Review\nFri,15:00,1:1\n")
+    page = context_factory().new_page()
+    log_in(page, server, "rita")
+    describe(page, "Count the meetings in a list of meetings, please.")
+    to_examples(page)
+    fill_example(page, 1, MEETINGS_CSV, "3")
+    second = page.get_by_role("group", name="Example 2", exact=True)
+    second.get_by_label("What goes in").fill("week: 20")
+    second.get_by_label("What should come back").fill("3")
+    second.get_by_label(re.compile("^Attach a sample file")).set_input_files(str(sample))
+    page.get_by_label("What should \u201ccount\u201d do when something is missing or looks "
+                      "wrong?").fill("Say 0 for an empty list.")
+    continue_(page)
+
+    expect(page.get_by_text("How often should a person check the work")).to_be_visible()
+    page.get_by_role("button", name="Back").click()
+    expect(page.get_by_role("group", name="Example 2", exact=True).get_by_label(
+        "What goes in")).to_have_value("week: 20\nnext_week:\n  day,start,title\n"
+                                       "  Thu,11:00,Demo\n  Fri,09:00,Review\n  Fri,15:00,1:1")
+    continue_(page)
+    expect(page.get_by_role("heading", level=1)).to_contain_text("(page 4 of 5)")
+    continue_(page)
+    page.get_by_label("Should the greeting be formal or casual?").fill("Not relevant.")
+    continue_(page)
+
+    expect(page.get_by_role("heading", name="Check your request")).to_be_visible()
+    tables = page.locator(".example-table .sample-table")
+    expect(tables).to_have_count(2)
+    expect(tables.nth(0).get_by_role("columnheader")).to_have_text(["day", "start", "title"])
+    expect(tables.nth(0).get_by_role("row").nth(2)).to_have_text(
+        re.compile("Tue\\s*10:30\\s*Planning"))
+    expect(tables.nth(1).get_by_role("row")).to_have_count(4)
+    expect(page.locator(".example-table").get_by_text("week: 20")).to_be_visible()
+    expect(page.locator(".example-table").get_by_text("next_week:")).to_be_visible()
+    page.screenshot(path=str(SCREENSHOTS / "wizard-summary-data.png"), full_page=True)
+    interview = Interview.objects.get(requester=people["requester"])
+    spec = spec_assembly.assemble(interview.request, interview.state, interview.questions).spec
+    assert [e["input"] for e in spec["commands"][0]["examples"]] == [
+        {"text": MEETINGS_CSV},
+        {"week": 20, "next_week": "day,start,title\nThu,11:00,Demo\nFri,09:00,Review\n"
+                                  "Fri,15:00,1:1"}]
+
+
+def test_a_sample_file_is_attached_without_javascript_and_a_big_one_is_refused(
+        server: LiveServer, people: dict, context_factory: Any, tmp_path: Path) -> None:
+    big = tmp_path / "year.csv"
+    big.write_text("day,start,title\n" + "Mon,09:00,Stand-up\n" * 2000)  # about 40 KB
+    small = tmp_path / "meetings.csv"
+    small.write_text(MEETINGS_CSV)
+    page = context_factory(java_script_enabled=False).new_page()
+    log_in(page, server, "rita")
+    describe(page, "Count the meetings in a list of meetings, please.")
+    to_examples(page)
+    fill_example(page, 1, "week: 19", "3")
+    fill_example(page, 2, "week: 20", "0")
+    first = page.get_by_role("group", name="Example 1", exact=True)
+    first.get_by_label(re.compile("^Attach a sample file")).set_input_files(str(big))
+    continue_(page)
+    expect(page.locator("#ex-c1-0-file-error")).to_contain_text(
+        f"\u201cyear.csv\u201d is {big.stat().st_size // 1024} KB; a sample file can be at "
+        "most 16 KB.")
+    expect(page.get_by_role("group", name="Example 2", exact=True).get_by_label(
+        "What goes in")).to_have_value("week: 20")  # the other answers are kept
+
+    first = page.get_by_role("group", name="Example 1", exact=True)
+    first.get_by_label(re.compile("^Attach a sample file")).set_input_files(str(small))
+    continue_(page)
+    expect(page.get_by_text("How often should a person check the work")).to_be_visible()
+    command = Interview.objects.get(requester=people["requester"]).state["commands"][0]
+    assert command["examples"][0]["input"] == (
+        "week: 19\nmeetings:\n  " + MEETINGS_CSV.replace("\n", "\n  "))

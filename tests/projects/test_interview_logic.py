@@ -199,11 +199,26 @@ def test_a_file_cannot_be_attached_to_an_example_written_as_json() -> None:
 # -- names and actions ------------------------------------------------------------------------
 
 
-def test_plugin_name_comes_from_the_request_and_avoids_python_module_names() -> None:
-    assert naming.derive_plugin_name(
-        "I need a tool that makes a weekly schedule for my team") == "makes-weekly-schedule"
-    assert naming.derive_plugin_name("calendar please") == "calendar-plugin"
-    assert naming.derive_plugin_name("I need a thing") == "my-plugin"
+@pytest.mark.parametrize(("request_text", "name"), [
+    ("I need a tool that makes a weekly schedule for my team", "weekly-schedule"),
+    ("Turn my list of meetings into a weekly summary table.", "weekly-meeting-summary"),
+    ("I need something that greets a person by name, politely.", "person-greeter"),
+    ("Check a list of meetings for clashes", "meeting-checker"),
+    ("Convert temperatures from Celsius to Fahrenheit", "temperature-converter"),
+    ("calendar please", "calendar-plugin"),  # would hide Python's own calendar module
+    ("I need a thing", "my-plugin"),
+])
+def test_plugin_name_says_what_it_is_about_and_avoids_python_module_names(
+        request_text: str, name: str) -> None:
+    assert naming.derive_plugin_name(request_text) == name
+
+
+def test_names_are_checked_with_the_spec_rule_in_plain_words() -> None:
+    assert naming.name_problem("weekly-meeting-summary") == ""
+    assert naming.name_problem("my greeter!") == (
+        "\u201cmy greeter!\u201d cannot be used as a name: use only letters, digits, dashes (-) "
+        "and underscores (_), no spaces, at most 64 characters, e.g. weekly-scheduler.")
+    assert naming.name_problem("---") and naming.name_problem("x" * 65)
 
 
 def test_actions_from_lines_keep_what_was_said_about_them() -> None:
@@ -433,9 +448,7 @@ def test_assembly_reports_plain_words_errors_per_field() -> None:
     state, questions = interview()
     state.update(name="bad name!", summary=" ", autonomy="")
     errors = spec_assembly.assemble(REQUEST, state, questions).errors
-    assert errors["name"] == [
-        "Use only letters, digits, dashes (-) and underscores (_), at most 64, "
-        "e.g. weekly-scheduler."]
+    assert errors["name"] == [naming.name_problem("bad name!")]
     assert errors["summary"] == ["Please say in a sentence or two what the plugin is for."]
     assert errors["autonomy"] == ["Choose how often a person checks the work."]
     assert errors["cmd-c1-examples"][0].startswith("Give at least two examples")

@@ -114,7 +114,7 @@ def test_describing_a_need_puts_it_on_the_board_and_opens_the_questions(
     project = interview.project
     assert (project.team, project.requester, project.status) == (
         team_with_roles["team"], member, Project.Status.INTERVIEWING)
-    assert project.name == interview.state["name"] == "greets-person-name"
+    assert project.name == interview.state["name"] == "person-greeter"
     assert interview.request == REQUEST and interview.step == Interview.Step.QUESTIONS
     response = client_for(member).get(reverse("interview_questions", args=[interview.pk]))
     assert "What tasks should it do for you?" in page(response)
@@ -287,7 +287,7 @@ def test_htmx_gets_the_wizard_fragment_and_the_new_url(
     assert response.status_code == 200 and "<html" not in html
     # The fragment brings the tab's new title (htmx applies a top-level <title>), then the wizard.
     assert re.match(r'\s*(<!--.*?-->\s*)?<title>What goes in and what comes out, page 2 of 4 '
-                    r'\u00b7 greets-person-name \u00b7 Autocoder</title>\s*<div id="wizard"', html)
+                    r'\u00b7 person-greeter \u00b7 Autocoder</title>\s*<div id="wizard"', html)
     assert "What will you give it for \u201cgreet\u201d?" in html
     assert response["HX-Push-Url"] == reverse("interview_questions",
                                               args=[interview.pk]) + "?group=1"
@@ -366,7 +366,8 @@ def test_summary_edit_errors_are_shown_next_to_the_field_and_saved_anyway(
                                              **{"ex-c1-1-out": ""}))
     html = page(response)
     assert response.status_code == 200 and "Your changes are saved." in html
-    assert 'id="name-error"' in html and "Use only letters, digits, dashes" in html
+    assert 'id="name-error"' in html and (
+        "\u201cmy greeter!\u201d cannot be used as a name: use only letters, digits" in html)
     assert 'id="ex-c1-1-out-error"' in html and "Example 2 has no result" in html
     interview.refresh_from_db()
     assert interview.state["name"] == "my greeter!"
@@ -641,3 +642,47 @@ def test_each_step_has_its_own_tab_title_in_full_pages_and_htmx_swaps(
             html = page(client.get(url, **htmx))
             assert html.count("<title>") == 1
             assert f"<title>{title} \u00b7 {name} \u00b7 Autocoder</title>" in html, url
+
+
+# -- the name -------------------------------------------------------------------------------
+
+
+def test_the_name_edited_on_the_summary_is_the_projects_name(
+        team_with_roles: dict, script_file: Path) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    answer_checklist(client, interview)
+    post_page(client, interview, {"q-a1-1": "Casual.", "q-a1-2": ""})
+    url = reverse("interview_summary", args=[interview.pk])
+    html = page(client.get(url))
+    form = re.search(r"<form[^>]*>(?:(?!</form>).)*name=\"form\" value=\"rename\".*?</form>",
+                     html, re.S)
+    assert form and 'value="person-greeter"' in form.group(0)  # on the summary, no Edit needed
+    response = client.post(url, {"form": "rename", "name": " weekly-greeter "}, follow=True)
+    assert "The name is now \u201cweekly-greeter\u201d." in page(response)
+    interview.refresh_from_db()
+    assert interview.project.name == "weekly-greeter"
+    assert client.post(reverse("interview_start", args=[interview.pk])).status_code == 302
+    assert Project.objects.get(pk=interview.project_id).spec["name"] == "weekly-greeter"
+
+
+def test_an_invalid_name_on_the_summary_gets_a_clear_error_next_to_it(
+        team_with_roles: dict, no_model: None) -> None:
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    answer_checklist(client, interview)
+    url = reverse("interview_summary", args=[interview.pk])
+    response = client.post(url, {"form": "rename", "name": "my greeter!"},
+                           HTTP_HX_REQUEST="true")
+    html = page(response)
+    assert response.status_code == 200
+    assert "Check your request" in html  # the summary, not the whole edit form
+    error = re.search(r'<ul class="field-errors" id="name-error">(.*?)</ul>', html, re.S)
+    assert error and ("\u201cmy greeter!\u201d cannot be used as a name: use only letters, "
+                      "digits, dashes (-) and underscores (_), no spaces") in error.group(1)
+    assert re.search(r'<input[^>]*id="name"[^>]*value="my greeter!"[^>]*aria-invalid="true"',
+                     html)
+    interview.refresh_from_db()
+    assert interview.project.name == "person-greeter"  # the board keeps the last good name
+    start = page(client.post(reverse("interview_start", args=[interview.pk])))
+    assert "cannot be used as a name" in start and not interview.project.runs.exists()
