@@ -6,6 +6,8 @@ come back in one framed line on stdout. The job's own output is copied through, 
 the log driver never holds more than the caps. argv: [config_b64, chunk, chunk, ...].
 """
 
+from __future__ import annotations
+
 import base64
 import io
 import json
@@ -18,7 +20,7 @@ import tarfile
 from fnmatch import fnmatchcase
 
 
-def _match(parts, pats):
+def _match(parts: tuple[str, ...], pats: tuple[str, ...]) -> bool:
     if not pats:
         return not parts
     if pats[0] == "**":
@@ -26,7 +28,7 @@ def _match(parts, pats):
     return bool(parts) and fnmatchcase(parts[0], pats[0]) and _match(parts[1:], pats[1:])
 
 
-def _collect(root, patterns, budget):
+def _collect(root: str, patterns: list[str], budget: int) -> tuple[str, list[str]]:
     buffer, omitted, left = io.BytesIO(), [], budget
     with tarfile.open(fileobj=buffer, mode="w:gz") as tar:
         for current, dirs, names in os.walk(root):  # os.walk does not follow symlinks
@@ -58,10 +60,11 @@ def _collect(root, patterns, budget):
     return base64.b64encode(buffer.getvalue()).decode(), omitted
 
 
-def _pump(proc, cap):
+def _pump(proc: subprocess.Popen[bytes], cap: int) -> tuple[dict[int, int], str | None]:
     totals = {1: 0, 2: 0}
     sinks = {1: sys.stdout.buffer, 2: sys.stderr.buffer}
     selector = selectors.DefaultSelector()
+    assert proc.stdout is not None and proc.stderr is not None  # noqa: S101  (piped by main)
     selector.register(proc.stdout, selectors.EVENT_READ, 1)
     selector.register(proc.stderr, selectors.EVENT_READ, 2)
     while selector.get_map():
@@ -81,7 +84,7 @@ def _pump(proc, cap):
     return totals, None
 
 
-def main():
+def main() -> int:
     config = json.loads(base64.b64decode(sys.argv[1]))
     workdir = config["workdir"]
     blob = base64.b64decode("".join(sys.argv[2:]))
@@ -93,13 +96,14 @@ def main():
     code = proc.wait()
     files, omitted = _collect(workdir, config["collect"], config["collect_budget"]) \
         if config["collect"] else ("", [])
-    frame = {"exit_code": code if code >= 0 else 128 - code, "stop": stop,
+    exit_code = code if code >= 0 else 128 - code
+    frame = {"exit_code": exit_code, "stop": stop,
              "stdout_total": totals[1], "stderr_total": totals[2],
              "files": files, "omitted": omitted}
     sys.stdout.buffer.write(b"\n" + config["marker"].encode()
                             + base64.b64encode(json.dumps(frame).encode()) + b"\n")
     sys.stdout.flush()
-    return frame["exit_code"]
+    return exit_code
 
 
 if __name__ == "__main__":
