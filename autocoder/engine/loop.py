@@ -723,7 +723,7 @@ def _error_text(outcome: dict[str, Any]) -> str:
     return "" if outcome["status"] == Run.Status.SUCCEEDED else outcome.get("reason", "")
 
 
-def run_outcome(run: Run, spec: Spec, status: str) -> lessons_port.RunOutcome:
+def run_outcome(run: Run, spec: Spec, status: str) -> lessons_port.RunSummary:
     """What the run learned, for lessons. A run may end before its first checkpoint (a model
     call that failed for good in the first plan step): then there is nothing to reflect on."""
     iterations = list(run.iterations.order_by("number"))
@@ -735,7 +735,7 @@ def run_outcome(run: Run, spec: Spec, status: str) -> lessons_port.RunOutcome:
         if it.reflection or fixed:
             reflections.append(_reflection(it, following if fixed else None))
     used = sorted({lesson for it in iterations for lesson in it.lessons_used})
-    return lessons_port.RunOutcome(
+    return lessons_port.RunSummary(
         team_id=run.project.team_id, run_id=run.id, spec_name=spec.name,
         spec_summary=spec.summary, succeeded=status == Run.Status.SUCCEEDED,
         final_approach=run.plan, final_iteration=iterations[-1].number if iterations else 0,
@@ -749,15 +749,15 @@ def _fixed_by(it: Iteration, following: Iteration) -> bool:
         following.succeeded or following.pass_rate > it.pass_rate)
 
 
-def _reflection(it: Iteration, fix: Iteration | None) -> lessons_port.Reflection:
+def _reflection(it: Iteration, fix: Iteration | None) -> lessons_port.ReflectionNote:
     """One iteration's mistake and, when the next iteration fixed it, that fix."""
     outcomes = (it.test_report or {}).get("outcomes", [])
-    return lessons_port.Reflection(
+    return lessons_port.ReflectionNote(
         # The signature goes last: lessons key a mistake by the error text's last line.
         iteration=it.number, error_text="\n".join([*it.failures, it.error_signature])[-2000:],
         failed_approach=it.plan[:2000], reflection=it.reflection, fixed_by_next=fix is not None,
         fix_summary=(fix.reply_prose or fix.diff[:1500]) if fix is not None else "",
-        failing_tests=[o["nodeid"] for o in outcomes if o["outcome"] in FAILING],
+        failing_tests=tuple(o["nodeid"] for o in outcomes if o["outcome"] in FAILING),
         fix_diff=fix.diff if fix is not None else "",
     )
 
