@@ -11,12 +11,12 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from django.utils import timezone
 
 from autocoder import realtime
-from autocoder.llm.types import DEADLINE, CallRecord, Completion, LLMError, Message
+from autocoder.llm.types import DEADLINE, CallRecord, Completion, LLMError, Message, Provider
 from projects.models import LLMCall, Run
 
 logger = logging.getLogger(__name__)
@@ -26,14 +26,6 @@ logger = logging.getLogger(__name__)
 STREAM_EVENT = "run.llm_stream"
 STREAM_INTERVAL_S = 0.5
 STREAM_TAIL_CHARS = 600
-
-
-class Provider(Protocol):
-    def complete(self, messages: list[Message], *, role: str, max_tokens: int | None = None,
-                 temperature: float | None = None, timeout_s: float | None = None,
-                 record: Callable[[CallRecord], None] | None = None,
-                 on_text: Callable[[str], None] | None = None,
-                 deadline: float | None = None) -> Completion: ...
 
 
 ProviderFactory = Callable[[Run, str], Provider]
