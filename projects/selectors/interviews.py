@@ -140,7 +140,7 @@ def summary_view(interview: Interview,
         })
     answered = [q for q in interview.questions
                 if q.get("source") == "analyst" and str(q.get("answer", "")).strip()]
-    autonomy = interview.state.get("autonomy") or "semi"
+    autonomy = interview.state.get("autonomy") or checklist.RECOMMENDED_AUTONOMY
     return SummaryView(spec=assembly.spec, assumptions=assembly.assumptions, errors=shown,
                        commands=views, answered=answered,
                        autonomy_label=checklist.AUTONOMY_LABELS.get(autonomy, autonomy),
