@@ -1,8 +1,9 @@
-"""Counting with a query the ORM compiled once, for the counts every page shows.
+"""Queries the ORM compiles once per process, for what every page shows.
 
-The navigation's counts (Reviews, the bell) are read on every page. Their querysets combine
-the approval rules, the user's teams and what they may see; building and compiling them costs
-the ORM 3-6 ms of CPU per page, many times what PostgreSQL needs to answer them. The SQL is the
+The navigation's counts (Reviews, the bell) are read on every page, the board's cards on every
+look at the board. Their querysets combine the approval rules, the user's teams and what they
+may see; building and compiling them costs the ORM 3-6 ms of CPU per page, many times what
+PostgreSQL needs to answer them. The SQL is the
 same for every request of the same user with the same memberships, so it is compiled once per
 process for a key that names everything the queryset is built from, and only executed after.
 See docs/operating.md, "Processes and load".
@@ -17,10 +18,11 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import EmptyResultSet
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.models import QuerySet
 
 # Per process: one entry per user and membership shape. Beyond this, the oldest goes.
@@ -28,21 +30,32 @@ MAX_ENTRIES = 2048
 # A queryset that matches nothing whatever the data (Django raises EmptyResultSet for it).
 _NOTHING = None
 
-_compiled: OrderedDict[Hashable, tuple[str, tuple[Any, ...]] | None] = OrderedDict()
+
+@dataclass(frozen=True)
+class _Compiled:
+    sql: str
+    params: tuple[Any, ...]
+    # (column, converters, expression): what Django applies to a column read from the database
+    # (a JSON annotation arrives as text and is decoded, for example).
+    converters: tuple[tuple[int, tuple[Any, ...], Any], ...]
+
+
+_compiled: OrderedDict[Hashable, _Compiled | None] = OrderedDict()
 _lock = threading.Lock()
 
 
-def compiled_sql(key: Hashable, build: Callable[[], QuerySet[Any]]
-                 ) -> tuple[str, tuple[Any, ...]] | None:
-    """(sql, params) of `build()`'s queryset, compiled at the first call with `key`; None when
-    the queryset can match nothing."""
+def _compile(key: Hashable, build: Callable[[], QuerySet[Any]]) -> _Compiled | None:
     with _lock:
         if key in _compiled:
             _compiled.move_to_end(key)
             return _compiled[key]
+    compiler = build().query.get_compiler(using=DEFAULT_DB_ALIAS)
     try:
-        sql, params = build().query.sql_with_params()
-        entry: tuple[str, tuple[Any, ...]] | None = (sql, tuple(params))
+        sql, params = compiler.as_sql()
+        columns = [column for column, _, _ in compiler.select or []]
+        converters = tuple((position, tuple(functions), expression) for position,
+                           (functions, expression) in compiler.get_converters(columns).items())
+        entry: _Compiled | None = _Compiled(sql, tuple(params), converters)
     except EmptyResultSet:
         entry = _NOTHING
     with _lock:
@@ -52,10 +65,18 @@ def compiled_sql(key: Hashable, build: Callable[[], QuerySet[Any]]
     return entry
 
 
+def compiled_sql(key: Hashable, build: Callable[[], QuerySet[Any]]
+                 ) -> tuple[str, tuple[Any, ...]] | None:
+    """(sql, params) of `build()`'s queryset, compiled at the first call with `key`; None when
+    the queryset can match nothing."""
+    entry = _compile(key, build)
+    return None if entry is None else (entry.sql, entry.params)
+
+
 def count_rows(key: Hashable, build: Callable[[], QuerySet[Any]]) -> int:
     """`build().count()`, compiling the queryset only the first time `key` is seen."""
     entry = compiled_sql(key, build)
-    if entry is _NOTHING:
+    if entry is None:
         return 0
     sql, params = entry
     with connection.cursor() as cursor:
@@ -63,6 +84,27 @@ def count_rows(key: Hashable, build: Callable[[], QuerySet[Any]]) -> int:
         cursor.execute(f"SELECT COUNT(*) FROM ({sql}) AS counted", params)  # noqa: S608
         row = cursor.fetchone()
     return int(row[0]) if row else 0
+
+
+def fetch_rows(key: Hashable, build: Callable[[], QuerySet[Any]]) -> list[tuple[Any, ...]]:
+    """The rows of `build()`'s `values_list()` queryset, converted as Django converts them,
+    compiling the queryset only the first time `key` is seen."""
+    entry = _compile(key, build)
+    if entry is None:
+        return []
+    with connection.cursor() as cursor:
+        cursor.execute(entry.sql, entry.params)
+        rows = cursor.fetchall()
+    return [_converted(row, entry.converters) for row in rows]
+
+
+def _converted(row: Any, converters: tuple[tuple[int, tuple[Any, ...], Any], ...]
+               ) -> tuple[Any, ...]:
+    values = list(row)
+    for position, functions, expression in converters:
+        for function in functions:
+            values[position] = function(values[position], expression, connection)
+    return tuple(values)
 
 
 def forget_all() -> None:

@@ -18,6 +18,7 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString
 
+from autocoder.compiled_queries import fetch_rows
 from projects.approval_rules import decidable_projects_q, started_gates_q
 from projects.models import ApprovalRequest, ApprovalVote, Iteration, Membership, Project, Run, Team
 
@@ -172,13 +173,19 @@ def my_review_project_ids(*, team: Team, membership: Membership) -> set[int]:
     decidable = decidable_projects_q(membership=membership, team=team)
     if decidable is None:
         return set()
-    voted = ApprovalVote.objects.filter(request=OuterRef("pk"), user_id=membership.user_id)
-    allowed = Project.objects.filter(decidable, team=team).values("pk")
-    return set(ApprovalRequest.objects
-               .filter(project__team=team, status=ApprovalRequest.Status.PENDING,
-                       project_id__in=allowed)
-               .exclude(Exists(voted)).exclude(started_gates_q(user_id=membership.user_id))
-               .values_list("project_id", flat=True))
+
+    def pending_for_me() -> QuerySet[ApprovalRequest, tuple[int]]:
+        voted = ApprovalVote.objects.filter(request=OuterRef("pk"), user_id=membership.user_id)
+        allowed = Project.objects.filter(decidable, team=team).values("pk")
+        return (ApprovalRequest.objects
+                .filter(project__team=team, status=ApprovalRequest.Status.PENDING,
+                        project_id__in=allowed)
+                .exclude(Exists(voted)).exclude(started_gates_q(user_id=membership.user_id))
+                .values_list("project_id"))
+
+    # Built from exactly these: the rules read the member's role and the team's setting.
+    key = ("my-review", team.pk, membership.user_id, membership.role, team.requester_may_approve)
+    return {project_id for (project_id,) in fetch_rows(key, pending_for_me)}
 
 
 CARD_FIELDS = ("id", "name", "status", "queue_position", "status_changed_at",
@@ -205,22 +212,36 @@ def board_for(*, team: Team, membership: Membership, filters: BoardFilters,
     """The board's columns: queued cards in queue order, the others most recent move first;
     a column shows at most `limit` cards (None: all)."""
     my_review = my_review_project_ids(team=team, membership=membership)
-    projects = _apply(board_projects(team=team), filters, membership.user_id, my_review)
-    projects = projects.order_by("-status_changed_at", "-id")
     now = now or timezone.now()
     columns = {spec.key: Column(spec, limit=limit,
                                 reorderable=spec.key == "queued" and membership.can_review)
                for spec in COLUMNS if not filters.status or spec.key == filters.status}
     by_status = {status: spec.key for spec in COLUMNS for status in spec.statuses}
     urls = _UrlPatterns()
-    # Rows, not model instances: the requester comes through the join, no object is built.
-    for row in projects.values(*CARD_FIELDS):
+    for row in card_rows(team=team, filters=filters, user_id=membership.user_id,
+                         my_review=my_review):
         key = by_status.get(row["status"])
         if key in columns:
             columns[key].cards.append(_card(row, now, urls, row["id"] in my_review))
     if "queued" in columns:
         columns["queued"].cards.sort(key=queue_key)
     return Board(team=team, columns=list(columns.values()), filters=filters)
+
+
+def card_rows(*, team: Team, filters: BoardFilters, user_id: int,
+              my_review: set[int]) -> list[dict[str, Any]]:
+    """The card figures of the team's projects that pass `filters`, most recent move first.
+
+    Rows, not model instances: the requester comes through the join, no object is built. The
+    unfiltered board, what nearly every look at it asks for, is compiled once per team."""
+    def ordered() -> QuerySet[CardProject]:
+        projects = _apply(board_projects(team=team), filters, user_id, my_review)
+        return projects.order_by("-status_changed_at", "-id")
+
+    if filters.active:
+        return list(ordered().values(*CARD_FIELDS))
+    rows = fetch_rows(("board-cards", team.pk), lambda: ordered().values_list(*CARD_FIELDS))
+    return [dict(zip(CARD_FIELDS, row, strict=True)) for row in rows]
 
 
 def queue_key(card: Card) -> tuple[bool, int, datetime, int]:

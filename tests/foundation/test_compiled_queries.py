@@ -13,6 +13,13 @@ from django.test.utils import CaptureQueriesContext
 from autocoder import compiled_queries
 from projects.models import Membership, Project, Run
 from projects.selectors.approvals import _inbox_rows, inbox_count, membership_shape
+from projects.selectors.board import (
+    CARD_FIELDS,
+    BoardFilters,
+    board_projects,
+    card_rows,
+    my_review_project_ids,
+)
 from tests.projects.conftest import Portal, portal  # noqa: F401  (fixture)
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
 
@@ -78,3 +85,44 @@ def test_a_changed_role_or_team_rule_is_a_new_query(portal: Portal) -> None:  # 
 def test_a_user_without_teams_counts_nothing(portal: Portal) -> None:  # noqa: F811
     Membership.objects.filter(user=portal.outsider).delete()
     assert inbox_count(portal.outsider) == 0
+
+
+# -- the board's cards ---------------------------------------------------------------------------
+
+
+def _board_with_every_kind_of_card(portal: Portal) -> None:  # noqa: F811
+    _waiting_gate(portal)  # a run, its iterations and a pending approval
+    ProjectFactory(team=portal.team, requester=portal.requester, status=Project.Status.QUEUED,
+                   queue_position=1)  # no run at all
+    done = ProjectFactory(team=portal.team, requester=portal.colleague,
+                          status=Project.Status.SUCCEEDED)
+    run_with_history(project=done, status=Run.Status.SUCCEEDED)
+
+
+def test_the_boards_memoised_rows_are_the_rows_the_orm_reads(portal: Portal) -> None:  # noqa: F811
+    _board_with_every_kind_of_card(portal)
+    membership = Membership.objects.get(user=portal.reviewer)
+    my_review = my_review_project_ids(team=portal.team, membership=membership)
+
+    memoised = card_rows(team=portal.team, filters=BoardFilters(), user_id=portal.reviewer.pk,
+                         my_review=my_review)
+    orm = list(board_projects(team=portal.team).order_by("-status_changed_at", "-id")
+               .values(*CARD_FIELDS))
+
+    assert memoised == orm and len(orm) == 3
+    assert any(row["run"] and row["run"]["pass_rate"] is not None for row in memoised)
+    assert my_review == {row["id"] for row in orm if row["pending_approval_id"]}
+
+
+def test_the_board_shows_a_change_made_after_it_was_first_drawn(portal: Portal) -> None:  # noqa: F811
+    client = portal.client(portal.reviewer)
+    first = client.get("/t/acme/board/").content.decode()
+    assert "late-arrival" not in first
+    ProjectFactory(team=portal.team, requester=portal.requester, name="late-arrival",
+                   status=Project.Status.QUEUED, queue_position=1)
+    _waiting_gate(portal)
+
+    second = client.get("/t/acme/board/").content.decode()
+
+    assert "late-arrival" in second
+    assert "Your review" in second or "your review" in second.lower()
