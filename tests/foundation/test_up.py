@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -62,7 +63,35 @@ def stop_up(process: subprocess.Popen[str], sig: int = signal.SIGINT) -> list[in
     said = [line for line in output.splitlines() if line.startswith("Stopped")]
     print(f"up stopped {took:.1f}s after {signal.Signals(sig).name}: {said}")
     assert took < 10, f"up took {took:.1f}s to stop after {signal.Signals(sig).name}"
+    # In order: the workers stop before Redis, so none of them reports a lost connection.
+    assert "CRITICAL" not in output and "Connection refused" not in output, output[-3000:]
     return descendants
+
+
+@contextmanager
+def pages_under_load(base: str, clients: int = 8) -> Iterator[list[int]]:
+    """`clients` threads asking for pages back to back until the block ends (or `up` stops
+    answering); yields the list of statuses they received."""
+    statuses: list[int] = []
+    stop = threading.Event()
+
+    def ask() -> None:
+        with httpx.Client(timeout=5) as client:
+            while not stop.is_set():
+                try:
+                    statuses.append(client.get(f"{base}login/").status_code)
+                except httpx.HTTPError:
+                    return  # the server is going away: what the test stops it for
+
+    threads = [threading.Thread(target=ask, daemon=True) for _ in range(clients)]
+    for thread in threads:
+        thread.start()
+    try:
+        yield statuses
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=10)
 
 
 @contextmanager
@@ -123,13 +152,16 @@ def test_up_serves_the_portal_stops_everything_and_keeps_data(var_dir: Path) -> 
     # A second start keeps the data; started in the background (SIGINT ignored), Ctrl-C's
     # signal still stops it.
     process, _ = start_up(var_dir, port, in_background=True)
-    try:
+    with stopped_on_failure(process):
         with httpx.Client(timeout=10) as client:
             log_in(client, base, "admin", password)
             page = client.get(f"{base}t/demo/settings/").text
         assert re.search(r'name="required_approvals"[^>]*value="2"', page)
-    finally:
-        children = stop_up(process, signal.SIGINT)
+        # Stopped while pages are being asked for: still within 10 s, in order.
+        with pages_under_load(base) as statuses:
+            time.sleep(2)
+            assert statuses and set(statuses) == {200}
+            children = stop_up(process, signal.SIGINT)
     assert process.returncode == 0
     assert not (var_dir / "pg" / "postmaster.pid").exists(), "PostgreSQL still running"
     assert [pid for pid in children if _alive(pid)] == []
