@@ -17,6 +17,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import dramatiq
@@ -31,6 +32,20 @@ KEY_PREFIX = "autocoder:worker:"
 WATCHDOG_LOCK = "autocoder:watchdog"
 WATCHDOG_INTERVAL_S = 60
 WATCHDOG_QUICK_LOCK = "autocoder:watchdog:quick"
+
+# Other apps' sweeps (the marketplace's upload checks whose worker died or that stopped
+# moving), registered from their AppConfig.ready: this module imports none of them.
+Sweep = Callable[[], list[int]]
+QUICK_SWEEPS: list[Sweep] = []
+SLOW_SWEEPS: list[Sweep] = []
+
+
+def sweep_register(sweep: Sweep, *, quick: bool) -> None:
+    """Run `sweep` in the quick (every heartbeat interval) or the slow watchdog sweep."""
+    sweeps = QUICK_SWEEPS if quick else SLOW_SWEEPS
+    if sweep not in sweeps:
+        sweeps.append(sweep)
+
 
 # Set once this process beats: only a beating worker's claims can be checked for life, so an
 # in-process driver (`generate`) claims nothing and is never taken over.
@@ -149,7 +164,7 @@ def watchdog_quick_sweep() -> list[int]:
     step of runs whose claiming worker died; never raises."""
     from autocoder.engine.services import outbox_send, runs_orphaned_kick
 
-    return _sweep_all((lambda: outbox_send(), runs_orphaned_kick))
+    return _sweep_all((lambda: outbox_send(), runs_orphaned_kick, *QUICK_SWEEPS))
 
 
 def watchdog_sweep() -> list[int]:
@@ -157,7 +172,7 @@ def watchdog_sweep() -> list[int]:
     go on once the part they wait for works (runs_held_release); never raises."""
     from autocoder.engine.services import runs_held_release, runs_stalled_kick
 
-    return _sweep_all((runs_stalled_kick, runs_held_release))
+    return _sweep_all((runs_stalled_kick, runs_held_release, *SLOW_SWEEPS))
 
 
 def _sweep_all(sweeps: tuple[Any, ...]) -> list[int]:

@@ -10,7 +10,7 @@ the database or the artifact store here.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +55,10 @@ class CheckedPlugin:
     requires_python: str
 
 
+# Told the step about to start ("safety", "tests", "build"), so a page can show progress.
+Progress = Callable[[str], None]
+
+
 def plugin_package_check(*, team: Team, files: Mapping[str, str],
                          test_report: dict[str, Any] | None = None) -> CheckedPlugin:
     """Everything a version must pass before it may wait at the publish gate.
@@ -63,15 +67,35 @@ def plugin_package_check(*, team: Team, files: Mapping[str, str],
     exactly these files; otherwise the plugin's tests run here. Raises PackageError.
     """
     files = dict(files)
-    manifest = check_plugin_files(files)
+    manifest = plugin_quick_check(team=team, files=files)
+    return plugin_slow_check(files=files, manifest=manifest, test_report=test_report)
+
+
+def plugin_quick_check(*, team: Team, files: Mapping[str, str]) -> Manifest:
+    """The checks that take milliseconds (plugin.toml, the file tree, the name and version
+    rules): an upload answers with these at once; the slow ones run on a worker."""
+    manifest = check_plugin_files(dict(files))
     name_and_version_check(team=team, manifest=manifest)
+    return manifest
+
+
+def plugin_slow_check(*, files: Mapping[str, str], manifest: Manifest,
+                      test_report: dict[str, Any] | None = None,
+                      progress: Progress | None = None) -> CheckedPlugin:
+    """The safety gate, the tests in the sandbox (up to TEST_LIMITS) and the build."""
+    files = dict(files)
+    step = progress or (lambda _step: None)
+    step("safety")
     safety = safety_scan(files, manifest)
     if safety["verdict"] == "block":
         raise PackageError(_blocked(safety))
+    if test_report is None:
+        step("tests")
     tests = test_report if test_report is not None else tests_run(files)
     failures = failing_tests(tests)
     if failures:
         raise PackageError(failures)
+    step("build")
     artifacts = served_artifacts(files, manifest)
     return CheckedPlugin(files=files, manifest=manifest, safety=safety, tests=tests,
                          artifacts=artifacts, readme_html=render_readme(files["README.md"]),
@@ -103,7 +127,8 @@ def name_and_version_check(*, team: Team, manifest: Manifest) -> Plugin | None:
     if plugin.team_id != team.id:
         raise PackageError([f"plugin.toml: the name {manifest.name!r} is already taken by"
                             " another team's plugin; choose another name"])
-    taken = (plugin.versions.exclude(status=PluginVersion.Status.REJECTED)
+    taken = (plugin.versions.exclude(status__in=(PluginVersion.Status.REJECTED,
+                                                 PluginVersion.Status.FAILED))
              .values_list("version", flat=True))
     check_version_order(manifest.version, taken, name=plugin.name)
     return plugin

@@ -88,9 +88,20 @@ class Plugin(models.Model):
 
 class PluginVersion(models.Model):
     class Status(models.TextChoices):
+        CHECKING = "checking", "Being checked"
+        FAILED = "failed", "Failed the checks"
         PENDING = "pending", "Awaiting approval"
         PUBLISHED = "published", "Published"
         REJECTED = "rejected", "Rejected"
+
+    class CheckStep(models.TextChoices):
+        """Where the checks of an upload are (a worker does them; the page shows it)."""
+
+        QUEUED = "queued", "Waiting for a worker"
+        SAFETY = "safety", "Reading its code (the safety gate)"
+        TESTS = "tests", "Running its tests in the sandbox"
+        BUILD = "build", "Building the wheel and the sdist"
+        DONE = "done", "Done"
 
     class Source(models.TextChoices):
         RUN = "run", "Generation run"
@@ -138,14 +149,25 @@ class PluginVersion(models.Model):
     yanked_at = models.DateTimeField(null=True, blank=True)
     yanked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                   on_delete=models.SET_NULL, related_name="+")
+    # The checks of an upload, done by a worker (marketplace.tasks.plugin_version_check): the
+    # step shown on the page, the reasons of a failure, and the claim that lets one worker at a
+    # time check the version (check_token; claimed_by names a beating worker, so the watchdog
+    # hands the check of a dead worker to another one).
+    check_step = models.CharField(max_length=8, choices=CheckStep.choices, blank=True)
+    check_errors = models.JSONField(default=list, blank=True)
+    check_token = models.CharField(max_length=32, blank=True)
+    claimed_by = models.CharField(max_length=200, blank=True)
+    check_attempts = models.PositiveSmallIntegerField(default=0)
+    check_started_at = models.DateTimeField(null=True, blank=True)
+    checked_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
         ordering = ["plugin", "-created_at"]
         constraints = [
-            # A rejected submission frees its number; anything else holds it for good.
+            # A rejected or failed submission frees its number; anything else holds it for good.
             models.UniqueConstraint(fields=["plugin", "version"],
-                                    condition=~models.Q(status="rejected"),
+                                    condition=~models.Q(status__in=["rejected", "failed"]),
                                     name="unique_live_plugin_version"),
         ]
         indexes = [models.Index(fields=["plugin", "status"], name="version_plugin_status")]
@@ -256,3 +278,32 @@ class ApiToken(models.Model):
     @property
     def is_active(self) -> bool:
         return self.revoked_at is None
+
+
+class TryRequest(models.Model):
+    """One "Try it" of one user: queued by the page, run by a worker in the sandbox, shown only
+    to the user who asked. Small (the result is cut to a few KB) and short-lived: rows older
+    than TRY_KEEP_S are deleted when the next try is asked for."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a worker"
+        RUNNING = "running", "Running in the sandbox"
+        DONE = "done", "Done"
+
+    version = models.ForeignKey(PluginVersion, on_delete=models.CASCADE, related_name="+")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="+")
+    command = models.CharField(max_length=64)
+    payload = models.JSONField(default=dict)
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    result = models.JSONField(default=dict, blank=True, help_text="ok, output, error, stdout,"
+                              " duration_ms")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["created_at"], name="try_created")]
+
+    def __str__(self) -> str:
+        return f"try {self.command} of {self.version_id} by {self.user_id} ({self.status})"

@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,10 +31,26 @@ from django.db.models import Avg, Count, F, Value
 from django.utils import timezone
 from packaging.version import Version
 
+from autocoder import heartbeat, realtime
 from autocoder.sandbox import Limits, SandboxError
 from autocoder.sandbox import run as sandbox_run
-from marketplace.checks import CheckedPlugin, name_and_version_check, plugin_package_check
-from marketplace.models import ApiToken, Artifact, Plugin, PluginVersion, Review, VersionDecision
+from marketplace.build import BuiltArtifact
+from marketplace.checks import (
+    CheckedPlugin,
+    name_and_version_check,
+    plugin_package_check,
+    plugin_quick_check,
+    plugin_slow_check,
+)
+from marketplace.models import (
+    ApiToken,
+    Artifact,
+    Plugin,
+    PluginVersion,
+    Review,
+    TryRequest,
+    VersionDecision,
+)
 from marketplace.proposals import (
     PROPOSAL_KEY,
     PublishProposal,
@@ -51,7 +69,9 @@ from marketplace.selectors import (
 )
 from marketplace.storage import artifact_dir_remove, artifact_relpath, artifact_write
 from marketplace.validation import (
+    Manifest,
     PackageError,
+    check_plugin_files,
     clean_tags,
     files_from_directory,
     files_from_wheel,
@@ -82,12 +102,21 @@ TRY_WINDOW_S = 60
 TRY_LIMITS = Limits(timeout_s=15, memory_mb=512, cpu_s=10, output_kb=64, collect_kb=512)
 TRY_MAX_PAYLOAD_CHARS = 20_000
 TRY_RESULT = ".autocoder-try-result.json"
+TRY_ACTOR = "plugin_try_run"
+TRY_KEEP_S = 24 * 60 * 60  # a try's result is kept for a day, then deleted
+TRY_MAX_RESULT_CHARS = 16_000
 MAX_REVIEW_CHARS = 5000
 MAX_YANK_REASON_CHARS = 300
 MAX_CHANGELOG_CHARS = 20_000
 README_INDEX_CHARS = 20_000
 NOT_AS_APPROVED = ("its version, visibility or category is not what the publish request"
                    " approved; publish the run again to ask the reviewers for it")
+# The upload checks' actor (marketplace/tasks.py), named for the outbox.
+CHECK_ACTOR = "plugin_version_check"
+# A check started this often without finishing fails (a plugin that kills its worker).
+CHECK_MAX_ATTEMPTS = 3
+# Longer than any check takes (tests up to 120 s, the safety gate, the build, a busy queue).
+CHECK_STALL_S = 15 * 60
 TOKEN_PREFIX = "acpi_"  # noqa: S105 - a marker that makes leaked tokens greppable
 
 
@@ -114,19 +143,214 @@ def files_from_upload(*, filename: str, data: bytes) -> dict[str, str]:
     raise PackageError([f"{filename}: upload the plugin directory as a .zip, or a wheel (.whl)"])
 
 
+def plugin_upload_store(*, team: Team, user: User, filename: str, data: bytes,
+                        visibility: str, category: str = "", tags: Sequence[str] = (),
+                        changelog: str = "", queue: bool = True) -> PluginVersion:
+    """Store an uploaded .zip or wheel as a version being checked, and queue its checks.
+
+    The quick checks (plugin.toml, the file tree, the name and version rules) run here, so a
+    malformed upload is refused at once and nothing is created (PackageError lists every
+    problem). The slow ones (the safety gate, the tests in the sandbox, the build) run on a
+    worker (`plugin_version_check`); the message is written to the outbox in the same
+    transaction, so it goes out even if Redis is down at this moment. `queue=False`: the
+    caller runs the checks itself (`plugin_upload_submit`)."""
+    from autocoder.engine.services import outbox_message_queue
+
+    _require_member(user, team)
+    files = files_from_upload(filename=filename, data=data)
+    manifest = plugin_quick_check(team=team, files=files)
+    listing = _listing(manifest, visibility, category, tags)
+    with transaction.atomic():
+        plugin = _plugin_for_submission(team, manifest, listing)
+        version = PluginVersion.objects.create(
+            plugin=plugin, version=manifest.version, source=PluginVersion.Source.UPLOAD,
+            status=PluginVersion.Status.CHECKING, check_step=PluginVersion.CheckStep.QUEUED,
+            check_started_at=timezone.now(), summary=manifest.summary,
+            manifest=manifest.as_dict(), commands=_commands(manifest, None), files=files,
+            source_sha256=source_sha256(files), readme=files["README.md"],
+            changelog=changelog.strip()[:MAX_CHANGELOG_CHARS], submitted_by=user,
+            **_listing_in_force(plugin, listing))
+        audit_record(actor=user, action="plugin.submit", team=team, target=version,
+                     after={"plugin": plugin.name, "version": version.version,
+                            "source": version.source, "visibility": version.visibility,
+                            "run": None})
+        if queue:
+            outbox_message_queue(actor=CHECK_ACTOR, args=[version.pk])
+    return version
+
+
 def plugin_upload_submit(*, team: Team, user: User, filename: str, data: bytes,
                          visibility: str, category: str = "", tags: Sequence[str] = (),
                          changelog: str = "") -> PluginVersion:
-    """Check an uploaded .zip or wheel and submit it to the publish gate (PackageError lists
-    every problem; nothing is created then)."""
-    _require_member(user, team)
-    files = files_from_upload(filename=filename, data=data)
-    checked = plugin_package_check(team=team, files=files)
-    version = _version_create(team=team, checked=checked, source=PluginVersion.Source.UPLOAD,
-                              user=user, visibility=visibility, category=category, tags=tags,
-                              changelog=changelog)
-    _deciders_notify(version)
+    """Store an upload and check it in this process, waiting for the outcome (scripts and
+    tests; the upload page queues the checks instead). PackageError lists every problem; a
+    version that failed the slow checks stays, "failed the checks", with the reasons."""
+    version = plugin_upload_store(team=team, user=user, filename=filename, data=data,
+                                  visibility=visibility, category=category, tags=tags,
+                                  changelog=changelog, queue=False)
+    checked = plugin_version_check(version_id=version.pk) or version
+    checked.refresh_from_db()
+    if checked.status == PluginVersion.Status.FAILED:
+        raise PackageError(list(checked.check_errors))
+    return checked
+
+
+# -- the checks of an upload, on a worker ----------------------------------------------------------
+# One worker at a time checks a version: it claims it (check_token, and claimed_by naming the
+# worker by its heartbeat) with a guarded update; the outcome is recorded only under that claim.
+# A worker killed mid-check leaves the claim: the watchdog sees its heartbeat gone and sends the
+# check again (`plugin_checks_orphaned_kick`), and the next worker checks from the start.
+
+
+def plugin_version_check(*, version_id: int) -> PluginVersion | None:
+    """Run the slow checks of a version being checked and record the outcome: "awaiting
+    approval" with its reports and artifacts, or "failed the checks" with the reasons.
+    Returns None (and does nothing) when the version is not being checked any more or another
+    process holds its check (a duplicate message)."""
+    token = _check_claim(version_id)
+    if token is None:
+        return None
+    version = PluginVersion.objects.select_related("plugin__team").get(pk=version_id)
+    if version.check_attempts > CHECK_MAX_ATTEMPTS:
+        return _check_fail(version, token, [
+            f"the check was interrupted {CHECK_MAX_ATTEMPTS} times (a worker stopped while"
+            " checking it, for example out of memory); nothing was found wrong with the"
+            " plugin. Upload it again, or tell your admin if this repeats"])
+    try:
+        try:
+            manifest = check_plugin_files(dict(version.files))
+            checked = plugin_slow_check(
+                files=version.files, manifest=manifest,
+                progress=lambda step: _check_progress(version, token, step))
+        except PackageError as exc:
+            return _check_fail(version, token, exc.errors)
+        return _check_pass(version, token, checked)
+    except BaseException:
+        # An error trying again may fix (a database hiccup): let go of the claim, so the
+        # actor's retry (or the watchdog) checks it again. A killed worker never gets here;
+        # the watchdog sees its heartbeat gone instead.
+        PluginVersion.objects.filter(pk=version_id, check_token=token).update(
+            check_token="", claimed_by="")
+        raise
+
+
+def _check_claim(version_id: int) -> str | None:
+    token = uuid.uuid4().hex
+    won = PluginVersion.objects.filter(
+        pk=version_id, status=PluginVersion.Status.CHECKING, check_token="").update(
+        check_token=token, claimed_by=heartbeat.current_worker_id(),
+        check_attempts=F("check_attempts") + 1, check_started_at=timezone.now())
+    return token if won else None
+
+
+def _check_progress(version: PluginVersion, token: str, step: str) -> None:
+    if PluginVersion.objects.filter(pk=version.pk, check_token=token).update(check_step=step):
+        _check_event(version, step=step)
+
+
+def _check_fail(version: PluginVersion, token: str, errors: list[str]) -> PluginVersion | None:
+    with transaction.atomic():
+        won = PluginVersion.objects.filter(
+            pk=version.pk, status=PluginVersion.Status.CHECKING, check_token=token).update(
+            status=PluginVersion.Status.FAILED, check_errors=list(errors),
+            check_step=PluginVersion.CheckStep.DONE, check_token="", claimed_by="",
+            checked_at=timezone.now())
+        if not won:
+            return None
+        audit_record(actor=None, action="plugin.check", team=version.plugin.team,
+                     target=version, after={"outcome": "failed", "errors": errors[:20]})
+        _check_event(version, step="failed")
+    version.refresh_from_db()
     return version
+
+
+def _check_pass(version: PluginVersion, token: str, checked: CheckedPlugin) -> PluginVersion | None:
+    plugin = version.plugin
+    embedding = _summary_embedding(checked.manifest.name, checked.manifest.summary)
+    try:
+        with transaction.atomic():
+            locked = (PluginVersion.objects.select_for_update()
+                      .filter(pk=version.pk, status=PluginVersion.Status.CHECKING,
+                              check_token=token).first())
+            if locked is None:  # taken over meanwhile: the other check's outcome counts
+                return None
+            Artifact.objects.filter(version=locked).delete()  # a killed check's leftovers
+            _artifacts_store(plugin, locked, checked.artifacts)
+            PluginVersion.objects.filter(pk=locked.pk).update(
+                status=PluginVersion.Status.PENDING, check_step=PluginVersion.CheckStep.DONE,
+                check_errors=[], check_token="", claimed_by="", checked_at=timezone.now(),
+                readme_html=checked.readme_html, requires_python=checked.requires_python,
+                test_report=checked.tests, safety_report=checked.safety,
+                safety_verdict=checked.safety["verdict"], summary_embedding=embedding)
+            audit_record(actor=None, action="plugin.check", team=plugin.team, target=locked,
+                         after={"outcome": "passed", "safety": checked.safety["verdict"],
+                                "files": [(a.filename, a.sha256) for a in checked.artifacts]})
+    except BaseException:
+        artifact_dir_remove(plugin.normalized_name, version.pk)
+        raise
+    version.refresh_from_db()
+    _deciders_notify(version)
+    _check_event(version, step="passed")
+    return version
+
+
+def _check_event(version: PluginVersion, *, step: str) -> None:
+    """Tell the team's open pages (the version page listens) that the check moved on, once
+    committed. Best effort: the page also asks every few seconds."""
+    data = {"version": version.pk, "plugin": version.plugin.name, "step": step}
+
+    def send() -> None:
+        try:
+            realtime.publish(realtime.team_group(version.plugin.team_id),
+                             {"kind": "plugin_version.check", "data": data})
+        except Exception:  # Redis down: the page's poll shows it anyway
+            logger.warning("could not publish the check event of version %s", version.pk)
+
+    transaction.on_commit(send)
+
+
+def plugin_checks_orphaned_kick(*, live: set[str] | None = None) -> list[int]:
+    """The watchdog's quick sweep: send again the check of every version whose claiming
+    worker's heartbeat has expired (killed mid-check); one sweeper wins each (guarded update).
+    Returns the versions sent again."""
+    alive = live if live is not None else heartbeat.live_worker_ids()
+    held = (PluginVersion.objects.filter(status=PluginVersion.Status.CHECKING)
+            .exclude(claimed_by="").values_list("id", "claimed_by"))
+    kicked = [version_id for version_id, worker in held if worker not in alive
+              and _check_resend(PluginVersion.objects.filter(
+                  pk=version_id, status=PluginVersion.Status.CHECKING, claimed_by=worker))]
+    if kicked:
+        logger.warning("sent again the checks of versions %s (their worker died)", kicked)
+    return kicked
+
+
+def plugin_checks_stalled_kick(*, stalled_for_s: float | None = None) -> list[int]:
+    """The watchdog's slow sweep: send again the check of every version that has been
+    "being checked" for longer than any check takes (a lost message, or a process checking
+    in-line that died). Returns the versions sent again."""
+    limit = stalled_for_s if stalled_for_s is not None else CHECK_STALL_S
+    cutoff = timezone.now() - timedelta(seconds=limit)
+    stalled = PluginVersion.objects.filter(status=PluginVersion.Status.CHECKING,
+                                           check_started_at__lt=cutoff)
+    kicked = [version_id for version_id in stalled.values_list("id", flat=True)
+              if _check_resend(stalled.filter(pk=version_id))]
+    if kicked:
+        logger.warning("sent again the checks of stalled versions %s", kicked)
+    return kicked
+
+
+def _check_resend(guard: Any) -> bool:
+    from autocoder.engine.services import outbox_message_queue
+
+    with transaction.atomic():
+        version = guard.select_for_update(skip_locked=True).first()
+        if version is None or not guard.filter(pk=version.pk).update(
+                check_token="", claimed_by="", check_step=PluginVersion.CheckStep.QUEUED,
+                check_started_at=timezone.now()):
+            return False
+        outbox_message_queue(actor=CHECK_ACTOR, args=[version.pk])
+        _check_event(version, step="queued")
+    return True
 
 
 def plugin_directory_publish(*, directory: Path, team: Team, approver: User,
@@ -267,24 +491,24 @@ def _version_create(*, team: Team, checked: CheckedPlugin, source: str,
                     spec: dict[str, Any] | None = None,
                     models_used: list[dict[str, Any]] | None = None, iterations: int = 0,
                     approval: ApprovalRequest | None = None) -> PluginVersion:
-    listing = _listing(checked, visibility, category, tags)
+    listing = _listing(checked.manifest, visibility, category, tags)
     embedding = _summary_embedding(checked.manifest.name, checked.manifest.summary)
     created: PluginVersion | None = None
     try:
         with transaction.atomic():
-            plugin = _plugin_for_submission(team, checked, listing)
+            plugin = _plugin_for_submission(team, checked.manifest, listing)
             listing = _listing_in_force(plugin, listing)
             created = PluginVersion.objects.create(
                 plugin=plugin, version=checked.manifest.version, source=source,
                 summary=checked.manifest.summary, manifest=checked.manifest.as_dict(),
-                commands=_commands(checked, spec), files=checked.files,
+                commands=_commands(checked.manifest, spec), files=checked.files,
                 source_sha256=source_sha256(checked.files), readme=checked.files["README.md"],
                 readme_html=checked.readme_html, changelog=changelog.strip()[:MAX_CHANGELOG_CHARS],
                 requires_python=checked.requires_python, test_report=checked.tests,
                 safety_report=checked.safety, safety_verdict=checked.safety["verdict"],
                 summary_embedding=embedding, run=run, spec=spec, models_used=models_used or [],
                 iterations=iterations, submitted_by=user, approval=approval, **listing)
-            _artifacts_store(plugin, created, checked)
+            _artifacts_store(plugin, created, checked.artifacts)
             audit_record(actor=user, action="plugin.submit", team=team, target=created,
                          after={"plugin": plugin.name, "version": created.version,
                                 "source": source, "visibility": listing["visibility"],
@@ -296,16 +520,16 @@ def _version_create(*, team: Team, checked: CheckedPlugin, source: str,
     return created
 
 
-def _listing(checked: CheckedPlugin, visibility: str, category: str,
+def _listing(manifest: Manifest, visibility: str, category: str,
              tags: Sequence[str]) -> dict[str, Any]:
     if visibility not in Plugin.Visibility.values:
         raise PackageError([f"visibility must be one of {', '.join(Plugin.Visibility.values)}"])
-    category = category or checked.manifest.category or Plugin.Category.OTHER
+    category = category or manifest.category or Plugin.Category.OTHER
     if category not in Plugin.Category.values:
         raise PackageError([f"category {category!r} is not one of"
                             f" {', '.join(Plugin.Category.values)}"])
     return {"visibility": visibility, "category": category,
-            "tags": list(clean_tags(tags) if tags else checked.manifest.tags)}
+            "tags": list(clean_tags(tags) if tags else manifest.tags)}
 
 
 def _listing_in_force(plugin: Plugin, asked: dict[str, Any]) -> dict[str, Any]:
@@ -318,11 +542,9 @@ def _listing_in_force(plugin: Plugin, asked: dict[str, Any]) -> dict[str, Any]:
             "tags": list(plugin.tags)}
 
 
-def _plugin_for_submission(team: Team, checked: CheckedPlugin,
-                           listing: dict[str, Any]) -> Plugin:
+def _plugin_for_submission(team: Team, manifest: Manifest, listing: dict[str, Any]) -> Plugin:
     """The team's plugin row, locked, creating it for a first submission; the name and version
     rules are checked again under the lock, so two racing submissions cannot both pass."""
-    manifest = checked.manifest
     if name_and_version_check(team=team, manifest=manifest) is None:
         try:
             with transaction.atomic():
@@ -335,13 +557,13 @@ def _plugin_for_submission(team: Team, checked: CheckedPlugin,
     return plugin
 
 
-def _commands(checked: CheckedPlugin, spec: dict[str, Any] | None) -> list[dict[str, Any]]:
+def _commands(manifest: Manifest, spec: dict[str, Any] | None) -> list[dict[str, Any]]:
     """Commands from the manifest, with the spec's examples for a generated plugin."""
     examples: dict[str, list[Any]] = {}
     for command in (spec or {}).get("commands", []):
         examples[command.get("name", "")] = command.get("examples", [])
     result = []
-    for command in checked.manifest.commands:
+    for command in manifest.commands:
         entry = command.as_dict()
         entry["examples"] = entry["examples"] or examples.get(command.name, [])
         result.append(entry)
@@ -364,8 +586,9 @@ def embedding_text(name: str, summary: str) -> str:
     return f"{name.replace('-', ' ').replace('_', ' ')}: {summary}"
 
 
-def _artifacts_store(plugin: Plugin, version: PluginVersion, checked: CheckedPlugin) -> None:
-    for built in checked.artifacts:
+def _artifacts_store(plugin: Plugin, version: PluginVersion,
+                     artifacts: Sequence[BuiltArtifact]) -> None:
+    for built in artifacts:
         relpath = artifact_relpath(plugin.normalized_name, version.pk, built.filename)
         artifact_write(relpath, built.data)
         Artifact.objects.create(version=version, kind=built.kind, filename=built.filename,
@@ -754,17 +977,69 @@ def try_rate_limit_hit(*, user_id: int) -> None:
 
 def plugin_try(*, version: PluginVersion, user: User, command: str,
                payload: Any) -> TryResult:
-    """Run one command of a version with `payload` in the sandbox (counts against the limit)."""
+    """Run one command of a version with `payload` in the sandbox, in this process (counts
+    against the limit; the page queues tries instead: `plugin_try_request`)."""
+    _try_validate(version, command, payload)
+    try_rate_limit_hit(user_id=user.pk)
+    return _try_execute(version, command, payload)
+
+
+def plugin_try_request(*, version: PluginVersion, user: User, command: str,
+                       payload: Any) -> TryRequest:
+    """Queue one try for a worker (PackageError, TryRateLimited at once); the page shows it
+    pending and fills it in when `plugin_try_perform` has stored the result. Old tries are
+    deleted here, so the table stays small."""
+    from autocoder.engine.services import outbox_message_queue
+
+    _try_validate(version, command, payload)
+    try_rate_limit_hit(user_id=user.pk)
+    with transaction.atomic():
+        TryRequest.objects.filter(created_at__lt=timezone.now() - timedelta(
+            seconds=TRY_KEEP_S)).delete()
+        asked = TryRequest.objects.create(version=version, user=user, command=command,
+                                          payload=payload)
+        outbox_message_queue(actor=TRY_ACTOR, args=[asked.pk])
+    return asked
+
+
+def plugin_try_perform(*, try_id: int) -> TryRequest | None:
+    """Run a queued try once (a guarded update: a duplicate message does nothing) and store
+    its result, cut to a few KB."""
+    if not TryRequest.objects.filter(pk=try_id, status=TryRequest.Status.PENDING).update(
+            status=TryRequest.Status.RUNNING):
+        return None
+    asked = TryRequest.objects.select_related("version").get(pk=try_id)
+    try:
+        result = _try_execute(asked.version, asked.command, asked.payload)
+    except Exception as exc:
+        logger.exception("try %s failed", try_id)
+        result = TryResult(ok=False, error=f"The sandbox could not run the plugin: {exc}")
+    stored = {"ok": result.ok, "output": result.output, "error": result.error[-3000:],
+              "stdout": result.stdout[-4000:], "duration_ms": result.duration_ms}
+    if len(json.dumps(stored)) > TRY_MAX_RESULT_CHARS:
+        stored["output"] = None
+        stored["error"] = stored["error"] or "The output was too large to show here."
+        stored["ok"] = False
+    TryRequest.objects.filter(pk=try_id).update(status=TryRequest.Status.DONE, result=stored,
+                                                finished_at=timezone.now())
+    asked.refresh_from_db()
+    return asked
+
+
+def _try_validate(version: PluginVersion, command: str, payload: Any) -> None:
+    if version.status in (PluginVersion.Status.CHECKING, PluginVersion.Status.FAILED):
+        raise PackageError(["this version has not passed its checks; it cannot be tried"])
     if not isinstance(payload, dict):
         raise PackageError(["payload: must be a JSON object, like {\"text\": \"hello\"}"])
     names = [c.get("name") for c in version.commands] or [
         c.get("name") for c in version.manifest.get("commands", [])]
     if command not in names:
         raise PackageError([f"command: {command!r} is not one of {', '.join(map(str, names))}"])
-    encoded = json.dumps(payload)
-    if len(encoded) > TRY_MAX_PAYLOAD_CHARS:
+    if len(json.dumps(payload)) > TRY_MAX_PAYLOAD_CHARS:
         raise PackageError([f"payload: at most {TRY_MAX_PAYLOAD_CHARS} characters of JSON"])
-    try_rate_limit_hit(user_id=user.pk)
+
+
+def _try_execute(version: PluginVersion, command: str, payload: Any) -> TryResult:
     request = json.dumps({"entry": version.manifest.get("entry", ""), "command": command,
                           "payload": payload})
     files = {**version.files, "_autocoder_try.py": TRY_RUNNER, "_autocoder_try.json": request}

@@ -22,6 +22,8 @@ urlpatterns = [
     path("p/<str:name>/review/delete/", catalogue.review_remove, name="review_delete"),
     path("p/<str:name>/v/<str:version>/", catalogue.version_detail, name="version"),
     path("p/<str:name>/v/<str:version>/try/", catalogue.plugin_try, name="try"),
+    path("p/<str:name>/v/<str:version>/try/<int:try_id>/", catalogue.try_result,
+         name="try_result"),
     path("p/<str:name>/v/<str:version>/decide/", catalogue.version_decide, name="decide"),
     path("p/<str:name>/v/<str:version>/yank/", catalogue.version_yank, name="yank"),
 ]

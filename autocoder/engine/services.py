@@ -619,6 +619,22 @@ def _outbox_add(run_id: int, token: str, delay_ms: int) -> StepOutbox:
     return StepOutbox.objects.create(run_id=run_id, token=token, delay_ms=delay_ms)
 
 
+def outbox_message_queue(*, actor: str, args: list[Any]) -> None:
+    """Send a message to the Dramatiq actor named `actor` once the caller's transaction
+    commits, through the same outbox as the steps: a commit always carries its message, even
+    if Redis is down then (the watchdog sends it once Redis answers). The actor must be
+    idempotent (a message may be sent twice)."""
+    row = StepOutbox.objects.create(actor=actor, args=list(args))
+    transaction.on_commit(lambda: outbox_send(ids=[row.id]))
+
+
+def _actor_send(actor: str, args: list[Any], delay_ms: int) -> None:
+    import dramatiq
+
+    dramatiq.get_broker().get_actor(actor).send_with_options(args=tuple(args),
+                                                             delay=delay_ms or None)
+
+
 def outbox_send(*, ids: list[int] | None = None, dispatch: Dispatch = enqueue_step,
                 limit: int = 500) -> list[int]:
     """Send the outbox's messages (those in `ids`, or all, oldest first) and delete each one
@@ -639,20 +655,24 @@ def outbox_send(*, ids: list[int] | None = None, dispatch: Dispatch = enqueue_st
 
 
 def _outbox_send_one(row_id: int, dispatch: Dispatch) -> int | bool | None:
-    """The run id when sent, None when someone else has the row, False when sending failed."""
+    """The run id when a step was sent, None when someone else has the row or it was another
+    actor's message, False when sending failed."""
     with transaction.atomic():
         row = StepOutbox.objects.select_for_update(skip_locked=True).filter(id=row_id).first()
         if row is None:
             return None
         waited_ms = int((timezone.now() - row.created_at).total_seconds() * 1000)
+        delay_ms = max(0, row.delay_ms - waited_ms)
         try:
-            dispatch(row.run_id, row.token, max(0, row.delay_ms - waited_ms))
+            if row.actor:
+                _actor_send(row.actor, row.args, delay_ms)
+            else:
+                dispatch(int(row.run_id or 0), row.token, delay_ms)
         except Exception as error:  # the broker is down: the row stays for the next try
-            logger.warning("could not send step %s of run %s (%s); the outbox keeps it",
-                           row.token, row.run_id, error)
+            logger.warning("could not send %s (%s); the outbox keeps it", row, error)
             return False
         row.delete()
-        return row.run_id
+        return row.run_id if not row.actor else None
 
 
 # -- held by the installation --------------------------------------------------------------------

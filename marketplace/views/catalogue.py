@@ -84,8 +84,19 @@ def version_detail(request: AuthenticatedHttpRequest, name: str, version: str) -
     plugin, viewer = _plugin_or_404(request, name)
     versions = selectors.plugin_versions(plugin, viewer)
     shown = _version_or_404(plugin, viewer, version)
-    return render(request, "marketplace/plugin_detail.html",
-                  _plugin_context(request, plugin, viewer, versions, shown))
+    if request.GET.get("part") == "check" and getattr(request, "htmx", False):
+        if shown.status != PluginVersion.Status.CHECKING:  # the outcome: the whole page
+            response = HttpResponse("")
+            response["HX-Refresh"] = "true"
+            return response
+        return render(request, "marketplace/plugin_detail.html#check",
+                      {"plugin": plugin, "shown": shown,
+                       "progress": selectors.check_progress(shown)})
+    context = _plugin_context(request, plugin, viewer, versions, shown)
+    asked = request.GET.get("try", "")
+    if asked.isdigit():
+        context["try_request"] = selectors.try_request_of(int(asked), viewer.user_id)
+    return render(request, "marketplace/plugin_detail.html", context)
 
 
 def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: selectors.Viewer,
@@ -112,6 +123,8 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: s
         "served": served_files_of_version(shown) if shown else None,
         "gate": (selectors.version_gate(shown, request.user)
                  if shown and shown.status == PluginVersion.Status.PENDING else None),
+        "progress": (selectors.check_progress(shown)
+                     if shown and shown.status == PluginVersion.Status.CHECKING else None),
     }
 
 
@@ -136,7 +149,7 @@ def plugin_try(request: AuthenticatedHttpRequest, name: str, version: str) -> Ht
     retry_after = 0
     if form.is_valid():
         try:
-            context["result"] = services.plugin_try(
+            context["try_request"] = services.plugin_try_request(
                 version=shown, user=request.user, command=form.cleaned_data["command"],
                 payload=form.cleaned_data["payload"])
         except services.TryRateLimited as exc:
@@ -148,6 +161,23 @@ def plugin_try(request: AuthenticatedHttpRequest, name: str, version: str) -> Ht
         response.status_code = 429
         response["Retry-After"] = str(retry_after)
     return response
+
+
+@login_required
+def try_result(request: AuthenticatedHttpRequest, name: str, version: str,
+               try_id: int) -> HttpResponse:
+    """A try's result as it stands (the page asks every second while it is pending); only the
+    user who asked sees it."""
+    plugin, viewer = _plugin_or_404(request, name)
+    shown = _version_or_404(plugin, viewer, version)
+    asked = selectors.try_request_of(try_id, viewer.user_id)
+    if asked is None or asked.version_id != shown.pk:
+        raise Http404("No such try")
+    if not getattr(request, "htmx", False):
+        page = reverse("marketplace:version", args=[plugin.normalized_name, shown.version])
+        return redirect(f"{page}?try={asked.pk}#try")
+    return render(request, "marketplace/plugin_detail.html#try_result",
+                  {"plugin": plugin, "shown": shown, "try_request": asked})
 
 
 @login_required
@@ -245,15 +275,15 @@ def upload(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            version = services.plugin_upload_submit(
+            version = services.plugin_upload_store(
                 team=data["team"], user=request.user, filename=data["package"].name,
                 data=data["package"].read(), visibility=data["visibility"],
                 category=data["category"], tags=data["tags"], changelog=data["changelog"])
         except (PackageError, PermissionDenied) as exc:
             errors = exc.errors if isinstance(exc, PackageError) else [str(exc)]
         else:
-            messages.success(request, f"{version.plugin.name} {version.version} passed the checks"
-                             " and awaits a reviewer's approval.")
+            messages.success(request, f"{version.plugin.name} {version.version} is uploaded."
+                             " Its checks run now; this page shows how far they are.")
             _not_used_message(request, version)
             return redirect("marketplace:version", name=version.plugin.normalized_name,
                             version=version.version)

@@ -280,8 +280,13 @@ class StepOutbox(models.Model):
     workers' watchdog every few seconds). Sending twice is harmless: steps are keyed by token.
     """
 
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+")
-    token = models.CharField(max_length=40)
+    # A run's step (run + token), or any other actor's message (actor + args): the
+    # marketplace's upload checks and "Try it" go through the same outbox.
+    run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.CASCADE,
+                            related_name="+")
+    token = models.CharField(max_length=40, blank=True)
+    actor = models.CharField(max_length=100, blank=True)
+    args = models.JSONField(default=list, blank=True)
     delay_ms = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -289,4 +294,6 @@ class StepOutbox(models.Model):
         ordering = ["id"]
 
     def __str__(self) -> str:
+        if self.actor:
+            return f"message {self.actor}{tuple(self.args)}"
         return f"step {self.token} of run {self.run_id}"

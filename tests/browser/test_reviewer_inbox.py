@@ -3,8 +3,8 @@
 its page; a publish request is approved and published with its visibility in one step. The
 requester sees who decides instead of buttons, and reads the reviewer's comment in the bell.
 
-Nothing is mocked: daphne on the test database, Redis for the live pages, the upload's tests run
-in the sandbox.
+Nothing is mocked: daphne on the test database, Redis for the live pages and the queue, the
+upload's tests run in the sandbox on an in-process Dramatiq worker.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ UPLOAD_MS = 120_000
 
 
 def test_an_upload_reaches_the_reviewers_board_live_and_is_decided_from_reviews(
-        server: LiveServer, people: dict, context_factory: Any, tmp_path: Path) -> None:
+        server: LiveServer, worker: Any, people: dict, context_factory: Any,
+        tmp_path: Path) -> None:
     reviewer = context_factory().new_page()
     log_in(reviewer, server, "rob")
     reviewer.goto(f"{server.url}t/acme/board/")
@@ -44,15 +45,18 @@ def test_an_upload_reaches_the_reviewers_board_live_and_is_decided_from_reviews(
     package.write_bytes(zip_bytes(plugin_tree()))
     requester.get_by_label("Package").set_input_files(str(package))
     requester.get_by_role("button", name="Check and submit").click()
-    expect(requester.get_by_text("awaits a reviewer's approval")).to_be_visible(
-        timeout=UPLOAD_MS)
+    # The upload answers at once; a worker checks it and the page follows it live.
+    expect(requester.get_by_text("Its checks run now")).to_be_visible()
+    expect(requester.get_by_text(re.compile(r"^Checking your plugin: "))).to_be_visible()
+    expect(requester.get_by_role("heading", name="Awaiting approval", exact=True)
+           ).to_be_visible(timeout=UPLOAD_MS)
     # The uploader is offered no buttons that would be refused, and told who decides.
     expect(requester.get_by_role("button", name="Approve and publish")).to_have_count(0)
     expect(requester.get_by_text(
         "rob can decide this version. You will get a notification when it is decided.")
     ).to_be_visible()
 
-    # From the moment the upload is saved, the reviewer's open board shows it waiting.
+    # From the moment the upload passed its checks, the reviewer's open board shows it waiting.
     expect(reviewer.get_by_label("1 waiting for you")).to_be_visible(timeout=LIVE_UPDATE_MS)
     expect(reviewer.get_by_role("link", name="Notifications, 1 unread")).to_be_visible(
         timeout=LIVE_UPDATE_MS)

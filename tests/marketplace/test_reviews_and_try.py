@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from marketplace import services
-from marketplace.models import Plugin, Review
+from marketplace.models import Plugin, Review, TryRequest
 from marketplace.validation import PackageError
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.marketplace.conftest import client_for, plugin_tree, zip_bytes
@@ -123,7 +123,13 @@ def test_try_it_runs_the_command_in_the_sandbox(market: dict, plugin: Plugin,
                      HTTP_HX_REQUEST="true")
     html = ok.content.decode()
     assert ok.status_code == 200 and 'id="try"' in html and "<html" not in html
-    assert "&quot;words&quot;: 4" in html
+    assert "Waiting for a worker to run" in html  # the sandbox runs on a worker
+    asked = TryRequest.objects.get()
+    services.plugin_try_perform(try_id=asked.pk)  # what the worker does with the message
+    result = client.get(reverse("marketplace:try_result", args=["word-count", "0.1.0",
+                                                                asked.pk]),
+                        HTTP_HX_REQUEST="true")
+    assert "&quot;words&quot;: 4" in result.content.decode()
     bad_json = client.post(try_url(), {"command": "count-words", "payload": "{text}"})
     assert "Not valid JSON" in bad_json.content.decode()
 

@@ -1,5 +1,7 @@
 """Uploads through the real checks: plugin.toml, the safety gate, the tests in the bwrap sandbox
-and the build of a wheel and an sdist; malformed uploads get precise errors and leave nothing."""
+and the build of a wheel and an sdist; malformed uploads get precise errors and leave nothing,
+and an upload that fails the slow checks (on a worker) stays as "failed the checks", with the
+reasons and no artifact. The queue itself: tests/marketplace/test_checks_on_the_queue.py."""
 
 from __future__ import annotations
 
@@ -47,6 +49,18 @@ def nothing_created(before: dict[str, int]) -> None:
 def counts() -> dict[str, int]:
     return {"plugins": Plugin.objects.count(), "versions": PluginVersion.objects.count(),
             "artifacts": Artifact.objects.count()}
+
+
+def failed_and_kept_nothing_served(before: dict[str, int]) -> PluginVersion:
+    """The upload is kept as a version that failed its checks; no artifact, no file."""
+    version = PluginVersion.objects.order_by("-pk").first()
+    assert version is not None and version.status == PluginVersion.Status.FAILED
+    assert counts() == {**before, "versions": before["versions"] + 1,
+                        "plugins": Plugin.objects.count()}
+    assert not version.artifacts.exists()
+    root = artifacts_root()
+    assert not (root.exists() and [p for p in root.rglob("*") if p.is_file()])
+    return version
 
 
 def rejected(submit: Any, *args: Any, **kwargs: Any) -> list[str]:
@@ -111,7 +125,7 @@ def test_hostile_code_is_blocked_by_the_safety_gate(submit: Any) -> None:
     errors = rejected(submit, plugin_tree(body=HOSTILE))
     assert errors[0] == "safety gate: blocked; the marketplace does not accept this code"
     assert any(e.startswith("word_count/plugin.py:") for e in errors[1:])
-    nothing_created(before)
+    assert failed_and_kept_nothing_served(before).check_errors == errors
 
 
 def test_failing_tests_are_listed_by_name(submit: Any) -> None:
@@ -120,7 +134,9 @@ def test_failing_tests_are_listed_by_name(submit: Any) -> None:
     assert errors[0] == "tests: 1 of 1 failed; every test must pass"
     assert errors[1].startswith(
         "tests/test_acceptance.py::test_count_words_example_1: failed - ")
-    nothing_created(before)
+    assert failed_and_kept_nothing_served(before).check_errors == errors
+    # A failed version frees its number: the fixed plugin is uploaded as the same version.
+    assert submit(plugin_tree()).status == PluginVersion.Status.PENDING
 
 
 def test_a_zip_climbing_out_of_its_directory_is_refused(submit: Any, market: dict) -> None:
@@ -144,19 +160,29 @@ def test_a_zip_bomb_is_refused(market: dict) -> None:
     nothing_created(before)
 
 
-def test_a_crash_after_the_artifacts_were_written_leaves_no_row_and_no_file(
+def test_a_crash_after_the_artifacts_were_written_leaves_no_artifact_and_no_file(
         submit: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The audit write is made to fail (a simulated crash at the last step of the
-    transaction): the rows roll back and the files written just before are removed."""
+    """The audit write of the check's outcome is made to fail (a simulated crash at the last
+    step of the transaction): the artifact rows roll back, the files written just before are
+    removed, and the version is still "being checked", free for the next attempt."""
     before = counts()
+    real_audit = services.audit_record
 
     def crash(**kwargs: Any) -> None:
-        raise RuntimeError("disk full")
+        if kwargs["action"] == "plugin.check":
+            raise RuntimeError("disk full")
+        real_audit(**kwargs)
 
     monkeypatch.setattr(services, "audit_record", crash)
     with pytest.raises(RuntimeError):
         submit(plugin_tree())
-    nothing_created(before)
+    version = PluginVersion.objects.get()
+    assert (version.status, version.check_token) == (PluginVersion.Status.CHECKING, "")
+    assert counts() == {**before, "plugins": 1, "versions": 1}
+    root = artifacts_root()
+    assert not (root.exists() and [p for p in root.rglob("*") if p.is_file()])
+    monkeypatch.setattr(services, "audit_record", real_audit)
+    assert services.plugin_version_check(version_id=version.pk).status == "pending"
 
 
 def test_only_members_of_the_team_can_upload_for_it(market: dict) -> None:
@@ -180,15 +206,17 @@ def test_the_upload_page_shows_every_error_and_keeps_nothing(market: dict) -> No
     assert Plugin.objects.count() == 0
 
 
-def test_the_upload_page_accepts_a_good_zip_and_shows_the_pending_version(market: dict) -> None:
+def test_the_upload_page_accepts_a_good_zip_and_shows_the_version_being_checked(
+        market: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("autocoder.engine.services._actor_send", lambda *args: None)
     client = client_for(market["requester"])
     response = client.post(reverse("marketplace:upload"), {
         "team": market["acme"].pk, "package": _upload_file(zip_bytes(plugin_tree())),
         "visibility": "team", "tags": "text"}, follow=True)
     page = response.content.decode()
     assert response.status_code == 200
-    assert "passed the checks and awaits a reviewer" in page
-    assert "Awaiting approval" in page
+    assert "Its checks run now; this page shows how far they are." in page
+    assert "Checking your plugin: waiting for a worker…" in page
 
 
 def test_a_wheel_built_by_hand_goes_through_the_same_checks(market: dict, tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from marketplace import services
-from marketplace.models import Artifact, PluginVersion
+from marketplace.models import Artifact, PluginVersion, TryRequest
 from marketplace.selectors import catalogue_search, clean_params, viewer_for
 from tests.marketplace.conftest import client_for, plugin_tree
 
@@ -96,9 +96,17 @@ def test_try_it_is_refused_where_the_plugin_is_invisible(market: dict, three: di
     url = reverse("marketplace:try", args=["private-words", "0.1.0"])
     assert client_for(market["requester"]).post(url, data).status_code == 404
     assert client_for(market["outsider"]).post(url, data).status_code == 404
-    response = client_for(market["admin"]).post(url, data)
+    admin = client_for(market["admin"])
+    response = admin.post(url, data)
     assert response.status_code == 200
-    assert "&quot;words&quot;: 2" in response.content.decode()
+    asked = TryRequest.objects.get()
+    services.plugin_try_perform(try_id=asked.pk)  # the worker
+    result = admin.get(reverse("marketplace:try_result",
+                               args=["private-words", "0.1.0", asked.pk]))
+    assert "&quot;words&quot;: 2" in admin.get(result["Location"]).content.decode()
+    # Nobody else reaches it, not even through the result's address.
+    outsider = client_for(market["outsider"])
+    assert outsider.get(result["Location"]).status_code == 404
 
 
 def test_changing_visibility_takes_effect_everywhere(market: dict, three: dict) -> None:
