@@ -118,6 +118,43 @@ async def _load(*, base_url: str, page: str, team: str, clients: int, seconds: f
         return result
 
 
+SEED_PROJECTS = 60
+SEED_PLUGINS = 300
+
+
+@dataclass(frozen=True)
+class Seeded:
+    projects: int
+    plugins: int
+
+
+def seed_sample_data(*, team_slug: str) -> Seeded:
+    """Fill the team's board up to SEED_PROJECTS projects and the catalogue up to SEED_PLUGINS
+    published plugins (the data docs/operating.md's figures were measured with); what is
+    there already counts, so a second call adds nothing."""
+    from django.db import transaction
+
+    from autocoder.benchmarks.board import board_seed
+    from autocoder.benchmarks.marketplace import catalogue_seed, synthetic_entries
+    from marketplace.models import Plugin
+    from projects.models import Membership, Project, Team
+
+    team = Team.objects.filter(slug=team_slug).first()
+    if team is None:
+        raise LookupError(f"there is no team {team_slug!r} to seed")
+    member = Membership.objects.filter(team=team).select_related("user").first()
+    if member is None:
+        raise LookupError(f"team {team_slug!r} has no member to ask for the sample projects")
+    projects = max(0, SEED_PROJECTS - Project.objects.filter(team=team).count())
+    plugins = max(0, SEED_PLUGINS - Plugin.objects.count())
+    with transaction.atomic():  # the catalogue's rows point at each other until the commit
+        if projects:
+            board_seed(team=team, requester=member.user, projects=projects)
+        if plugins:
+            catalogue_seed(team=team, entries=synthetic_entries(plugins))
+    return Seeded(projects=projects, plugins=plugins)
+
+
 def run_load(*, base_url: str, page: str, team: str = "demo", clients: int = 20,
              seconds: float = 30.0, username: str, password: str, warmup: int = 40,
              progress: Callable[[str], None] = lambda _: None) -> LoadResult:

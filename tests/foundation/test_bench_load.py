@@ -49,3 +49,18 @@ def test_a_wrong_password_says_the_bench_could_not_log_in(member: str) -> None:
     with live_asgi_server() as live, pytest.raises(CommandError, match="logging in as"):
         call_command("bench_load", url=live.url, user=member, password="wrong",
                      seconds=1, clients=1, stdout=io.StringIO(), stderr=io.StringIO())
+
+
+def test_seed_fills_the_board_and_catalogue_once(member: str) -> None:
+    """`bench_load --seed`: the data the documented figures were measured with, added once."""
+    from autocoder.benchmarks.load import SEED_PLUGINS, SEED_PROJECTS, seed_sample_data
+    from marketplace.models import Plugin
+    from projects.models import Project
+
+    first = seed_sample_data(team_slug="bench")
+    again = seed_sample_data(team_slug="bench")
+
+    assert (first.projects, first.plugins) == (SEED_PROJECTS, SEED_PLUGINS)
+    assert (again.projects, again.plugins) == (0, 0)
+    assert Project.objects.filter(team__slug="bench").count() == SEED_PROJECTS
+    assert Plugin.objects.count() == SEED_PLUGINS

@@ -9,7 +9,14 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.benchmarks.load import PAGES, LoginFailed, run_load
+from autocoder.benchmarks.load import (
+    PAGES,
+    SEED_PLUGINS,
+    SEED_PROJECTS,
+    LoginFailed,
+    run_load,
+    seed_sample_data,
+)
 
 
 class Command(BaseCommand):
@@ -25,11 +32,23 @@ class Command(BaseCommand):
         parser.add_argument("--user", default="reviewer")
         parser.add_argument("--password", default=settings.DEMO_PASSWORD)
         parser.add_argument("--json", action="store_true", help="one JSON object per page")
+        parser.add_argument(
+            "--seed", action="store_true",
+            help=f"first fill the team's board up to {SEED_PROJECTS} sample projects "
+                 f"(bench-plugin-N) and the catalogue up to {SEED_PLUGINS} sample plugins, in "
+                 "the database this command uses, so figures compare with docs/operating.md")
 
     def handle(self, *args: Any, **options: Any) -> None:
         if options["clients"] < 1 or options["seconds"] <= 0:
             raise CommandError("--clients and --seconds must be positive")
         pages = PAGES if options["page"] == "all" else (options["page"],)
+        if options["seed"]:
+            try:
+                added = seed_sample_data(team_slug=options["team"])
+            except LookupError as error:
+                raise CommandError(str(error)) from error
+            self.stderr.write(f"added {added.projects} sample projects and {added.plugins} "
+                              "sample plugins")
         for page in pages:
             try:
                 result = run_load(base_url=options["url"], page=page, team=options["team"],
