@@ -7,6 +7,7 @@ non-transactional tests their first Dramatiq message is never sent (on_commit do
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -17,6 +18,8 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 from django.urls import reverse
 
+from autocoder.engine.scaffold import scaffold_files
+from autocoder.engine.spec import spec_from_dict
 from projects.models import AuditEntry, Interview, LLMCall, Project, Run
 from tests.factories import MembershipFactory, UserFactory
 
@@ -545,6 +548,30 @@ def test_an_attached_sample_file_becomes_the_example_input_without_javascript(
     assert example["input"].startswith("week: 19\nmeetings:\n  day,start,title")
     assert assemble_spec(interview)["commands"][0]["examples"][0]["input"] == {
         "week": 19, "meetings": MEETINGS_CSV}
+
+
+def test_the_runs_acceptance_test_calls_the_plugin_with_the_attached_sample(
+        team_with_roles: dict, no_model: None) -> None:
+    """What the requester attached is what the generated plugin is tested with: the run's
+    read-only acceptance tests (autocoder/engine/scaffold.py) embed the example's input."""
+    client = client_for(team_with_roles["member"])
+    interview = start_interview(client)
+    to_examples_page(client, interview)
+    upload = SimpleUploadedFile("meetings.csv", MEETINGS_CSV.encode(), "text/csv")
+    post_page(client, interview, {
+        "ex-c1-0-in": "week: 19", "ex-c1-0-out": "meetings: 3", "ex-c1-0-file": upload,
+        "ex-c1-1-in": "week: 20", "ex-c1-1-out": "meetings: 0",
+        "cmd-c1-edge_cases": "Refuse an empty list."})
+    interview.refresh_from_db()
+    spec = spec_from_dict(assemble_spec(interview))
+
+    acceptance = next(text for text in scaffold_files(spec).values()
+                      if "Acceptance tests generated" in text)
+    payloads = [json.loads(ast.literal_eval(literal)) for literal in
+                re.findall(r"payload = json\.loads\((.+)\)\n", acceptance)]
+
+    assert {"week": 19, "meetings": MEETINGS_CSV} in payloads
+    assert "Mon,09:00,Stand-up" in payloads[0]["meetings"]
 
 
 def test_a_too_big_file_is_refused_with_a_clear_message_and_the_other_answers_are_kept(
