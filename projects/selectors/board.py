@@ -59,17 +59,19 @@ class Card:
         return int(self.key)
 
 
+# The columns that need a person come first (seen without scrolling, also on a phone); the rest
+# follow in the order a project moves through them.
 COLUMNS: tuple[ColumnSpec, ...] = (
+    ColumnSpec("awaiting_approval", "Awaiting approval", (S.AWAITING_APPROVAL,),
+               "No project waits for a reviewer."),
+    ColumnSpec("escalated_failed", "Escalated / Failed", (S.ESCALATED, S.FAILED),
+               "No run is stuck or failed."),
     ColumnSpec("interviewing", "Interviewing", (S.INTERVIEWING,),
                "No interviews in progress. New requests start here."),
     ColumnSpec("queued", "Queued", (S.QUEUED,), "Nothing waiting: new runs start right away."),
     ColumnSpec("generating", "Generating", (S.GENERATING,), "No run is generating code now."),
-    ColumnSpec("awaiting_approval", "Awaiting approval", (S.AWAITING_APPROVAL,),
-               "No project waits for a reviewer."),
     ColumnSpec("succeeded", "Succeeded", (S.SUCCEEDED,), "No finished plugins yet."),
     ColumnSpec("published", "Published", (S.PUBLISHED,), "Nothing published yet."),
-    ColumnSpec("escalated_failed", "Escalated / Failed", (S.ESCALATED, S.FAILED),
-               "No run is stuck or failed."),
 )
 COLUMN_KEYS = frozenset(column.key for column in COLUMNS)
 # States in which the run waits for a person whatever the approvals say.

@@ -43,6 +43,15 @@ def test_members_see_the_board_outsiders_get_404(portal: Portal) -> None:
     assert anonymous.status_code == 302 and anonymous["Location"].startswith(reverse("login"))
 
 
+def test_the_columns_that_need_a_person_come_first_then_the_flow(portal: Portal) -> None:
+    html = portal.client(portal.reviewer).get(board_url()).content.decode()
+    order = re.findall(r'<section class="board-column" id="col-([a-z_]+)"', html)
+    assert order == ["awaiting_approval", "escalated_failed", "interviewing", "queued",
+                     "generating", "succeeded", "published"]
+    filter_choices = re.findall(r'<option value="([a-z_]+)"', html.split('name="status"')[1])
+    assert filter_choices[:2] == ["awaiting_approval", "escalated_failed"]
+
+
 def test_cards_sit_in_their_status_column_with_their_figures(portal: Portal) -> None:
     team = portal.team
     generating = ProjectFactory(team=team, name="csv-cleaner", status=S.GENERATING,
