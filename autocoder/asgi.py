@@ -23,7 +23,7 @@ from autocoder.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": BufferedWsgiBridge(WSGIHandler()),
+        "http": BufferedWsgiBridge(WSGIHandler(), log_access=settings.WEB_ACCESS_LOG),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

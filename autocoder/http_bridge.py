@@ -12,6 +12,8 @@ See docs/operating.md, "Processes and load".
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from tempfile import SpooledTemporaryFile
 from typing import Any
@@ -27,19 +29,34 @@ Send = Callable[[Message], Awaitable[None]]
 BODY_IN_MEMORY_BYTES = 256 * 1024
 
 
-class BufferedWsgiBridge:
-    """An ASGI application that answers HTTP with a WSGI application, buffering the answer."""
+access_log = logging.getLogger("autocoder.access")
 
-    def __init__(self, wsgi_application: Callable[..., Any]) -> None:
+
+class BufferedWsgiBridge:
+    """An ASGI application that answers HTTP with a WSGI application, buffering the answer;
+    with `log_access`, one line per request (client, method, path, status, size, time)."""
+
+    def __init__(self, wsgi_application: Callable[..., Any], *, log_access: bool = False) -> None:
         self.wsgi_application = wsgi_application
+        self.log_access = log_access
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
         instance = _Request(self.wsgi_application)
         await instance(scope, receive, send)
+        if self.log_access and instance.answered is not None:
+            status, size = instance.answered
+            client = (scope.get("client") or ("-",))[0]
+            query = scope.get("query_string", b"").decode("latin-1")
+            access_log.info('%s "%s %s%s" %s %s %.0fms', client, scope.get("method", ""),
+                            scope.get("path", ""), f"?{query}" if query else "", status, size,
+                            (time.perf_counter() - started) * 1000)
 
 
 class _Request(WsgiToAsgiInstance):  # type: ignore[misc]
     """One request: asgiref's environ and start_response, our single-switch run."""
+
+    answered: tuple[int, int] | None = None  # (status, body bytes) once sent
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.scope = scope
@@ -55,6 +72,7 @@ class _Request(WsgiToAsgiInstance):  # type: ignore[misc]
             start, content = await sync_to_async(self._run)(body)
         await send(start)
         await send({"type": "http.response.body", "body": content})
+        self.answered = (int(start["status"]), len(content))
 
     def _run(self, body: Any) -> tuple[Message, bytes]:
         environ = self.build_environ(self.scope, body)

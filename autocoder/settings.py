@@ -191,7 +191,7 @@ WORKER_HEARTBEAT_TTL_S = env.float("WORKER_HEARTBEAT_TTL_S", default=20.0)
 DEMO_PASSWORD = env.str("AUTOCODER_DEMO_PASSWORD", default="autocoder-demo")
 # ASGI server processes behind the one port (`up`, `serve`); 0: one per core, at least two.
 WEB_PROCESSES = env.int("WEB_PROCESSES", default=0)
-# daphne's line per request on the console.
+# A line per HTTP request on the console (autocoder.http_bridge, logger "autocoder.access").
 WEB_ACCESS_LOG = env.bool("WEB_ACCESS_LOG", default=True)
 # Each web process loads the catalogue's search model at start, not on its first search.
 SEARCH_MODEL_PRELOAD = env.bool("SEARCH_MODEL_PRELOAD", default=True)

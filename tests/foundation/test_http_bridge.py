@@ -15,7 +15,6 @@ import pytest
 from asgiref import sync
 from django.test import Client
 
-from autocoder.asgi import application
 from autocoder.http_bridge import BufferedWsgiBridge
 from tests.projects.conftest import Portal, portal  # noqa: F401  (fixture)
 
@@ -49,6 +48,19 @@ def _call(app: Any, scope: dict[str, Any], chunks: list[bytes]) -> list[Message]
 
     asyncio.run(app(scope, receive, send))
     return sent
+
+
+def _portal_application() -> Any:
+    """autocoder.asgi's application, imported without its background load of the search model
+    (a page needs no search here, and the load would outlive the test)."""
+    from django.conf import settings
+
+    preload, settings.SEARCH_MODEL_PRELOAD = settings.SEARCH_MODEL_PRELOAD, False
+    try:
+        from autocoder.asgi import application
+    finally:
+        settings.SEARCH_MODEL_PRELOAD = preload
+    return application
 
 
 def _echo(environ: dict[str, Any], start_response: Any) -> Iterator[bytes]:
@@ -130,8 +142,21 @@ def test_a_portal_page_costs_one_switch_to_the_worker_thread(portal: Portal,  # 
 
         monkeypatch.setattr(adapter, "__call__", counted)
 
-    sent = _call(application, _scope("/t/acme/board/", headers=[(b"cookie", cookie)]), [b""])
+    sent = _call(_portal_application(), _scope("/t/acme/board/", headers=[(b"cookie", cookie)]),
+                 [b""])
 
     assert sent[0]["status"] == 200
     assert b"Acme" in sent[1]["body"]
     assert switches == ["SyncToAsync"]
+
+
+def test_the_access_log_has_one_line_per_request_when_asked(caplog: pytest.LogCaptureFixture
+                                                            ) -> None:
+    caplog.set_level("INFO", logger="autocoder.access")
+    _call(BufferedWsgiBridge(_echo, log_access=True),
+          _scope("/upload/", method="POST", query=b"page=2"), [b"abc"])
+    _call(BufferedWsgiBridge(_echo), _scope("/quiet/"), [b""])
+
+    lines = [r.getMessage() for r in caplog.records if r.name == "autocoder.access"]
+    assert len(lines) == 1
+    assert lines[0].startswith('127.0.0.1 "POST /upload/?page=2" 201 ')
