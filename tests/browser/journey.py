@@ -41,10 +41,11 @@ class JourneyPage:
     status: int = 200
 
 
-def _succeeded_run(team: Team, requester: Any, name: str) -> ApprovalRequest:
-    """A run as the engine leaves it after success, waiting on its publish request."""
+def succeeded_run(team: Team, requester: Any, name: str, title: str = "") -> ApprovalRequest:
+    """A run as the engine leaves it after success, waiting on its publish request (with the
+    defaults: version 0.1.0, visible to the team); `title`: the project's name, if not `name`."""
     files = plugin_tree(name=name)
-    project = Project.objects.create(team=team, requester=requester, name=name,
+    project = Project.objects.create(team=team, requester=requester, name=title or name,
                                      status=Project.Status.AWAITING_APPROVAL,
                                      spec={"name": name, "commands": []})
     run = Run.objects.create(project=project, status=Run.Status.SUCCEEDED, iteration=1,
@@ -95,8 +96,8 @@ def _build() -> dict[str, Any]:
         status=Run.Status.ESCALATED)
     escalation = approval_for(stuck_run, kind=ApprovalRequest.Kind.ESCALATION,
                               reason="the same error three times", question="What now?")
-    publish = _succeeded_run(team, users["quinn"], "word-count")
-    live = _succeeded_run(team, users["colin"], "meeting-digest")
+    publish = succeeded_run(team, users["quinn"], "word-count")
+    live = succeeded_run(team, users["colin"], "meeting-digest")
     market.publish_request_approve(approval=live, user=users["rob"], comment="Good.",
                                    candidate=approval_candidate(live), version="0.1.0",
                                    visibility="team", category="text")

@@ -17,8 +17,8 @@ import pytest
 from playwright.sync_api import expect
 
 from marketplace.models import Plugin, PluginVersion
-from marketplace.proposals import publish_payload_default
-from projects.models import ApprovalRequest, Iteration, Project, Run
+from projects.models import Project
+from tests.browser.journey import succeeded_run
 from tests.browser.pages import LIVE_UPDATE_MS, log_in, wait_until_live
 from tests.live import LiveServer
 from tests.marketplace.conftest import plugin_tree, zip_bytes
@@ -77,30 +77,9 @@ def test_an_upload_reaches_the_reviewers_board_live_and_is_decided_from_reviews(
         " it.”")).to_be_visible()
 
 
-def succeeded_run(people: dict) -> ApprovalRequest:
-    """rita's word-count run as the engine leaves it after success, waiting on its publish
-    request (with the defaults: version 0.1.0, visible to the team)."""
-    files = plugin_tree()
-    project = Project.objects.create(team=people["team"], requester=people["requester"],
-                                     name="Word count", status=Project.Status.AWAITING_APPROVAL,
-                                     spec={"name": "word-count", "commands": []})
-    run = Run.objects.create(project=project, status=Run.Status.SUCCEEDED, iteration=1,
-                             phase=Run.Phase.DONE)
-    run.best_iteration = Iteration.objects.create(
-        run=run, number=1, files=files, pass_rate=1.0, acceptance_passed=True, tests_ran=True,
-        succeeded=True, safety_verdict="pass", safety_report={"verdict": "pass", "findings": []},
-        test_report={"passed": 1, "failed": 0, "errors": 0, "pass_rate": 1.0, "outcomes": [
-            {"nodeid": "tests/test_acceptance.py::test_example_1", "outcome": "passed"}]})
-    run.save()
-    return ApprovalRequest.objects.create(
-        run=run, project=project, kind=ApprovalRequest.Kind.PUBLISH, iteration=1,
-        payload={"reasoning": "The run succeeded.", "files": sorted(files),
-                 **publish_payload_default(team=people["team"], files=files)})
-
-
 def test_a_publish_request_is_approved_and_published_in_one_step(
         server: LiveServer, people: dict, context_factory: Any) -> None:
-    request = succeeded_run(people)
+    request = succeeded_run(people["team"], people["requester"], "word-count", "Word count")
     url = f"{server.url}approvals/{request.pk}/"
 
     requester = context_factory().new_page()
