@@ -975,15 +975,6 @@ def try_rate_limit_hit(*, user_id: int) -> None:
         raise TryRateLimited(retry_after=int(ttl) if int(ttl) > 0 else TRY_WINDOW_S)
 
 
-def plugin_try(*, version: PluginVersion, user: User, command: str,
-               payload: Any) -> TryResult:
-    """Run one command of a version with `payload` in the sandbox, in this process (counts
-    against the limit; the page queues tries instead: `plugin_try_request`)."""
-    _try_validate(version, command, payload)
-    try_rate_limit_hit(user_id=user.pk)
-    return _try_execute(version, command, payload)
-
-
 def plugin_try_request(*, version: PluginVersion, user: User, command: str,
                        payload: Any) -> TryRequest:
     """Queue one try for a worker (PackageError, TryRateLimited at once); the page shows it
