@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,10 +25,6 @@ from tests.live import LiveServer, live_asgi_server
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-background-networking",
                  "--disable-component-update", "--disable-gpu"]
-# Screenshots land in docs/screenshots only when asked for (`make screenshots`), so an ordinary
-# test run leaves the working tree clean; otherwise they go to a scratch directory.
-SCREENSHOTS = Path(os.environ.get("AUTOCODER_SCREENSHOTS_DIR")
-                   or tempfile.mkdtemp(prefix="autocoder-screenshots-"))
 ENGINE_SCRIPTS = Path(__file__).resolve().parents[1] / "engine" / "scripts"
 BROWSER_DIR = Path(__file__).resolve().parent
 
@@ -47,6 +42,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     in_browser = [item for item in items if BROWSER_DIR in Path(str(item.fspath)).parents]
     others = [item for item in items if item not in in_browser]
     items[:] = others + in_browser
+
+
+@pytest.fixture(scope="session")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where screenshots go: docs/screenshots only when asked for (`make screenshots`), so an
+    ordinary run leaves the working tree clean; otherwise pytest's own scratch directory, which
+    pytest prunes (a directory made at import time was never removed)."""
+    asked = os.environ.get("AUTOCODER_SCREENSHOTS_DIR")
+    folder = Path(asked) if asked else tmp_path_factory.mktemp("screenshots")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 @pytest.fixture(scope="session")

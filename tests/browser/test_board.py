@@ -4,6 +4,7 @@ the queue reordered by keyboard and by dragging, and the screenshots in docs/scr
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -11,7 +12,6 @@ from playwright.sync_api import Page, expect
 
 from projects.models import Membership, Project
 from projects.selectors.board import queued_projects
-from tests.browser.conftest import SCREENSHOTS
 from tests.browser.pages import (
     LIVE_UPDATE_MS,
     log_in,
@@ -88,26 +88,25 @@ def test_board_updates_live_and_the_queue_moves_by_keyboard_and_drag(
 
 
 def test_screenshots_of_the_board_run_view_and_review_page(
-        server: LiveServer, demo: dict[str, Any], context_factory: Any) -> None:
+        server: LiveServer, demo: dict[str, Any], context_factory: Any, screenshots: Path) -> None:
     data = demo["data"]
     page = open_board(context_factory, server, "rob")
     page.set_viewport_size({"width": 1600, "height": 1000})
     expect(page.locator("#col-awaiting_approval")).to_contain_text("your review")
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOTS / "board.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "board.png"), full_page=True)
 
     page.goto(f"{server.url}runs/{data.run.pk}/?iteration=2&view=code")
     expect(page.locator("tr.finding").first).to_be_visible()
     page.goto(f"{server.url}runs/{data.run.pk}/?iteration=3&against=2&view=split")
     expect(page.get_by_role("heading", name="Timeline")).to_be_visible()
     expect(page.get_by_role("region", name="Side-by-side diff")).to_be_visible()
-    page.screenshot(path=str(SCREENSHOTS / "run-view.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "run-view.png"), full_page=True)
 
     page.goto(f"{server.url}approvals/{data.change.pk}/")
     expect(page.get_by_role("button", name="Send decision")).to_be_visible()
-    page.screenshot(path=str(SCREENSHOTS / "approval.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "approval.png"), full_page=True)
     for name in ("board.png", "run-view.png", "approval.png"):
-        assert (SCREENSHOTS / name).stat().st_size > 20_000, name
+        assert (screenshots / name).stat().st_size > 20_000, name
     assert Project.objects.filter(team=demo["team"]).count() == 11
     assert Membership.objects.filter(team=demo["team"]).count() == 4
 

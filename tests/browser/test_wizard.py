@@ -17,7 +17,6 @@ from playwright.sync_api import Page, expect
 
 from projects.interview import spec_assembly
 from projects.models import Interview, Project, Run
-from tests.browser.conftest import SCREENSHOTS
 from tests.browser.pages import (
     REQUEST,
     answer_actions,
@@ -34,13 +33,14 @@ from tests.live import LiveServer
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 def test_requester_journey_through_the_wizard_ends_with_a_running_project(
-        server: LiveServer, worker: Any, people: dict, context_factory: Any) -> None:
+        server: LiveServer, worker: Any, people: dict, context_factory: Any,
+        screenshots: Path) -> None:
     page = context_factory().new_page()
     log_in(page, server, "rita")
     page.get_by_role("link", name="New request").first.click()
     expect(page.get_by_role("heading", name="What do you need?")).to_be_visible()
     page.get_by_label("What do you need?").fill(REQUEST)
-    page.screenshot(path=str(SCREENSHOTS / "wizard-step1.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "wizard-step1.png"), full_page=True)
     page.get_by_role("button", name="Continue").click()
 
     # The project shows on the board from step 1 on. The analyst asks, so there are 5 pages,
@@ -66,7 +66,7 @@ def test_requester_journey_through_the_wizard_ends_with_a_running_project(
     fill_example(page, 2, "name: Linus", "message: Hello, Linus!")
     page.get_by_label("What should \u201cgreet\u201d do when something is missing or looks "
                       "wrong?").fill("Refuse an empty name with a clear message.")
-    page.screenshot(path=str(SCREENSHOTS / "wizard-questions.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "wizard-questions.png"), full_page=True)
     continue_(page)
 
     expect(page.get_by_text("How often should a person check the work while it is built?")
@@ -90,7 +90,7 @@ def test_requester_journey_through_the_wizard_ends_with_a_running_project(
     assumptions = page.locator(".assumptions")
     expect(assumptions.get_by_text("gives back exactly what its examples show")).to_be_visible()
     expect(assumptions.get_by_text("One person per request.")).to_be_visible()  # blank, nice
-    page.screenshot(path=str(SCREENSHOTS / "wizard-summary.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "wizard-summary.png"), full_page=True)
 
     # The automatic name is changed right on the summary; a bad one is refused next to it.
     name = page.get_by_label("Short name")
@@ -240,7 +240,8 @@ def to_examples(page: Page) -> None:
 
 
 def test_a_pasted_csv_and_an_attached_sample_file_become_examples_shown_readably(
-        server: LiveServer, people: dict, context_factory: Any, tmp_path: Path) -> None:
+        server: LiveServer, people: dict, context_factory: Any, tmp_path: Path,
+        screenshots: Path) -> None:
     sample = tmp_path / "next week.csv"
     sample.write_text("day,start,title\nThu,11:00,Demo\nFri,09:00,Review\nFri,15:00,1:1\n")
     page = context_factory().new_page()
@@ -276,7 +277,7 @@ def test_a_pasted_csv_and_an_attached_sample_file_become_examples_shown_readably
     expect(tables.nth(1).get_by_role("row")).to_have_count(4)
     expect(page.locator(".example-table").get_by_text("week: 20")).to_be_visible()
     expect(page.locator(".example-table").get_by_text("next_week:")).to_be_visible()
-    page.screenshot(path=str(SCREENSHOTS / "wizard-summary-data.png"), full_page=True)
+    page.screenshot(path=str(screenshots / "wizard-summary-data.png"), full_page=True)
     interview = Interview.objects.get(requester=people["requester"])
     spec = spec_assembly.assemble(interview.request, interview.state, interview.questions).spec
     assert [e["input"] for e in spec["commands"][0]["examples"]] == [
