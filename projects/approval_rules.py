@@ -3,9 +3,10 @@ candidate is stale, how many approvals a gate needs and which votes count.
 
 Every door uses these functions and nothing else: the review pages (projects/views/approvals.py
 and the listing in projects/selectors/approvals.py), `manage.py approve`, the engine's
-`approval_decide`, and the marketplace (a generated version's publish request and an uploaded
-version's gate). A refusal is always an `ApprovalRefused` whose message says why in plain words,
-the same whichever door the decision came through. The intended rules are described for
+`approval_decide`, the marketplace (a generated version's publish request and an uploaded
+version's gate) and the tools app's activations (`activation_refusal`). A refusal is always an
+`ApprovalRefused` whose message says why in plain words, the same whichever door the decision
+came through. The intended rules are described for
 operators in docs/operating.md ("Approval gates").
 """
 
@@ -143,6 +144,29 @@ def upload_deciders(*, team: Team, submitted_by_id: int | None) -> list[User]:
                    .order_by("user__username"))
     return [m.user for m in memberships
             if not upload_refusal(membership=m, team=team, submitted_by_id=submitted_by_id)]
+
+
+ACTIVATION_ADMINS_ONLY = "Only admins of {team} activate plugins as tools."
+
+
+def activation_refusal(*, membership: Membership | None, team: Team) -> str:
+    """Why this member may not decide a tool activation of `team` ("" when they may).
+
+    Only the team's admins: activating puts a published (already reviewed) version to work
+    with the team's settings, secrets and data. An admin who asked for it decides it too (a
+    team admin activating a tool is the normal case), and one admin's decision is enough."""
+    if membership is None:
+        return f"Only members of {team.name} decide what it activates."
+    if not membership.is_admin:
+        return ACTIVATION_ADMINS_ONLY.format(team=team.name)
+    return ""
+
+
+def activation_deciders(*, team: Team) -> list[User]:
+    """Everyone `activation_refusal` lets decide an activation of `team`, by name."""
+    memberships = (Membership.objects.filter(team=team).select_related("user")
+                   .order_by("user__username"))
+    return [m.user for m in memberships if not activation_refusal(membership=m, team=team)]
 
 
 def _decidable_q(*, membership: Membership, team: Team, own: Q) -> Q | None:
