@@ -104,8 +104,14 @@ DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 # request runs in a thread of its own, so Django's persistent connections (CONN_MAX_AGE) would
 # pile up instead: the pool is the way Django documents for ASGI.
 if env.bool("DATABASE_POOL", default=True):
-    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-        "min_size": 1, "max_size": env.int("DATABASE_POOL_MAX", default=10)}
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    _options["pool"] = {"min_size": 1, "max_size": env.int("DATABASE_POOL_MAX", default=10)}
+    # Pooled connections keep the prepared statements of autocoder/compiled_queries.py (the
+    # queries every page runs). None would disable preparing altogether; Django's own
+    # client-side binding cursors never prepare, whatever this says. Prepared statements are
+    # planned once with a generic plan: their SQL is the same for every user.
+    _options["prepare_threshold"] = 5
+    _options["options"] = f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan"
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = config.redis_url()

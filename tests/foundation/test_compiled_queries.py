@@ -126,3 +126,19 @@ def test_the_board_shows_a_change_made_after_it_was_first_drawn(portal: Portal) 
 
     assert "late-arrival" in second
     assert "Your review" in second or "your review" in second.lower()
+
+
+def test_the_reviews_count_is_a_prepared_statement_with_one_generic_plan(
+        portal: Portal) -> None:  # noqa: F811
+    """PostgreSQL plans the count once per connection, not on every page (the pool keeps the
+    connection, and with it the statement, between requests)."""
+    assert compiled_queries.prepared_statements()
+    _waiting_gate(portal)
+    memberships = _memberships(portal.reviewer)
+    counts = [inbox_count(portal.reviewer, memberships) for _ in range(3)]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+                       " WHERE statement LIKE 'SELECT COUNT(*) FROM (%%'")
+        plans = cursor.fetchall()
+    assert counts == [1, 1, 1]
+    assert plans == [(3, 0)]
