@@ -1,0 +1,230 @@
+"""Runs INSIDE the sandbox, on the plugin runtime: one invocation of one plugin.
+
+invoke.py copies this file into the job's workdir as `.autocoder/host.py` and runs it with
+`python -I -S -B`. It must stay standalone (the standard library only, nothing of ours is
+visible inside) and small: its start is part of every invocation's overhead.
+
+Protocol (files in the workdir, as the sandbox passes files in and collects them out):
+* in, `.autocoder/call.json`: {"entry", "command", "event", "payload", "settings", "storage",
+  "site", "storage_max_bytes", "output_max_bytes", "log_max_lines", "log_max_chars"};
+  read, then deleted before the plugin is imported;
+* out, `.autocoder/result.json`: {"ok", "output", "error", "error_kind", "detail", "storage",
+  "storage_changed", "log", "plugin_ms"}.
+
+The plugin runs in this process, so it could rewrite the result: the host trusts nothing in
+it and checks every part again (types, sizes). What the sandbox protects is the host.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+
+TYPE_CHECKING = False  # typing costs milliseconds to import; mypy reads this as usual
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+CALL = ".autocoder/call.json"
+RESULT = ".autocoder/result.json"
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def _size(key: str, text: str) -> int:
+    """Bytes one entry adds to the store's JSON ({"k":v} with a comma): exact, so the
+    running total equals len(dumps(store)) - 1, as the host measures it."""
+    return len(json.dumps(key, ensure_ascii=False).encode()) + 2 + len(text.encode())
+
+
+class StorageFull(ValueError):
+    pass
+
+
+class Settings(dict):
+    """Read-only: a plugin reads its settings, the team admin writes them."""
+
+    def _refuse(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("api.settings is read-only; the team admin changes settings")
+
+    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]  # noqa: E501
+
+
+class Storage:
+    """The team's key-value store for this plugin: JSON values, a size limit for the whole.
+
+    Values are kept as JSON text: get() returns a fresh copy, so changing what it returned
+    changes nothing until set() is called with it."""
+
+    def __init__(self, data: dict[str, object], max_bytes: int) -> None:
+        self._text = {key: _dumps(value) for key, value in data.items()}
+        self._total = 1 + sum(_size(k, t) for k, t in self._text.items())
+        self._max = max_bytes
+        self.changed = False
+
+    def get(self, key: str, default: object = None) -> object:
+        text = self._text.get(key)
+        return default if text is None else json.loads(text)
+
+    def set(self, key: str, value: object) -> None:
+        if not isinstance(key, str) or not key:
+            raise TypeError("api.storage keys must be non-empty strings")
+        try:
+            text = _dumps(value)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"api.storage can only keep JSON values (text, numbers, true/false,"
+                            f" null, lists and objects): {exc}") from None
+        old = self._text.get(key)
+        total = self._total + _size(key, text) - (0 if old is None else _size(key, old))
+        if total > self._max and total > self._total:
+            raise StorageFull(f"api.storage is full: keeping {key!r} would make it {total} bytes"
+                              f" of JSON; the limit is {self._max} bytes")
+        self._text[key], self._total, self.changed = text, total, True
+
+    def delete(self, key: str) -> None:
+        text = self._text.pop(key, None)
+        if text is not None:
+            self._total -= _size(key, text)
+            self.changed = True
+
+    def keys(self) -> list[str]:
+        return list(self._text)
+
+    def items(self) -> list[tuple[str, object]]:
+        return [(key, self.get(key)) for key in self._text]
+
+    def __getitem__(self, key: str) -> object:
+        if key not in self._text:
+            raise KeyError(key)
+        return self.get(key)
+
+    def __setitem__(self, key: str, value: object) -> None:
+        self.set(key, value)
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self._text:
+            raise KeyError(key)
+        self.delete(key)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._text
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._text))
+
+    def __len__(self) -> int:
+        return len(self._text)
+
+    def dump(self) -> str:
+        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + t
+                              for k, t in self._text.items()) + "}"
+
+
+class Api:
+    """What on_initialize(api) receives (docs/plugins.md, "Host API")."""
+
+    def __init__(self, settings: Settings, storage: Storage, max_lines: int,
+                 max_chars: int) -> None:
+        self.settings = settings
+        self.storage = storage
+        self.lines: list[str] = []
+        self.dropped = 0
+        self._max_lines, self._max_chars = max_lines, max_chars
+
+    def log(self, message: object) -> None:
+        if len(self.lines) >= self._max_lines:
+            self.dropped += 1
+            return
+        text = str(message)
+        if len(text) > self._max_chars:
+            text = text[:self._max_chars] + "..."
+        self.lines.append(text)
+
+
+def _failure(kind: str, error: str, exc: BaseException | None = None) -> dict[str, Any]:
+    detail = ""
+    if exc is not None:
+        import traceback
+
+        frames = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        # the host's own frames say nothing to the plugin's author
+        detail = "".join(f for f in frames if '.autocoder/host.py"' not in f)[-4000:]
+    return {"ok": False, "error_kind": kind, "error": error, "detail": detail, "plugin_ms": 0}
+
+
+def _describe(exc: BaseException) -> str:
+    message = str(exc)
+    if isinstance(exc, ValueError) and message:
+        return message
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+
+
+def _invoke(call: dict[str, Any], api: Api) -> dict[str, Any]:
+    module_name, _, class_name = call["entry"].partition(":")
+    try:
+        module = __import__(module_name, fromlist=[class_name])
+        plugin = getattr(module, class_name)()
+    except BaseException as exc:  # noqa: BLE001 (the plugin's own failure, reported)
+        return _failure("plugin_error", f"The plugin could not be loaded: {_describe(exc)}", exc)
+    started = time.perf_counter()
+    answer: dict[str, Any] = {}
+    try:
+        initialize = getattr(plugin, "on_initialize", None)
+        if initialize is not None:
+            initialize(api)
+        if call["event"] is not None:
+            handler = getattr(plugin, "on_event", None)
+            if handler is not None:
+                handler(call["event"], call["payload"])
+            answer = {"ok": True, "output": None}
+        else:
+            answer = {"ok": True, "output": plugin.on_command(call["command"], call["payload"])}
+    except StorageFull as exc:
+        plugin_ms = (time.perf_counter() - started) * 1000
+        answer = _failure("storage_too_large", str(exc), exc)
+    except BaseException as exc:  # noqa: BLE001 (SystemExit too: the plugin may not exit)
+        plugin_ms = (time.perf_counter() - started) * 1000
+        answer = _failure("plugin_error", f"The plugin reported an error: {_describe(exc)}", exc)
+    else:
+        plugin_ms = (time.perf_counter() - started) * 1000
+    answer["plugin_ms"] = plugin_ms
+    return answer
+
+
+def main() -> None:
+    with open(CALL, encoding="utf-8") as stream:
+        call = json.load(stream)
+    os.unlink(CALL)
+    sys.path[:0] = [os.getcwd(), call["site"]] if call["site"] else [os.getcwd()]
+    storage = Storage(call["storage"], call["storage_max_bytes"])
+    api = Api(Settings(call["settings"]), storage, call["log_max_lines"], call["log_max_chars"])
+    answer = _invoke(call, api)
+    output = "null"
+    if answer["ok"]:
+        try:
+            output = _dumps(answer["output"])
+        except (TypeError, ValueError, RecursionError) as exc:
+            answer = {**_failure("bad_output", f"The plugin's answer is not JSON: {exc}"),
+                      "plugin_ms": answer["plugin_ms"]}
+        else:
+            size = len(output.encode())
+            if size > call["output_max_bytes"]:
+                answer = {**_failure("output_too_large", ""), "size": size,
+                          "plugin_ms": answer["plugin_ms"]}
+                output = "null"
+    answer.pop("output", None)
+    answer["storage_changed"] = storage.changed
+    answer["log"] = api.lines + (
+        [f"... {api.dropped} more log lines were not kept"] if api.dropped else [])
+    # output and storage are spliced in as the text already measured
+    text = _dumps(answer)[:-1] + ',"output":' + output + ',"storage":' + (
+        storage.dump() if answer["ok"] and storage.changed else "null") + "}"
+    with open(RESULT, "w", encoding="utf-8") as stream:
+        stream.write(text)
+
+
+main()

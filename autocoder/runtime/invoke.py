@@ -1,0 +1,303 @@
+"""One invocation of an activated plugin, in the sandbox, with the host API.
+
+The portal (the form, the HTTP API, schedules, events) calls `call_plugin` with the reviewed
+files of a plugin version, the team's settings (secrets already unsealed) and the team's
+storage as loaded; it gets a `CallOutcome` back and saves `outcome.storage` when it is not
+None. Inside the sandbox `host_runner.py` imports the plugin, builds its `api`, calls
+`on_initialize(api)` (when the plugin has it), then `on_command(name, payload)` or
+`on_event(event, data)`. See docs/plugins.md, "Host API".
+
+Nothing the plugin hands back is trusted: its answer, its storage and its log lines are
+checked again here (JSON, types, sizes), and the values of secret settings are blanked out
+of every text the outcome carries.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+import time
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from autocoder import sandbox
+from autocoder.runtime import runtime_dir
+from autocoder.sandbox import SandboxError
+from autocoder.sandbox.runner import default_backend
+
+# Events the portal delivers to on_event(event, data); docs/plugins.md lists their data.
+EVENTS = ("activated", "deactivated", "settings_changed", "schedule")
+ERROR_KINDS = ("plugin_error", "timeout", "cpu_limit", "memory_limit", "output_too_large",
+               "storage_too_large", "bad_output", "sandbox_unavailable", "payload_too_large")
+REDACTED = "[secret]"
+ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
+
+RUNNER = Path(__file__).with_name("host_runner.py").read_text(encoding="utf-8")
+RUNNER_PATH = ".autocoder/host.py"
+CALL_PATH = ".autocoder/call.json"
+RESULT_PATH = ".autocoder/result.json"
+
+
+@dataclass(frozen=True)
+class InvokeLimits:
+    """What one invocation may use. Shown to admins (`described()`)."""
+
+    timeout_s: float = 15  # wall time of the whole call
+    cpu_s: int = 10  # CPU seconds
+    memory_mb: int = 512  # all of the plugin's processes together
+    output_kb: int = 256  # the command's answer, as JSON
+    storage_kb: int = 64  # the whole api.storage, as JSON
+    payload_kb: int = 2048  # the command's payload (or the event's data), as JSON
+    log_lines: int = 100  # api.log lines kept per call
+    log_line_chars: int = 1000  # characters kept of each line
+    pids: int = 32  # processes and threads
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_s", "cpu_s", "memory_mb", "output_kb", "storage_kb", "payload_kb",
+                     "log_lines", "log_line_chars", "pids"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"InvokeLimits.{name} must be positive")
+
+    def sandbox_limits(self) -> sandbox.Limits:
+        # workdir_mb stays the sandbox's default so that a worker's prepared sandbox fits
+        # both its generation runs and its invocations (standby.py).
+        log_kb = self.log_lines * (self.log_line_chars * 4 + 16) // 1024
+        return sandbox.Limits(timeout_s=self.timeout_s, memory_mb=self.memory_mb, pids=self.pids,
+                              cpu_s=self.cpu_s, output_kb=64,
+                              collect_kb=self.output_kb + self.storage_kb + log_kb + 64)
+
+    def described(self) -> list[tuple[str, str]]:
+        """The limits in words, for the admin's pages."""
+        return [
+            ("Time", f"{self.timeout_s:g} seconds per call"),
+            ("CPU", f"{self.cpu_s} seconds of processor time per call"),
+            ("Memory", f"{self.memory_mb} MB"),
+            ("Input", f"{self.payload_kb} KB of JSON per call"),
+            ("Answer", f"{self.output_kb} KB of JSON per call"),
+            ("Storage", f"{self.storage_kb} KB of JSON per team"),
+            ("Log", f"{self.log_lines} lines of at most {self.log_line_chars} characters"
+                    " per call"),
+            ("Network", "none: plugins cannot reach other machines"),
+        ]
+
+
+INVOKE_LIMITS = InvokeLimits()
+
+
+@dataclass(frozen=True)
+class PluginCall:
+    files: Mapping[str, str]  # the version's reviewed files (PluginVersion.files)
+    entry: str  # "pkg.plugin:Plugin", from plugin.toml
+    command: str | None  # None when delivering an event
+    payload: Mapping[str, Any]  # the command's payload, or the event's data
+    event: str | None = None  # one of EVENTS, delivered to on_event
+    settings: Mapping[str, str] = field(default_factory=dict)  # secrets unsealed
+    storage: Mapping[str, Any] = field(default_factory=dict)  # as the caller loaded it
+    secret_settings: Collection[str] = ()  # names in `settings` whose values are secret
+
+
+@dataclass(frozen=True)
+class CallOutcome:
+    ok: bool
+    output: Any  # on_command's JSON answer (None for events and failures)
+    error: str  # plain words for a person ("" when ok)
+    error_kind: str  # "" or one of ERROR_KINDS
+    storage: dict[str, Any] | None  # the store to save; None: keep the old one
+    log_lines: list[str]  # api.log(...) lines, capped
+    duration_ms: int  # wall time of the whole call
+    plugin_ms: int  # inside on_initialize + on_command/on_event
+    detail: str = ""  # for the plugin's author: the end of its traceback, its stderr
+
+    @property
+    def overhead_ms(self) -> int:
+        return max(0, self.duration_ms - self.plugin_ms)
+
+
+def call_plugin(call: PluginCall, limits: InvokeLimits = INVOKE_LIMITS, *,
+                backend: str | None = None) -> CallOutcome:
+    """Run one command (or deliver one event) in the sandbox.
+
+    Raises ValueError only for a malformed `call` (the caller's mistake: a bad entry, both or
+    neither of command and event, values that are not JSON); whatever the plugin or the
+    sandbox does is in the outcome.
+    """
+    started = time.monotonic()
+    chosen = backend or default_backend()
+    # bwrap: the runtime's own interpreter, started without `site` (faster) and told where
+    # its libraries are; docker: the image's Python is the runtime, `site` finds them.
+    site = _site_packages(str(runtime_dir())) if chosen == "bwrap" else ""
+    request = _request(call, limits, site)
+    if len(request["payload_text"]) > limits.payload_kb * 1024:
+        return _outcome(call, started, ok=False, error_kind="payload_too_large",
+                        error=f"The input is {_kb(len(request['payload_text']))} of JSON;"
+                              f" the limit is {limits.payload_kb} KB.")
+    files: dict[str, str | bytes] = {
+        path: text for path, text in call.files.items()
+        if not path.startswith(("tests/", ".autocoder/"))}
+    files[RUNNER_PATH] = RUNNER
+    files[CALL_PATH] = request["text"]
+    try:
+        result = sandbox.run(files, ["python", "-I", *(["-S"] if site else []), "-B", RUNNER_PATH],
+                             limits.sandbox_limits(), backend=chosen, collect=[RESULT_PATH])
+    except SandboxError as exc:
+        return _outcome(call, started, ok=False, error_kind="sandbox_unavailable",
+                        error=f"The plugin could not be run: the sandbox is not working ({exc}).")
+    return _read_result(call, limits, result, started)
+
+
+def _request(call: PluginCall, limits: InvokeLimits, site: str) -> dict[str, str]:
+    if not isinstance(call.entry, str) or not ENTRY.fullmatch(call.entry):
+        raise ValueError(f"entry must look like 'package.plugin:Plugin' (got {call.entry!r})")
+    if (call.command is None) == (call.event is None):
+        raise ValueError("a call has either a command or an event, not both or neither")
+    if call.event is not None and call.event not in EVENTS:
+        raise ValueError(f"unknown event {call.event!r} (expected one of {', '.join(EVENTS)})")
+    if not isinstance(call.payload, Mapping):
+        raise ValueError("payload must be a JSON object")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in call.settings.items()):
+        raise ValueError("settings must map names to strings")
+    if not all(isinstance(k, str) for k in call.storage):
+        raise ValueError("storage keys must be strings")
+    payload = json.dumps(dict(call.payload), allow_nan=False)
+    text = json.dumps({
+        "entry": call.entry, "command": call.command, "event": call.event,
+        "payload": dict(call.payload), "settings": dict(call.settings),
+        "storage": dict(call.storage), "site": site,
+        "storage_max_bytes": limits.storage_kb * 1024,
+        "output_max_bytes": limits.output_kb * 1024,
+        "log_max_lines": limits.log_lines, "log_max_chars": limits.log_line_chars,
+    }, allow_nan=False)
+    return {"text": text, "payload_text": payload}
+
+
+@functools.cache
+def _site_packages(runtime: str) -> str:
+    """The runtime's libraries, for its interpreter started with -S (no `site`: faster)."""
+    found = sorted((Path(runtime) / "lib").glob("python3*/site-packages"))
+    return str(found[-1]) if found else ""
+
+
+def _read_result(call: PluginCall, limits: InvokeLimits, result: sandbox.RunResult,
+                 started: float) -> CallOutcome:
+    stderr = (result.stderr or "")[-2000:]
+    if result.timed_out:
+        return _outcome(call, started, ok=False, error_kind="timeout", detail=stderr,
+                        error=f"The plugin took longer than {limits.timeout_s:g} seconds and"
+                              " was stopped.")
+    if result.killed_reason == "cpu_limit":
+        return _outcome(call, started, ok=False, error_kind="cpu_limit", detail=stderr,
+                        error=f"The plugin used all of its {limits.cpu_s} seconds of"
+                              " processor time and was stopped.")
+    if result.oom:
+        return _outcome(call, started, ok=False, error_kind="memory_limit", detail=stderr,
+                        error=f"The plugin needed more than {limits.memory_mb} MB of memory"
+                              " and was stopped.")
+    raw = result.files.get(RESULT_PATH)
+    if raw is None:
+        if any(name.startswith(RESULT_PATH) for name in result.files_omitted):
+            return _outcome(call, started, ok=False, error_kind="output_too_large",
+                            error=f"The plugin's answer is larger than {limits.output_kb} KB,"
+                                  " the limit for one answer.")
+        why = result.killed_reason or f"exit code {result.exit_code}"
+        return _outcome(call, started, ok=False, error_kind="plugin_error", detail=stderr,
+                        error=f"The plugin stopped without giving an answer ({why}).")
+    try:
+        answer = json.loads(raw)
+        if not isinstance(answer, dict):
+            raise ValueError("not an object")
+    except ValueError:
+        return _outcome(call, started, ok=False, error_kind="bad_output", detail=stderr,
+                        error="The plugin's answer could not be read.")
+    return _checked(call, limits, answer, started, stderr)
+
+
+def _checked(call: PluginCall, limits: InvokeLimits, answer: dict[str, Any], started: float,
+             stderr: str) -> CallOutcome:
+    """The runner's answer, trusting none of it (the plugin ran in the same process)."""
+    logs = answer.get("log")
+    lines = [str(line)[:limits.log_line_chars + 3] for line in logs[:limits.log_lines + 1]] \
+        if isinstance(logs, list) else []
+    plugin_ms = answer.get("plugin_ms")
+    common: dict[str, Any] = {
+        "log_lines": lines,
+        "plugin_ms": int(plugin_ms) if isinstance(plugin_ms, int | float) and plugin_ms >= 0
+        else 0}
+    kind = answer.get("error_kind")
+    if answer.get("ok") is not True:
+        kind = kind if kind in ERROR_KINDS else "plugin_error"
+        error = str(answer.get("error") or "")[:3000]
+        if kind == "output_too_large":
+            error = (f"The plugin's answer is {_kb(answer.get('size'))} of JSON; the limit for"
+                     f" one answer is {limits.output_kb} KB.")
+        error = error or "The plugin failed without saying why."
+        if kind == "storage_too_large":
+            error += ". Nothing it changed in its storage was kept."
+        detail = str(answer.get("detail") or "")[-4000:] or stderr
+        return _outcome(call, started, ok=False, error_kind=kind, error=error, detail=detail,
+                        **common)
+    storage = answer.get("storage")
+    saved: dict[str, Any] | None = None
+    if answer.get("storage_changed") is True and storage is not None:
+        if not isinstance(storage, dict):
+            return _outcome(call, started, ok=False, error_kind="bad_output",
+                            error="The plugin's storage could not be read.", **common)
+        size = storage_size(storage)
+        if size > limits.storage_kb * 1024:
+            return _outcome(call, started, ok=False, error_kind="storage_too_large",
+                            error=f"The plugin tried to keep {_kb(size)} in its storage; the"
+                                  f" limit is {limits.storage_kb} KB. Nothing it changed in"
+                                  " its storage was kept.", **common)
+        if storage != dict(call.storage):
+            saved = storage
+    output = answer.get("output") if call.event is None else None
+    return _outcome(call, started, ok=True, output=output, storage=saved, **common)
+
+
+def storage_size(storage: Mapping[str, Any]) -> int:
+    """Bytes of the store as JSON, as the limit counts them."""
+    return len(json.dumps(storage, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _kb(size: object) -> str:
+    if not isinstance(size, int):
+        return "too much"
+    return f"{size / 1024:.0f} KB" if size >= 1024 else f"{size} bytes"
+
+
+def _outcome(call: PluginCall, started: float, *, ok: bool, error_kind: str = "",
+             error: str = "", output: Any = None, storage: dict[str, Any] | None = None,
+             log_lines: list[str] | None = None, plugin_ms: int = 0,
+             detail: str = "") -> CallOutcome:
+    secrets = sorted({call.settings[name] for name in call.secret_settings
+                      if call.settings.get(name)}, key=len, reverse=True)
+    return CallOutcome(
+        ok=ok, output=redact_json(output, secrets), error=redact(error, secrets),
+        error_kind=error_kind, storage=storage,
+        log_lines=[redact(line, secrets) for line in log_lines or []],
+        duration_ms=int((time.monotonic() - started) * 1000), plugin_ms=plugin_ms,
+        detail=redact(detail, secrets))
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """`text` with every secret value (and its JSON-escaped form) replaced by [secret]."""
+    for secret in secrets:
+        text = text.replace(secret, REDACTED)
+        escaped = json.dumps(secret)[1:-1]
+        if escaped != secret:
+            text = text.replace(escaped, REDACTED)
+    return text
+
+
+def redact_json(value: Any, secrets: list[str]) -> Any:
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list):
+        return [redact_json(item, secrets) for item in value]
+    if isinstance(value, dict):
+        return {redact(key, secrets): redact_json(item, secrets) for key, item in value.items()}
+    return value
