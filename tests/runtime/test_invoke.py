@@ -5,6 +5,7 @@ and what the outcome says when the plugin or its answer is wrong."""
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import pytest
@@ -279,7 +280,7 @@ def test_a_hostile_plugin_cannot_read_another_calls_storage_or_settings() -> Non
         "import os\n"
         "class Plugin:\n"
         "    def on_command(self, name, payload):\n"
-        "        needles = [b'private' + b'-note', b'team-a' + b'-key']  # not in this file\n"
+        "        needles = [b'-'.join([b'private', b'note']), b'-'.join([b'team', b'a', b'key'])]\n"
         "        seen = []\n"
         "        for top in ('/workdir', '/tmp', '/dev/shm', '/proc'):\n"
         "            for root, dirs, files in os.walk(top):\n"
@@ -328,3 +329,27 @@ def test_the_limits_are_described_for_admins() -> None:
     assert rows["Storage"] == "64 KB of JSON per team"
     assert rows["Time"] == "15 seconds per call"
     assert set(rows) >= {"CPU", "Memory", "Input", "Answer", "Log", "Network"}
+
+
+def test_the_plugin_is_shipped_compiled_once_per_content(monkeypatch: pytest.MonkeyPatch) -> None:
+    from autocoder.runtime import invoke
+
+    plugin = "class Plugin:\n    def on_command(self, name, payload):\n        return {!r}\n"
+    source, compiled = plugin.format("source"), plugin.format("bytecode")
+    path, pyc = invoke._module_pyc("solo/plugin.py", compiled)
+    assert path == f"solo/__pycache__/plugin.{sys.implementation.cache_tag}.pyc"
+    shipped = invoke._bytecode
+    monkeypatch.setattr(invoke, "_bytecode", lambda files: {**shipped(files), path: pyc})
+    # the sandbox's interpreter loads the shipped bytecode as it is, without compiling
+    assert single(source).output == "bytecode"
+    monkeypatch.setattr(invoke, "_bytecode", shipped)
+    assert single(source).output == "source"
+    before = invoke._module_pyc.cache_info().hits
+    single(source)
+    assert invoke._module_pyc.cache_info().hits > before
+
+
+def test_a_plugin_with_a_syntax_error_is_reported_by_the_sandbox() -> None:
+    outcome = single("class Plugin:\n    def on_command(self, name, payload)\n")
+    assert outcome.error_kind == "plugin_error"
+    assert outcome.error.startswith("The plugin could not be loaded: SyntaxError")
