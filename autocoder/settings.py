@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import environ
@@ -111,7 +112,10 @@ if env.bool("DATABASE_POOL", default=True):
     # client-side binding cursors never prepare, whatever this says. Prepared statements are
     # planned once with a generic plan: their SQL is the same for every user.
     _options["prepare_threshold"] = 5
-    _options["options"] = f"{_options.get('options', '')} -c plan_cache_mode=force_generic_plan"
+    # libpq ignores PGOPTIONS once "options" is given: keep what the environment asks for too.
+    _options["options"] = " ".join(filter(None, [
+        os.environ.get("PGOPTIONS", ""), _options.get("options", ""),
+        "-c plan_cache_mode=force_generic_plan"]))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = config.redis_url()
