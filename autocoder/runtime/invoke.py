@@ -36,6 +36,12 @@ EVENTS = ("activated", "deactivated", "settings_changed", "schedule")
 ERROR_KINDS = ("plugin_error", "timeout", "cpu_limit", "memory_limit", "output_too_large",
                "storage_too_large", "bad_output", "sandbox_unavailable", "payload_too_large")
 REDACTED = "[secret]"
+# Why a plugin that gave no answer was stopped, in words (the sandbox's killed_reason).
+STOP_REASONS = {"output_limit": "it printed far too much",
+                "workdir_full": "it filled its working space",
+                "file_size_limit": "it wrote a file larger than allowed",
+                "signal:SIGSEGV": "it crashed",
+                "signal:SIGKILL": "it was killed"}
 ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
 
 RUNNER = Path(__file__).with_name("host_runner.py").read_text(encoding="utf-8")
@@ -235,7 +241,8 @@ def _module_pyc(path: str, source: str) -> tuple[str, bytes] | None:
 def _bytecode(files: Mapping[str, str]) -> dict[str, str | bytes]:
     found: dict[str, str | bytes] = {}
     for path, source in files.items():
-        if path.endswith(".py") and not path.startswith(("tests/", ".autocoder/")):
+        if (path.endswith(".py") and isinstance(source, str)
+                and not path.startswith(("tests/", ".autocoder/"))):
             compiled = _module_pyc(path, source)
             if compiled is not None:
                 found[compiled[0]] = compiled[1]
@@ -247,11 +254,11 @@ def _read_result(call: PluginCall, limits: InvokeLimits, result: sandbox.RunResu
     stderr = (result.stderr or "")[-2000:]
     if result.timed_out:
         return _outcome(call, started, ok=False, error_kind="timeout", detail=stderr,
-                        error=f"The plugin took longer than {limits.timeout_s:g} seconds and"
+                        error=f"The plugin took longer than {_seconds(limits.timeout_s)} and"
                               " was stopped.")
     if result.killed_reason == "cpu_limit":
         return _outcome(call, started, ok=False, error_kind="cpu_limit", detail=stderr,
-                        error=f"The plugin used all of its {limits.cpu_s} seconds of"
+                        error=f"The plugin used all of its {_seconds(limits.cpu_s)} of"
                               " processor time and was stopped.")
     if result.oom:
         return _outcome(call, started, ok=False, error_kind="memory_limit", detail=stderr,
@@ -263,7 +270,8 @@ def _read_result(call: PluginCall, limits: InvokeLimits, result: sandbox.RunResu
             return _outcome(call, started, ok=False, error_kind="output_too_large",
                             error=f"The plugin's answer is larger than {limits.output_kb} KB,"
                                   " the limit for one answer.")
-        why = result.killed_reason or f"exit code {result.exit_code}"
+        why = STOP_REASONS.get(result.killed_reason or "", result.killed_reason or
+                               f"exit code {result.exit_code}")
         return _outcome(call, started, ok=False, error_kind="plugin_error", detail=stderr,
                         error=f"The plugin stopped without giving an answer ({why}).")
     try:
@@ -321,6 +329,10 @@ def _checked(call: PluginCall, limits: InvokeLimits, answer: dict[str, Any], sta
 def storage_size(storage: Mapping[str, Any]) -> int:
     """Bytes of the store as JSON, as the limit counts them."""
     return len(json.dumps(storage, separators=(",", ":"), ensure_ascii=False).encode())
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} second{'' if value == 1 else 's'}"
 
 
 def _kb(size: object) -> str:

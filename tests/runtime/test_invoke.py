@@ -4,11 +4,13 @@ and what the outcome says when the plugin or its answer is wrong."""
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from typing import Any
 
 import pytest
+from django.core.management import call_command
 
 from autocoder.runtime.invoke import (
     INVOKE_LIMITS,
@@ -198,7 +200,7 @@ def test_a_plugin_that_runs_too_long_is_stopped_with_a_plain_message() -> None:
                   "        while True:\n            pass\n",
                   limits=InvokeLimits(timeout_s=20, cpu_s=1))
     assert (busy.ok, busy.error_kind) == (False, "cpu_limit")
-    assert busy.error == "The plugin used all of its 1 seconds of processor time and was stopped."
+    assert busy.error == "The plugin used all of its 1 second of processor time and was stopped."
 
 
 def test_a_plugin_that_needs_too_much_memory_is_stopped() -> None:
@@ -353,3 +355,22 @@ def test_a_plugin_with_a_syntax_error_is_reported_by_the_sandbox() -> None:
     outcome = single("class Plugin:\n    def on_command(self, name, payload)\n")
     assert outcome.error_kind == "plugin_error"
     assert outcome.error.startswith("The plugin could not be loaded: SyntaxError")
+
+
+def test_a_plugin_that_floods_its_output_is_stopped_in_plain_words() -> None:
+    outcome = single("import sys\nclass Plugin:\n    def on_command(self, name, payload):\n"
+                     "        while True:\n            sys.stdout.write('x' * 65536)\n",
+                     limits=InvokeLimits(timeout_s=20))
+    assert (outcome.ok, outcome.error_kind) == (False, "plugin_error")
+    assert outcome.error == ("The plugin stopped without giving an answer (it printed far too"
+                             " much).")
+
+
+def test_bench_invoke_prints_the_overhead_as_json() -> None:
+    out = io.StringIO()
+    call_command("bench_invoke", "--runs", "5", "--json", stdout=out)
+    figures = json.loads(out.getvalue())
+    assert figures["mode"] == "overhead" and figures["runs"] == 5
+    assert 0 < figures["overhead_min_ms"] <= figures["overhead_p50_ms"] <= figures[
+        "overhead_p95_ms"]
+    assert figures["goal_p50_ms"] == 50
