@@ -5,8 +5,9 @@ Mode "overhead" (the issue's goal: p50 <= 50 ms): `call_plugin` on a trivial plu
 and echoes its payload), the whole public call as the portal makes it. Overhead is the call's
 wall time minus the time spent inside the plugin's own on_initialize and on_command
 (`CallOutcome.overhead_ms`): the request, writing the workdir, the hand-over to the prepared
-sandbox, the interpreter's start, the runner, importing the plugin, collecting the answer,
-checking it, the teardown and the start of the next sandbox's preparation.
+sandbox (whose interpreter, already started, runs the runner: `in_process`), the runner,
+importing the plugin (shipped compiled), collecting the answer, checking it, the teardown
+and the start of the next sandbox's preparation.
 
 * prepared: before each timed call the bench waits, untimed, until this thread's next sandbox
   is ready (standby.py), as a worker between two calls that are not back to back would;

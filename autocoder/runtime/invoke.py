@@ -157,8 +157,10 @@ def call_plugin(call: PluginCall, limits: InvokeLimits = INVOKE_LIMITS, *,
         files[RUNNER_PATH] = RUNNER
     files[CALL_PATH] = request["text"]
     try:
+        # bwrap: the prepared sandbox's interpreter runs the runner itself (in_process)
         result = sandbox.run(files, ["python", "-I", *(["-S"] if site else []), "-B", runner],
-                             limits.sandbox_limits(), backend=chosen, collect=[RESULT_PATH])
+                             limits.sandbox_limits(), backend=chosen, collect=[RESULT_PATH],
+                             in_process=bool(site))
     except SandboxError as exc:
         return _outcome(call, started, ok=False, error_kind="sandbox_unavailable",
                         error=f"The plugin could not be run: the sandbox is not working ({exc}).")

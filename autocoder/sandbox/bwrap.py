@@ -60,6 +60,8 @@ _SYSTEM_DIRS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/share/zoneinfo")
 _SYSTEM_TOPS = ("/lib", "/lib64", "/lib32")
 _SYSTEM_FILES = ("/etc/ld.so.cache", "/etc/localtime")
 _LAUNCHER_SOURCE = Path(launcher.__file__).read_text(encoding="utf-8")
+# The flags the launcher's interpreter runs with (plus -B): what an in-process job must ask for.
+IN_PROCESS_PREFIX = ("python", "-I", "-S", "-B")
 
 
 @dataclass(frozen=True)
@@ -147,13 +149,20 @@ def _is_under(path: str, directory: str) -> bool:
     return path == directory or path.startswith(directory.rstrip("/") + "/")
 
 
-def job_message(command: list[str], limits: Limits, layout: HostLayout) -> bytes:
-    """What the launcher reads: its limits, then the job's argv (see launcher.py)."""
+def job_message(command: list[str], limits: Limits, layout: HostLayout, *,
+                in_process: bool = False) -> bytes:
+    """What the launcher reads: its limits, then the job's argv (see launcher.py). With
+    `in_process`, `command` is `python -I -S -B SCRIPT ARGS...` and the launcher, that very
+    interpreter already started, runs SCRIPT itself."""
     mb = 1024 * 1024
     values = [limits.memory_mb * mb, limits.pids, limits.cpu_s, limits.cpu_s + 1,
               limits.file_size_mb * mb, limits.open_files]
-    argv = [layout.interpreter, *command[1:]] if command[0] == "python" else command
-    return b"\x00".join([launcher.MESSAGE_TAG, *(str(v).encode() for v in values),
+    if in_process:
+        tag, argv = launcher.IN_PROCESS_TAG, command[len(IN_PROCESS_PREFIX):]
+    else:
+        tag = launcher.MESSAGE_TAG
+        argv = [layout.interpreter, *command[1:]] if command[0] == "python" else command
+    return b"\x00".join([tag, *(str(v).encode() for v in values),
                          *(os.fsencode(arg) for arg in argv)])
 
 
@@ -272,7 +281,8 @@ def _ready_sandbox(limits: Limits) -> standby.Standby:
 
 def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
         collect: list[str] | None = None,
-        cancel_check: process.CancelCheck | None = None) -> RunResult:
+        cancel_check: process.CancelCheck | None = None,
+        in_process: bool = False) -> RunResult:
     layout = host_layout()
     memory.configured_choice()  # a bad SANDBOX_MEMORY_BOUND fails before anything starts
     sandbox = _ready_sandbox(limits)
@@ -287,7 +297,7 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
         bound = memory.bound_job(sandbox.proc.pid, limits.memory_mb,
                                  prepared=_cgroups.pop(sandbox, None))
         started = time.monotonic()
-        proc = sandbox.hand_over(job_message(command, limits, layout))
+        proc = sandbox.hand_over(job_message(command, limits, layout, in_process=in_process))
         outcome = process.watch(proc, limits=limits, started=started,
                                 cancel_check=cancel_check, over_quota=quota,
                                 memory_exceeded=bound.exceeded)

@@ -19,9 +19,13 @@ def default_backend() -> str:
 def run(
     files: dict[str, str | bytes], command: list[str], limits: Limits = DEFAULT_LIMITS, *,
     backend: str | None = None, collect: list[str] | None = None,
-    cancel_check: Callable[[], bool] | None = None,
+    cancel_check: Callable[[], bool] | None = None, in_process: bool = False,
 ) -> RunResult:
     """Run `command` (argv, cwd = the workdir holding `files`) under `limits`.
+
+    `in_process`: `command` is `["python", "-I", "-S", "-B", SCRIPT, *ARGS]`, and the bwrap
+    backend runs SCRIPT in the interpreter its prepared sandbox has already started rather
+    than starting a second one (the same job, about 8 ms sooner); Docker runs the command.
 
     Raises ValueError for a bad request (a path escaping the workdir, an empty command) and
     SandboxError when the sandbox itself fails; whatever the job does is in the RunResult.
@@ -32,11 +36,14 @@ def run(
         safe_relpath(pattern)
     if not command or not all(isinstance(arg, str) and "\x00" not in arg for arg in command):
         raise ValueError("command must be a non-empty list of strings without NUL bytes")
+    if in_process and (tuple(command[:4]) != ("python", "-I", "-S", "-B") or len(command) < 5):
+        raise ValueError('in_process needs the command ["python", "-I", "-S", "-B", SCRIPT, ...]')
     chosen = backend or default_backend()
     if chosen == "bwrap":
         from autocoder.sandbox import bwrap
 
-        return bwrap.run(files, command, limits, collect=collect, cancel_check=cancel_check)
+        return bwrap.run(files, command, limits, collect=collect, cancel_check=cancel_check,
+                         in_process=in_process)
     if chosen == "docker":
         from autocoder.sandbox import docker_backend
 
