@@ -39,7 +39,7 @@ gc.freeze()
 def _warm_search_model() -> None:
     """In the background, so the process answers pages meanwhile; then freeze again, the model
     being as long-lived as the libraries."""
-    from marketplace.selectors import search_model_warm
+    from marketplace.selectors.catalogue import search_model_warm
 
     try:
         search_model_warm()

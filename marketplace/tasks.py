@@ -18,7 +18,7 @@ import dramatiq
 @dramatiq.actor(max_retries=3, min_backoff=2_000, time_limit=15 * 60 * 1000)
 def plugin_version_check(version_id: int) -> None:
     """Check uploaded version `version_id` and record the outcome."""
-    from marketplace.services import plugin_version_check as check
+    from marketplace.services.checking import plugin_version_check as check
 
     check(version_id=version_id)
 
@@ -27,6 +27,6 @@ def plugin_version_check(version_id: int) -> None:
 @dramatiq.actor(max_retries=0, time_limit=2 * 60 * 1000)
 def plugin_try_run(try_id: int) -> None:
     """Run try `try_id` in the sandbox and store its result for the user who asked."""
-    from marketplace.services import plugin_try_perform
+    from marketplace.services.trying import plugin_try_perform
 
     plugin_try_perform(try_id=try_id)

@@ -24,8 +24,9 @@ from django.test import Client
 from django.utils import timezone
 
 from marketplace.models import Artifact, Plugin, PluginVersion
-from marketplace.selectors import catalogue_search, clean_params, viewer_for
-from marketplace.services import embedding_text
+from marketplace.selectors.catalogue import catalogue_search, clean_params
+from marketplace.selectors.visibility import viewer_for
+from marketplace.services.submissions import embedding_text
 from marketplace.validation import normalize_name
 from projects.models import Membership, Team
 
@@ -239,7 +240,7 @@ def _bench_in_transaction(plugins: int, searches: int, index_requests: int, seed
 
 def _time_searches(user: Any, count: int, rng: random.Random,
                    progress: Callable[[str], None] | None) -> dict[str, Any]:
-    from marketplace import selectors
+    from marketplace.selectors.catalogue import _cached_embedding
 
     viewer = viewer_for(user)
     sorts = ("relevance", "relevance", "relevance", "installs", "rating", "updated")
@@ -259,7 +260,7 @@ def _time_searches(user: Any, count: int, rng: random.Random,
             tag=rng.choice(("", "", *_TAGS)))))
         if progress and (i + 1) % 100 == 0:
             progress(f"searched {i + 1}/{count}")
-    selectors._cached_embedding.cache_clear()
+    _cached_embedding.cache_clear()
     return {"new_queries": _summary(fresh), "repeated_queries": _summary(repeated),
             "browse": _summary(browse), "count": count}
 

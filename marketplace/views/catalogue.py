@@ -13,7 +13,6 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from marketplace import selectors, services
 from marketplace.build import ignored_inputs
 from marketplace.forms import (
     DecisionForm,
@@ -27,23 +26,48 @@ from marketplace.forms import (
 )
 from marketplace.models import Plugin, PluginVersion
 from marketplace.proposals import PublishState, publish_state
+from marketplace.selectors.catalogue import SORTS, catalogue_facets, catalogue_search, clean_params
+from marketplace.selectors.checking import check_progress
+from marketplace.selectors.gate import pending_versions_for, version_gate
+from marketplace.selectors.reviews import (
+    plugin_reviews,
+    publisher_reviews,
+    rates_as_publisher,
+    review_of,
+)
+from marketplace.selectors.tokens import api_tokens_of
+from marketplace.selectors.trying import try_request_of
+from marketplace.selectors.versions import (
+    plugin_version_for_viewer,
+    plugin_versions,
+    published_version_of_run,
+)
+from marketplace.selectors.visibility import Viewer, plugin_for_viewer, request_viewer
 from marketplace.served import served_files_of_version
+from marketplace.services.gate import DecisionConflict, plugin_version_decide
+from marketplace.services.listing import plugin_settings_update
+from marketplace.services.publishing import plugin_version_publish
+from marketplace.services.reviews import review_delete, review_upsert
+from marketplace.services.tokens import api_token_create, api_token_revoke
+from marketplace.services.trying import TryRateLimited, plugin_try_request
+from marketplace.services.uploads import plugin_upload_store
+from marketplace.services.yanking import plugin_version_unyank, plugin_version_yank
 from marketplace.validation import PackageError
 from projects.http import AuthenticatedHttpRequest
 from projects.permissions import get_run_for_member
 from projects.selectors import teams_for_user
 
 
-def _plugin_or_404(request: AuthenticatedHttpRequest, name: str) -> tuple[Plugin, selectors.Viewer]:
-    viewer = selectors.request_viewer(request)
-    plugin = selectors.plugin_for_viewer(viewer, name)
+def _plugin_or_404(request: AuthenticatedHttpRequest, name: str) -> tuple[Plugin, Viewer]:
+    viewer = request_viewer(request)
+    plugin = plugin_for_viewer(viewer, name)
     if plugin is None:
         raise Http404("No such plugin")
     return plugin, viewer
 
 
-def _version_or_404(plugin: Plugin, viewer: selectors.Viewer, version: str) -> PluginVersion:
-    found = selectors.plugin_version_for_viewer(plugin, viewer, version)
+def _version_or_404(plugin: Plugin, viewer: Viewer, version: str) -> PluginVersion:
+    found = plugin_version_for_viewer(plugin, viewer, version)
     if found is None:
         raise Http404("No such version")
     return found
@@ -58,13 +82,13 @@ def _render(request: AuthenticatedHttpRequest, template: str, context: dict[str,
 
 @login_required
 def catalogue(request: AuthenticatedHttpRequest) -> HttpResponse:
-    viewer = selectors.request_viewer(request)
-    params = selectors.clean_params(**{key: request.GET.get(key, "") for key in
+    viewer = request_viewer(request)
+    params = clean_params(**{key: request.GET.get(key, "") for key in
                                        ("q", "category", "tag", "sort", "page")})
-    page = selectors.catalogue_search(viewer=viewer, params=params)
-    context = {"page": page, "params": params, "sorts": selectors.SORTS,
+    page = catalogue_search(viewer=viewer, params=params)
+    context = {"page": page, "params": params, "sorts": SORTS,
                "categories": Plugin.Category.choices,
-               "facets": selectors.catalogue_facets(viewer)}
+               "facets": catalogue_facets(viewer)}
     return _render(request, "marketplace/catalogue.html", context, "results")
 
 
@@ -73,7 +97,7 @@ def plugin_detail(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     plugin, viewer = _plugin_or_404(request, name)
     if plugin.normalized_name != name:
         return redirect("marketplace:plugin", name=plugin.normalized_name)
-    versions = selectors.plugin_versions(plugin, viewer)
+    versions = plugin_versions(plugin, viewer)
     shown = plugin.latest_version or next(iter(versions), None)
     return render(request, "marketplace/plugin_detail.html",
                   _plugin_context(request, plugin, viewer, versions, shown))
@@ -82,7 +106,7 @@ def plugin_detail(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
 @login_required
 def version_detail(request: AuthenticatedHttpRequest, name: str, version: str) -> HttpResponse:
     plugin, viewer = _plugin_or_404(request, name)
-    versions = selectors.plugin_versions(plugin, viewer)
+    versions = plugin_versions(plugin, viewer)
     shown = _version_or_404(plugin, viewer, version)
     if request.GET.get("part") == "check" and getattr(request, "htmx", False):
         if shown.status != PluginVersion.Status.CHECKING:  # the outcome: the whole page
@@ -91,17 +115,17 @@ def version_detail(request: AuthenticatedHttpRequest, name: str, version: str) -
             return response
         return render(request, "marketplace/plugin_detail.html#check",
                       {"plugin": plugin, "shown": shown,
-                       "progress": selectors.check_progress(shown)})
+                       "progress": check_progress(shown)})
     context = _plugin_context(request, plugin, viewer, versions, shown)
     asked = request.GET.get("try", "")
     if asked.isdigit():
-        context["try_request"] = selectors.try_request_of(int(asked), viewer.user_id)
+        context["try_request"] = try_request_of(int(asked), viewer.user_id)
     return render(request, "marketplace/plugin_detail.html", context)
 
 
-def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: selectors.Viewer,
+def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: Viewer,
                     versions: list[PluginVersion], shown: PluginVersion | None) -> dict[str, Any]:
-    own_review = selectors.review_of(plugin, viewer.user_id)
+    own_review = review_of(plugin, viewer.user_id)
     commands = [c["name"] for c in shown.commands] if shown else []
     first_example = next((c for c in shown.commands if c.get("examples")), None) if shown else None
     index_url = request.build_absolute_uri(reverse("simple:index"))
@@ -110,9 +134,9 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: s
         "is_member": viewer.is_member(plugin.team_id),
         "can_review_team": viewer.can_review(plugin.team_id),
         "is_admin": viewer.is_admin(plugin.team_id),
-        "reviews": selectors.plugin_reviews(plugin), "own_review": own_review,
-        "as_publisher": selectors.rates_as_publisher(viewer, plugin),
-        "publisher_reviews": (selectors.publisher_reviews(plugin)
+        "reviews": plugin_reviews(plugin), "own_review": own_review,
+        "as_publisher": rates_as_publisher(viewer, plugin),
+        "publisher_reviews": (publisher_reviews(plugin)
                               if viewer.is_member(plugin.team_id) else []),
         "review_form": ReviewForm(initial={"rating": own_review.rating, "body": own_review.body}
                                   if own_review else None),
@@ -121,9 +145,9 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: s
         "index_url": index_url,
         "needs_token": plugin.visibility != Plugin.Visibility.PUBLIC,
         "served": served_files_of_version(shown) if shown else None,
-        "gate": (selectors.version_gate(shown, request.user)
+        "gate": (version_gate(shown, request.user)
                  if shown and shown.status == PluginVersion.Status.PENDING else None),
-        "progress": (selectors.check_progress(shown)
+        "progress": (check_progress(shown)
                      if shown and shown.status == PluginVersion.Status.CHECKING else None),
     }
 
@@ -143,16 +167,16 @@ def plugin_try(request: AuthenticatedHttpRequest, name: str, version: str) -> Ht
     plugin, viewer = _plugin_or_404(request, name)
     shown = _version_or_404(plugin, viewer, version)
     form = TryForm(request.POST, commands=[c["name"] for c in shown.commands])
-    context = _plugin_context(request, plugin, viewer, selectors.plugin_versions(plugin, viewer),
+    context = _plugin_context(request, plugin, viewer, plugin_versions(plugin, viewer),
                               shown)
     context["try_form"] = form
     retry_after = 0
     if form.is_valid():
         try:
-            context["try_request"] = services.plugin_try_request(
+            context["try_request"] = plugin_try_request(
                 version=shown, user=request.user, command=form.cleaned_data["command"],
                 payload=form.cleaned_data["payload"])
-        except services.TryRateLimited as exc:
+        except TryRateLimited as exc:
             context["rate_limited"], retry_after = exc, exc.retry_after
         except PackageError as exc:
             context["try_errors"] = exc.errors
@@ -170,7 +194,7 @@ def try_result(request: AuthenticatedHttpRequest, name: str, version: str,
     user who asked sees it."""
     plugin, viewer = _plugin_or_404(request, name)
     shown = _version_or_404(plugin, viewer, version)
-    asked = selectors.try_request_of(try_id, viewer.user_id)
+    asked = try_request_of(try_id, viewer.user_id)
     if asked is None or asked.version_id != shown.pk:
         raise Http404("No such try")
     if not getattr(request, "htmx", False):
@@ -190,7 +214,7 @@ def review_save(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
                        " characters.")
         return redirect("marketplace:plugin", name=plugin.normalized_name)
     try:
-        review = services.review_upsert(plugin=plugin, user=request.user, **form.cleaned_data)
+        review = review_upsert(plugin=plugin, user=request.user, **form.cleaned_data)
         messages.success(request, "Your feedback is saved as the publisher's own; it does not"
                          " count in the public rating." if review.from_publisher
                          else "Your review is saved.")
@@ -203,9 +227,9 @@ def review_save(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
 @require_POST
 def review_remove(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     plugin, viewer = _plugin_or_404(request, name)
-    review = selectors.review_of(plugin, viewer.user_id)
+    review = review_of(plugin, viewer.user_id)
     if review is not None:
-        services.review_delete(review=review, user=request.user)
+        review_delete(review=review, user=request.user)
         messages.success(request, "Your review was removed.")
     return redirect("marketplace:plugin", name=plugin.normalized_name)
 
@@ -218,13 +242,13 @@ def version_decide(request: AuthenticatedHttpRequest, name: str, version: str) -
     form = DecisionForm(request.POST)
     if form.is_valid():
         try:
-            decided = services.plugin_version_decide(
+            decided = plugin_version_decide(
                 version=shown, user=request.user,
                 approve=form.cleaned_data["decision"] == "approve",
                 comment=form.cleaned_data["comment"])
             messages.success(request, f"{plugin.name} {decided.version}:"
                              f" {decided.get_status_display().lower()}.")
-        except (PermissionDenied, services.DecisionConflict) as exc:
+        except (PermissionDenied, DecisionConflict) as exc:
             messages.error(request, _message(exc))
     return redirect("marketplace:version", name=plugin.normalized_name, version=shown.version)
 
@@ -238,15 +262,15 @@ def version_yank(request: AuthenticatedHttpRequest, name: str, version: str) -> 
     form = YankForm(request.POST)
     try:
         if undo:
-            services.plugin_version_unyank(version=shown, user=request.user)
+            plugin_version_unyank(version=shown, user=request.user)
             messages.success(request, f"{shown.version} is installable again.")
         elif form.is_valid():
-            services.plugin_version_yank(version=shown, user=request.user,
-                                         reason=form.cleaned_data["reason"])
+            plugin_version_yank(version=shown, user=request.user,
+                                reason=form.cleaned_data["reason"])
             messages.success(request, f"{shown.version} is yanked.")
         else:
             messages.error(request, "Give a reason for yanking (users see it).")
-    except (PermissionDenied, PackageError, services.DecisionConflict) as exc:
+    except (PermissionDenied, PackageError, DecisionConflict) as exc:
         messages.error(request, _message(exc))
     return redirect("marketplace:version", name=plugin.normalized_name, version=shown.version)
 
@@ -260,7 +284,7 @@ def plugin_settings(request: AuthenticatedHttpRequest, name: str) -> HttpRespons
         "visibility": plugin.visibility, "category": plugin.category,
         "tags": ", ".join(plugin.tags)})
     if request.method == "POST" and form.is_valid():
-        services.plugin_settings_update(plugin=plugin, user=request.user, **form.cleaned_data)
+        plugin_settings_update(plugin=plugin, user=request.user, **form.cleaned_data)
         messages.success(request, "Listing saved.")
         return redirect("marketplace:plugin", name=plugin.normalized_name)
     return render(request, "marketplace/plugin_settings.html", {"plugin": plugin, "form": form})
@@ -275,7 +299,7 @@ def upload(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
         try:
-            version = services.plugin_upload_store(
+            version = plugin_upload_store(
                 team=data["team"], user=request.user, filename=data["package"].name,
                 data=data["package"].read(), visibility=data["visibility"],
                 category=data["category"], tags=data["tags"], changelog=data["changelog"])
@@ -295,7 +319,7 @@ def upload(request: AuthenticatedHttpRequest) -> HttpResponse:
 @login_required
 def publish_run(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     run, _ = get_run_for_member(request.user, run_id)
-    live = selectors.published_version_of_run(run.pk)
+    live = published_version_of_run(run.pk)
     if live is not None and request.method == "GET":  # "Published" on the run page leads here
         messages.info(request, f"{live.plugin.name} {live.version} from this run is published.")
         return redirect("marketplace:version", name=live.plugin.normalized_name,
@@ -305,8 +329,8 @@ def publish_run(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
     errors: list[str] = []
     if request.method == "POST" and form.is_valid():
         try:
-            version = services.plugin_version_publish(run=run, user=request.user,
-                                                      **form.cleaned_data)
+            version = plugin_version_publish(run=run, user=request.user,
+                                             **form.cleaned_data)
         except (PackageError, PermissionDenied) as exc:
             errors = exc.errors if isinstance(exc, PackageError) else [str(exc)]
         else:
@@ -337,9 +361,9 @@ def _publish_message(request: AuthenticatedHttpRequest, version: PluginVersion) 
 
 @login_required
 def pending(request: AuthenticatedHttpRequest) -> HttpResponse:
-    viewer = selectors.request_viewer(request)
+    viewer = request_viewer(request)
     return render(request, "marketplace/pending.html",
-                  {"versions": selectors.pending_versions_for(viewer), "viewer": viewer})
+                  {"versions": pending_versions_for(viewer), "viewer": viewer})
 
 
 @login_required
@@ -347,10 +371,10 @@ def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     form = TokenForm(request.POST or None)
     created = ""
     if request.method == "POST" and form.is_valid():
-        _, created = services.api_token_create(user=request.user, name=form.cleaned_data["name"])
+        _, created = api_token_create(user=request.user, name=form.cleaned_data["name"])
         form = TokenForm()
     context = {"form": form, "created": created,
-               "tokens": selectors.api_tokens_of(int(request.user.pk or 0)),
+               "tokens": api_tokens_of(int(request.user.pk or 0)),
                "index_url": request.build_absolute_uri(reverse("simple:index"))}
     response = render(request, "marketplace/tokens.html", context)
     response["Cache-Control"] = "no-store"  # the page may show a token once
@@ -360,7 +384,7 @@ def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
 @login_required
 @require_POST
 def token_revoke(request: AuthenticatedHttpRequest, token_id: int) -> HttpResponse:
-    if services.api_token_revoke(user=request.user, token_id=token_id):
+    if api_token_revoke(user=request.user, token_id=token_id):
         messages.success(request, "The token is revoked; pip can no longer use it.")
     return redirect("marketplace:tokens")
 

@@ -26,17 +26,16 @@ from django.http.response import HttpResponseBase
 from django.urls import reverse
 from django.views.decorators.http import require_safe
 
-from marketplace.selectors import (
+from marketplace.selectors.index import (
     IndexFile,
-    Viewer,
-    api_token_user,
     artifact_for_viewer,
     index_files,
     index_project,
     index_projects,
-    viewer_for,
 )
-from marketplace.services import artifact_download_record
+from marketplace.selectors.tokens import api_token_user
+from marketplace.selectors.visibility import Viewer, viewer_for
+from marketplace.services.listing import artifact_download_record
 from marketplace.storage import artifact_path
 from marketplace.validation import normalize_name
 

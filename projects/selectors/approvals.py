@@ -58,7 +58,7 @@ def uploads_awaiting(user: User | AnonymousUser, memberships: list[Membership] |
     request, which `approvals_awaiting` lists."""
     # Imported here: the marketplace builds on the projects app.
     from marketplace.models import PluginVersion, VersionDecision
-    from marketplace.selectors import viewer_of, visible_q
+    from marketplace.selectors.visibility import viewer_of, visible_q
 
     if not user.is_authenticated:
         return PluginVersion.objects.none()

@@ -80,7 +80,7 @@ def _decide(locked: ApprovalRequest, *, user: User, decision: str,
     notification_decision_send(approval=decided, actor=user)
     if decided.kind == ApprovalRequest.Kind.PUBLISH:
         # Imported here: the marketplace builds on these services.
-        from marketplace.services import publish_approval_decided
+        from marketplace.services.gate import publish_approval_decided
 
         publish_approval_decided(approval=decided)
     return decided

@@ -94,7 +94,7 @@ def _vote(request: AuthenticatedHttpRequest, approval: ApprovalRequest,
           form: ApprovalDecisionForm) -> services.VoteOutcome:
     data = form.cleaned_data
     if form.publishes and data["decision"] == ApprovalVote.Decision.APPROVE:
-        from marketplace.services import publish_request_approve
+        from marketplace.services.publishing import publish_request_approve
 
         return publish_request_approve(
             approval=approval, user=request.user, comment=data["comment"],
@@ -143,6 +143,6 @@ def _published(approval: ApprovalRequest) -> Any:
     if (approval.kind != ApprovalRequest.Kind.PUBLISH
             or approval.status != ApprovalRequest.Status.APPROVED):
         return None
-    from marketplace.selectors import published_version_of_run
+    from marketplace.selectors.versions import published_version_of_run
 
     return published_version_of_run(approval.run_id)

@@ -19,9 +19,10 @@ from django.db import connections
 from django.urls import reverse
 from playwright.sync_api import Page, expect
 
-from marketplace import services as market
 from marketplace.models import PluginVersion
 from marketplace.proposals import publish_payload_default
+from marketplace.services.publishing import publish_request_approve
+from marketplace.services.uploads import plugin_upload_submit
 from projects.approval_rules import approval_candidate
 from projects.models import ApprovalRequest, Iteration, Project, Run, Team
 from tests.browser.pages import answer_actions, continue_, describe, fill_example
@@ -98,10 +99,10 @@ def _build() -> dict[str, Any]:
                               reason="the same error three times", question="What now?")
     publish = succeeded_run(team, users["quinn"], "word-count")
     live = succeeded_run(team, users["colin"], "meeting-digest")
-    market.publish_request_approve(approval=live, user=users["rob"], comment="Good.",
-                                   candidate=approval_candidate(live), version="0.1.0",
-                                   visibility="team", category="text")
-    uploaded = market.plugin_upload_submit(
+    publish_request_approve(approval=live, user=users["rob"], comment="Good.",
+                            candidate=approval_candidate(live), version="0.1.0",
+                            visibility="team", category="text")
+    uploaded = plugin_upload_submit(
         team=team, user=users["quinn"], filename="plugin.zip", visibility="team",
         data=zip_bytes(plugin_tree(name="text-stats")))
     assert uploaded.status == PluginVersion.Status.PENDING, uploaded.check_errors

@@ -14,10 +14,11 @@ from django.test import Client
 
 from autocoder.engine.scaffold import scaffold_files
 from autocoder.engine.spec import package_name, spec_from_dict
-from marketplace import services
 from marketplace.checks import safety_scan
 from marketplace.models import PluginVersion
 from marketplace.proposals import publish_payload_default
+from marketplace.services.gate import plugin_version_decide
+from marketplace.services.uploads import plugin_upload_submit
 from marketplace.validation import check_plugin_files
 from projects.models import ApprovalRequest, Iteration, LLMCall, Project, Run, Team
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
@@ -108,7 +109,7 @@ def submit(market: dict[str, Any]) -> Submit:
     """Upload a plugin tree as a zip through the real checks (as acme's requester)."""
     def _submit(files: dict[str, str] | None = None, *, team: Team | None = None,
                 user: Any = None, visibility: str = "team", **listing: Any) -> PluginVersion:
-        return services.plugin_upload_submit(
+        return plugin_upload_submit(
             team=team or market["acme"], user=user or market["requester"],
             filename="plugin.zip", data=zip_bytes(files or plugin_tree()),
             visibility=visibility, **listing)
@@ -122,7 +123,7 @@ def publish(market: dict[str, Any], submit: Submit) -> Submit:
         version = submit(files, **kwargs)
         team = kwargs.get("team") or market["acme"]
         approver = market["reviewer"] if team == market["acme"] else market["other_reviewer"]
-        return services.plugin_version_decide(version=version, user=approver, approve=True)
+        return plugin_version_decide(version=version, user=approver, approve=True)
     return _publish
 
 

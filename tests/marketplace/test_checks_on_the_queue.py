@@ -17,8 +17,17 @@ from django.urls import reverse
 from autocoder import heartbeat
 from autocoder.engine import services as engine
 from autocoder.testing.workers import in_process_worker
-from marketplace import services
 from marketplace.models import PluginVersion, TryRequest
+from marketplace.services.checking import (
+    CHECK_MAX_ATTEMPTS,
+    _check_claim,
+    _check_progress,
+    plugin_checks_orphaned_kick,
+    plugin_checks_stalled_kick,
+    plugin_version_check,
+)
+from marketplace.services.trying import TRY_KEEP_S, plugin_try_perform, plugin_try_request
+from marketplace.services.uploads import plugin_upload_store
 from projects.models import StepOutbox
 from tests.marketplace.conftest import client_for, plugin_tree, zip_bytes
 
@@ -56,7 +65,7 @@ def no_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr("marketplace.checks.tests_run", refuse)
     monkeypatch.setattr("marketplace.checks.safety_scan", refuse)
-    monkeypatch.setattr("marketplace.services.sandbox_run", refuse)
+    monkeypatch.setattr("marketplace.services.trying.sandbox_run", refuse)
 
 
 def upload(client: Any, market: dict, files: dict[str, str] | None = None) -> Any:
@@ -69,10 +78,10 @@ def upload(client: Any, market: dict, files: dict[str, str] | None = None) -> An
 
 
 def store(market: dict, files: dict[str, str] | None = None) -> PluginVersion:
-    return services.plugin_upload_store(team=market["acme"], user=market["requester"],
-                                        filename="plugin.zip",
-                                        data=zip_bytes(files or plugin_tree()),
-                                        visibility="team", queue=False)
+    return plugin_upload_store(team=market["acme"], user=market["requester"],
+                               filename="plugin.zip",
+                               data=zip_bytes(files or plugin_tree()),
+                               visibility="team", queue=False)
 
 
 def check_part(client: Any, version: PluginVersion) -> Any:
@@ -122,7 +131,7 @@ def test_processing_the_message_performs_the_checks_and_the_page_shows_the_outco
     client = client_for(market["requester"])
     assert "waiting for a worker" in check_part(client, version).content.decode()
 
-    checked = services.plugin_version_check(version_id=version.pk)
+    checked = plugin_version_check(version_id=version.pk)
 
     assert checked is not None and checked.status == PluginVersion.Status.PENDING
     assert checked.test_report["passed"] == 1 and checked.safety_verdict == "pass"
@@ -132,13 +141,13 @@ def test_processing_the_message_performs_the_checks_and_the_page_shows_the_outco
     assert done["HX-Refresh"] == "true"  # the outcome: the page loads again, whole
     page = client.get(reverse("marketplace:version", args=["word-count", "0.1.0"]))
     assert "Awaiting approval" in page.content.decode()
-    assert services.plugin_version_check(version_id=version.pk) is None  # a duplicate
+    assert plugin_version_check(version_id=version.pk) is None  # a duplicate
 
 
 @pytest.mark.django_db
 def test_a_failed_check_shows_the_reasons_on_the_page(market: dict) -> None:
     version = store(market, plugin_tree(body=WRONG))
-    services.plugin_version_check(version_id=version.pk)
+    plugin_version_check(version_id=version.pk)
     version.refresh_from_db()
     assert version.status == PluginVersion.Status.FAILED
     assert version.check_errors[0] == "tests: 1 of 1 failed; every test must pass"
@@ -168,11 +177,11 @@ def test_the_page_says_so_when_the_workers_are_busy(market: dict) -> None:
 def test_a_check_never_runs_twice_at_once(market: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     version = store(market)
     monkeypatch.setattr(heartbeat, "current_worker_id", lambda: "worker-a:1")
-    assert services._check_claim(version.pk)  # worker a is checking it now
-    assert services.plugin_version_check(version_id=version.pk) is None
+    assert _check_claim(version.pk)  # worker a is checking it now
+    assert plugin_version_check(version_id=version.pk) is None
     assert PluginVersion.objects.get(pk=version.pk).claimed_by == "worker-a:1"
     # While worker a is alive the watchdog leaves its check alone.
-    assert services.plugin_checks_orphaned_kick(live={"worker-a:1"}) == []
+    assert plugin_checks_orphaned_kick(live={"worker-a:1"}) == []
 
 
 @pytest.mark.django_db
@@ -185,17 +194,17 @@ def test_a_worker_dying_mid_check_leads_to_the_check_being_completed_later(
     version = store(market)
     with monkeypatch.context() as patched:
         patched.setattr(heartbeat, "current_worker_id", lambda: "worker-a:1")
-        assert services._check_claim(version.pk)
-        services._check_progress(version, PluginVersion.objects.get().check_token, "tests")
+        assert _check_claim(version.pk)
+        _check_progress(version, PluginVersion.objects.get().check_token, "tests")
 
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.plugin_checks_orphaned_kick(live={"worker-b:2"}) == [version.pk]
+        assert plugin_checks_orphaned_kick(live={"worker-b:2"}) == [version.pk]
     assert sent.messages == [("plugin_version_check", [version.pk])]
-    assert services.plugin_checks_orphaned_kick(live={"worker-b:2"}) == []  # sent once
+    assert plugin_checks_orphaned_kick(live={"worker-b:2"}) == []  # sent once
     requeued = PluginVersion.objects.get(pk=version.pk)
     assert (requeued.claimed_by, requeued.check_token, requeued.check_step) == ("", "", "queued")
 
-    checked = services.plugin_version_check(version_id=version.pk)  # worker b
+    checked = plugin_version_check(version_id=version.pk)  # worker b
     assert checked is not None and checked.status == PluginVersion.Status.PENDING
     assert checked.check_attempts == 2 and checked.artifacts.count() == 2
 
@@ -204,8 +213,8 @@ def test_a_worker_dying_mid_check_leads_to_the_check_being_completed_later(
 def test_a_check_that_keeps_killing_its_worker_fails_with_a_clear_reason(
         market: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     version = store(market)
-    PluginVersion.objects.filter(pk=version.pk).update(check_attempts=services.CHECK_MAX_ATTEMPTS)
-    failed = services.plugin_version_check(version_id=version.pk)
+    PluginVersion.objects.filter(pk=version.pk).update(check_attempts=CHECK_MAX_ATTEMPTS)
+    failed = plugin_version_check(version_id=version.pk)
     assert failed is not None and failed.status == PluginVersion.Status.FAILED
     assert "interrupted 3 times" in failed.check_errors[0]
 
@@ -215,9 +224,9 @@ def test_a_stalled_check_is_sent_again(market: dict, sent: Sent,
                                        django_capture_on_commit_callbacks: Any) -> None:
     """A lost message, or a process checking in-line that died: after CHECK_STALL_S."""
     version = store(market)
-    assert services.plugin_checks_stalled_kick() == []
+    assert plugin_checks_stalled_kick() == []
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.plugin_checks_stalled_kick(stalled_for_s=-1) == [version.pk]
+        assert plugin_checks_stalled_kick(stalled_for_s=-1) == [version.pk]
     assert sent.messages == [("plugin_version_check", [version.pk])]
 
 
@@ -241,8 +250,8 @@ def test_an_upload_while_redis_is_down_is_stored_and_its_check_sent_later(
 
 
 def test_the_watchdog_knows_the_marketplace_sweeps() -> None:
-    assert services.plugin_checks_orphaned_kick in heartbeat.QUICK_SWEEPS
-    assert services.plugin_checks_stalled_kick in heartbeat.SLOW_SWEEPS
+    assert plugin_checks_orphaned_kick in heartbeat.QUICK_SWEEPS
+    assert plugin_checks_stalled_kick in heartbeat.SLOW_SWEEPS
 
 
 # -- "Try it" ------------------------------------------------------------------------------------
@@ -266,8 +275,8 @@ def test_try_it_answers_at_once_and_fills_in_when_the_worker_is_done(
     assert "Waiting for a worker to run" in page and 'hx-trigger="every 1s"' in page
     result_url = reverse("marketplace:try_result", args=["word-count", "0.1.0", asked.pk])
 
-    services.plugin_try_perform(try_id=asked.pk)
-    assert services.plugin_try_perform(try_id=asked.pk) is None  # a duplicate does nothing
+    plugin_try_perform(try_id=asked.pk)
+    assert plugin_try_perform(try_id=asked.pk) is None  # a duplicate does nothing
 
     done = client.get(result_url, HTTP_HX_REQUEST="true").content.decode()
     assert "&quot;words&quot;: 3" in done and "every 1s" not in done
@@ -289,9 +298,9 @@ def test_old_tries_are_deleted(market: dict, publish: Any, sent: Sent, clean_red
     old = TryRequest.objects.create(version=version, user=market["requester"],
                                     command="count-words", payload={})
     TryRequest.objects.filter(pk=old.pk).update(
-        created_at=timezone.now() - timedelta(seconds=services.TRY_KEEP_S + 1))
-    services.plugin_try_request(version=version, user=market["requester"],
-                                command="count-words", payload={"text": "a"})
+        created_at=timezone.now() - timedelta(seconds=TRY_KEEP_S + 1))
+    plugin_try_request(version=version, user=market["requester"],
+                       command="count-words", payload={"text": "a"})
     assert list(TryRequest.objects.values_list("command", flat=True)) == ["count-words"]
     assert not TryRequest.objects.filter(pk=old.pk).exists()
 

@@ -9,11 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.core.management import CommandError, call_command
 from django.db import IntegrityError, InternalError, transaction
 
-from marketplace import services
 from marketplace.models import Artifact, Plugin, PluginVersion
+from marketplace.services.gate import DecisionConflict, plugin_version_decide
+from marketplace.services.yanking import plugin_version_unyank, plugin_version_yank
+from marketplace.validation import PackageError
 from projects.models import AuditEntry
 from tests.marketplace.conftest import plugin_tree
 
@@ -81,16 +84,16 @@ def test_marketplace_bench_reports_both_figures_and_leaves_nothing(market: dict)
 
 def test_the_gate_needs_a_reviewer_other_than_the_submitter(market: dict, submit: Any) -> None:
     version = submit(plugin_tree(), user=market["reviewer"])
-    with pytest.raises(services.PermissionDenied, match="You submitted this version"):
-        services.plugin_version_decide(version=version, user=market["reviewer"], approve=True)
-    with pytest.raises(services.PermissionDenied, match="Only members"):
-        services.plugin_version_decide(version=version, user=market["outsider"], approve=True)
-    with pytest.raises(services.PermissionDenied, match="Only reviewers and admins"):
-        services.plugin_version_decide(version=version, user=market["requester"], approve=True)
-    decided = services.plugin_version_decide(version=version, user=market["admin"], approve=True)
+    with pytest.raises(PermissionDenied, match="You submitted this version"):
+        plugin_version_decide(version=version, user=market["reviewer"], approve=True)
+    with pytest.raises(PermissionDenied, match="Only members"):
+        plugin_version_decide(version=version, user=market["outsider"], approve=True)
+    with pytest.raises(PermissionDenied, match="Only reviewers and admins"):
+        plugin_version_decide(version=version, user=market["requester"], approve=True)
+    decided = plugin_version_decide(version=version, user=market["admin"], approve=True)
     assert decided.status == "published"
-    with pytest.raises(services.DecisionConflict, match="already published"):
-        services.plugin_version_decide(version=version, user=market["admin"], approve=False)
+    with pytest.raises(DecisionConflict, match="already published"):
+        plugin_version_decide(version=version, user=market["admin"], approve=False)
 
 
 def test_a_team_requiring_two_approvals_publishes_at_the_second(market: dict,
@@ -98,16 +101,16 @@ def test_a_team_requiring_two_approvals_publishes_at_the_second(market: dict,
     market["acme"].required_approvals = 2
     market["acme"].save()
     version = submit(plugin_tree())
-    first = services.plugin_version_decide(version=version, user=market["reviewer"], approve=True)
+    first = plugin_version_decide(version=version, user=market["reviewer"], approve=True)
     assert first.status == "pending"
-    second = services.plugin_version_decide(version=version, user=market["admin"], approve=True)
+    second = plugin_version_decide(version=version, user=market["admin"], approve=True)
     assert second.status == "published" and second.decisions.count() == 2
 
 
 def test_a_rejection_frees_the_version_number(market: dict, submit: Any) -> None:
     version = submit(plugin_tree())
-    rejected = services.plugin_version_decide(version=version, user=market["reviewer"],
-                                              approve=False, comment="needs a README")
+    rejected = plugin_version_decide(version=version, user=market["reviewer"],
+                                     approve=False, comment="needs a README")
     assert rejected.status == "rejected" and rejected.decision_comment == "needs a README"
     again = submit(plugin_tree())
     assert again.version == "0.1.0" and again.status == "pending"
@@ -122,22 +125,22 @@ def test_published_versions_are_immutable_in_the_database(market: dict, publish:
         Artifact.objects.filter(version=version).update(sha256="0" * 64)
     with pytest.raises((IntegrityError, InternalError)), transaction.atomic():
         PluginVersion.objects.filter(pk=version.pk).delete()
-    yanked = services.plugin_version_yank(version=version, user=market["reviewer"],
-                                          reason="security fix in 0.1.1")
+    yanked = plugin_version_yank(version=version, user=market["reviewer"],
+                                 reason="security fix in 0.1.1")
     assert yanked.yanked and yanked.yank_reason == "security fix in 0.1.1"
     plugin = Plugin.objects.get()
     assert plugin.latest_version is None  # nothing installable by default: off the catalogue
-    services.plugin_version_unyank(version=version, user=market["reviewer"])
+    plugin_version_unyank(version=version, user=market["reviewer"])
     plugin.refresh_from_db()
     assert plugin.latest_version == version
 
 
 def test_yanking_needs_a_reason_and_a_reviewer(market: dict, publish: Any) -> None:
     version = publish(plugin_tree(), visibility="public")
-    with pytest.raises(services.PackageError, match="needs a reason"):
-        services.plugin_version_yank(version=version, user=market["reviewer"], reason="  ")
-    with pytest.raises(services.PermissionDenied):
-        services.plugin_version_yank(version=version, user=market["requester"], reason="bad")
+    with pytest.raises(PackageError, match="needs a reason"):
+        plugin_version_yank(version=version, user=market["reviewer"], reason="  ")
+    with pytest.raises(PermissionDenied):
+        plugin_version_yank(version=version, user=market["requester"], reason="bad")
 
 
 def test_a_new_version_keeps_the_listing_only_admins_change_it(market: dict, publish: Any,

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from marketplace import services
 from marketplace.models import Artifact, Plugin, PluginVersion
+from marketplace.services.tokens import api_token_create, api_token_revoke
+from marketplace.services.yanking import plugin_version_yank
 from marketplace.views.index import negotiate
 from tests.marketplace.conftest import plugin_tree
 
@@ -27,8 +28,8 @@ PIP_ACCEPT = ("application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.
 def two_versions(market: dict, publish: Any) -> dict[str, PluginVersion]:
     first = publish(plugin_tree(version="0.1.0"), visibility="public")
     second = publish(plugin_tree(version="0.2.0"), visibility="public")
-    services.plugin_version_yank(version=second, user=market["reviewer"],
-                                 reason='broke "quotes" <and> tags')
+    plugin_version_yank(version=second, user=market["reviewer"],
+                        reason='broke "quotes" <and> tags')
     return {"0.1.0": first, "0.2.0": second}
 
 
@@ -110,17 +111,17 @@ def test_a_wrong_or_revoked_token_is_401_and_a_good_one_works(market: dict,
     client = Client()
     wrong = client.get("/simple/word-count/", HTTP_AUTHORIZATION=basic("acpi_nope"))
     assert wrong.status_code == 401 and wrong["WWW-Authenticate"].startswith("Basic")
-    token, raw = services.api_token_create(user=market["loner"], name="laptop")
+    token, raw = api_token_create(user=market["loner"], name="laptop")
     assert client.get("/simple/word-count/", HTTP_AUTHORIZATION=basic(raw)).status_code == 200
     token.refresh_from_db()
     assert token.last_used_at is not None
-    services.api_token_revoke(user=market["loner"], token_id=token.pk)
+    api_token_revoke(user=market["loner"], token_id=token.pk)
     assert client.get("/simple/word-count/", HTTP_AUTHORIZATION=basic(raw)).status_code == 401
     assert client.get("/simple/", HTTP_AUTHORIZATION="Bearer x").status_code == 401
 
 
 def test_only_a_hash_of_the_token_is_stored(market: dict) -> None:
-    token, raw = services.api_token_create(user=market["loner"], name="ci")
+    token, raw = api_token_create(user=market["loner"], name="ci")
     assert raw.startswith("acpi_") and len(raw) > 40
     assert raw not in str(token.__dict__)
     assert token.token_hash == hashlib.sha256(raw.encode()).hexdigest()

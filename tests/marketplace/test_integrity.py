@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from marketplace import services
 from marketplace.models import PluginVersion
+from marketplace.services.gate import plugin_version_decide
 from projects.models import Membership
 from tests.marketplace.conftest import client_for, plugin_tree
 
@@ -36,12 +36,12 @@ def test_an_approval_stops_counting_when_its_voter_may_no_longer_decide(
     acme.required_approvals = 2
     acme.save()
     version = submit(plugin_tree())
-    services.plugin_version_decide(version=version, user=market["reviewer"], approve=True)
+    plugin_version_decide(version=version, user=market["reviewer"], approve=True)
     leaving = Membership.objects.filter(team=acme, user=market["reviewer"])
     if change == "removed":
         leaving.delete()
     else:
         leaving.update(role=Membership.Role.REQUESTER)
-    services.plugin_version_decide(version=version, user=market["admin"], approve=True)
+    plugin_version_decide(version=version, user=market["admin"], approve=True)
     version.refresh_from_db()
     assert version.status == PluginVersion.Status.PENDING  # 1 of 2 approvals still counts

@@ -17,7 +17,8 @@ from typing import Any
 
 import pytest
 
-from marketplace import services
+from marketplace.services.tokens import api_token_create
+from marketplace.services.yanking import plugin_version_yank
 from tests.live import live_asgi_server
 from tests.marketplace.conftest import WORD_COUNT_SPEC, plugin_tree
 from tests.marketplace.test_build import PROBE_BACKEND, PROBE_PYPROJECT
@@ -68,10 +69,10 @@ def test_pip_installs_from_the_portal_skips_yanked_and_needs_a_token_for_private
         market: dict, publish: Any, venv: Path) -> None:
     publish(plugin_tree(version="0.1.0"), visibility="public")
     newer = publish(plugin_tree(version="0.2.0"), visibility="public")
-    services.plugin_version_yank(version=newer, user=market["reviewer"], reason="broken build")
+    plugin_version_yank(version=newer, user=market["reviewer"], reason="broken build")
     publish(plugin_tree(name="secret-words", summary="Counts secret words."),
             visibility="private")
-    _, token = services.api_token_create(user=market["admin"], name="pip test")
+    _, token = api_token_create(user=market["admin"], name="pip test")
 
     with live_asgi_server() as server:
         index = f"{server.url}simple/"

@@ -7,12 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 from autocoder.engine import services as engine
-from marketplace import services
 from marketplace.models import Plugin, PluginVersion
-from marketplace.selectors import plugin_for_viewer, viewer_for
+from marketplace.selectors.visibility import plugin_for_viewer, viewer_for
+from marketplace.services.gate import plugin_version_decide
+from marketplace.services.publishing import plugin_version_publish
 from projects.models import ApprovalRequest, AuditEntry, Project, Run
 from projects.selectors.approvals import approval_candidate
 from projects.services.approvals import StaleCandidate, approval_vote_cast
@@ -62,8 +64,8 @@ def test_the_approved_combination_publishes_at_once(market: dict, succeeded_run:
     page = client_for(market["requester"]).get(
         reverse("marketplace:publish_run", args=[succeeded_run.pk])).content.decode()
     assert "Approved: version 0.1.0, visibility team, category other." in page
-    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                              visibility="team", tags=["text"])
+    version = plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                     visibility="team", tags=["text"])
     assert version.status == PluginVersion.Status.PUBLISHED
     assert Plugin.objects.get().visibility == "team"
     assert not outsider_sees_it(market)
@@ -82,8 +84,8 @@ def test_the_approved_combination_publishes_at_once(market: dict, succeeded_run:
 def test_the_requester_cannot_publish_as_public_what_was_approved_as_team(
         market: dict, succeeded_run: Run) -> None:
     approved = approve_on_the_approval_screen(succeeded_run, market["reviewer"])
-    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                              visibility="public")
+    version = plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                     visibility="public")
     assert version.status == PluginVersion.Status.PENDING
     assert Plugin.objects.get().published_at is None and not outsider_sees_it(market)
     first, renewed = publish_requests(succeeded_run)
@@ -93,8 +95,8 @@ def test_the_requester_cannot_publish_as_public_what_was_approved_as_team(
     assert AuditEntry.objects.filter(action="approval.publish_as_changed",
                                      actor=market["requester"]).exists()
 
-    with pytest.raises(services.PermissionDenied):  # not by the requester's own say-so
-        services.plugin_version_decide(version=version, user=market["requester"], approve=True)
+    with pytest.raises(PermissionDenied):  # not by the requester's own say-so
+        plugin_version_decide(version=version, user=market["requester"], approve=True)
     approve(renewed, market["reviewer"])
     version.refresh_from_db()
     assert version.status == PluginVersion.Status.PUBLISHED
@@ -104,8 +106,8 @@ def test_the_requester_cannot_publish_as_public_what_was_approved_as_team(
 def test_the_requester_cannot_change_the_approved_version(market: dict,
                                                           succeeded_run: Run) -> None:
     approve_on_the_approval_screen(succeeded_run, market["reviewer"])
-    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                              visibility="team", version="2.0.0")
+    version = plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                     visibility="team", version="2.0.0")
     assert (version.version, version.status) == ("2.0.0", PluginVersion.Status.PENDING)
     renewed = publish_requests(succeeded_run)[-1]
     assert renewed.payload["publish_as"]["version"] == "2.0.0"
@@ -118,16 +120,16 @@ def test_the_requester_cannot_change_the_approved_version(market: dict,
     # Only the new version was refused: the project stays approved, and the approved
     # combination still publishes.
     assert Project.objects.get().status == Project.Status.SUCCEEDED
-    again = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                            visibility="team")
+    again = plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                   visibility="team")
     assert (again.version, again.status) == ("0.1.0", PluginVersion.Status.PUBLISHED)
 
 
 def test_an_outsider_can_neither_publish_nor_ask(market: dict, succeeded_run: Run) -> None:
     approve_on_the_approval_screen(succeeded_run, market["reviewer"])
-    with pytest.raises(services.PermissionDenied):
-        services.plugin_version_publish(run=succeeded_run, user=market["outsider"],
-                                        visibility="public")
+    with pytest.raises(PermissionDenied):
+        plugin_version_publish(run=succeeded_run, user=market["outsider"],
+                               visibility="public")
     url = reverse("marketplace:publish_run", args=[succeeded_run.pk])
     assert client_for(market["outsider"]).post(url, {"visibility": "public"}).status_code == 404
     assert len(publish_requests(succeeded_run)) == 1 and not PluginVersion.objects.exists()
@@ -137,8 +139,8 @@ def test_changing_a_pending_request_voids_a_decision_made_on_the_old_page(
         market: dict, succeeded_run: Run) -> None:
     approval = publish_request(succeeded_run)
     seen = approval_candidate(approval)  # the reviewer's page shows "team"
-    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                              visibility="public")
+    version = plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                     visibility="public")
     approval.refresh_from_db()
     assert version.approval == approval and approval.payload["publish_as"]["visibility"] == (
         "public")
@@ -153,8 +155,8 @@ def test_a_version_that_differs_from_the_approval_is_never_published(
         market: dict, succeeded_run: Run) -> None:
     """Belt and braces: even a waiting version changed behind the service's back (here by a
     direct update) is rejected when the request is approved, not published."""
-    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                              visibility="team")
+    version = plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                     visibility="team")
     PluginVersion.objects.filter(pk=version.pk).update(visibility="public")
     approve(publish_request(succeeded_run), market["reviewer"])
     version.refresh_from_db()

@@ -10,12 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
-from marketplace import services
 from marketplace.models import Plugin, PluginVersion
 from marketplace.proposals import PublishProposal, publish_payload
-from marketplace.selectors import catalogue_search, clean_params, viewer_for
+from marketplace.selectors.catalogue import catalogue_search, clean_params
+from marketplace.selectors.visibility import viewer_for
+from marketplace.services.gate import plugin_version_decide, publish_approval_decided
+from marketplace.services.publishing import plugin_version_publish
 from marketplace.validation import PackageError
 from projects.models import ApprovalRequest, AuditEntry, Project, Run
 from projects.selectors.approvals import approval_candidate
@@ -52,8 +55,8 @@ def test_an_approved_run_is_published_with_its_provenance(market: dict, succeede
                                                           sandbox_report: dict) -> None:
     propose(succeeded_run, visibility="public")
     approve_on_the_approval_screen(succeeded_run, market["reviewer"])
-    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                              visibility="public", tags=["text"])
+    version = plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                     visibility="public", tags=["text"])
     assert version.status == PluginVersion.Status.PUBLISHED
     assert version.run == succeeded_run and version.iterations == 3
     assert version.spec == WORD_COUNT_SPEC
@@ -72,16 +75,16 @@ def test_an_approved_run_is_published_with_its_provenance(market: dict, succeede
 
 def test_a_pending_publish_request_holds_the_version_until_a_reviewer_approves(
         market: dict, succeeded_run: Run) -> None:
-    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                              visibility="team", version="1.0.0")
+    version = plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                     visibility="team", version="1.0.0")
     assert version.status == PluginVersion.Status.PENDING and version.version == "1.0.0"
     assert 'version = "1.0.0"' in version.files["plugin.toml"]
     assert Plugin.objects.get().latest_version is None
 
-    with pytest.raises(services.PermissionDenied):
-        services.plugin_version_decide(version=version, user=market["requester"], approve=True)
-    decided = services.plugin_version_decide(version=version, user=market["admin"],
-                                             approve=True, comment="ship it")
+    with pytest.raises(PermissionDenied):
+        plugin_version_decide(version=version, user=market["requester"], approve=True)
+    decided = plugin_version_decide(version=version, user=market["admin"],
+                                    approve=True, comment="ship it")
     assert decided.status == PluginVersion.Status.PUBLISHED
     approval = publish_request(succeeded_run)
     assert approval.status == ApprovalRequest.Status.APPROVED
@@ -92,15 +95,15 @@ def test_a_pending_publish_request_holds_the_version_until_a_reviewer_approves(
 
 def test_a_rejection_on_the_approval_screen_rejects_the_waiting_version(
         market: dict, succeeded_run: Run) -> None:
-    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                              visibility="team")
+    version = plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                     visibility="team")
     approval = publish_request(succeeded_run)
     approval_vote_cast(approval=approval, user=market["reviewer"], decision="reject",
                        comment="not yet", candidate=approval_candidate(approval))
     approval.refresh_from_db()
     version.refresh_from_db()  # settled by the decision itself, no extra click
     assert version.status == PluginVersion.Status.REJECTED
-    assert services.publish_approval_decided(approval=approval) == []  # idempotent
+    assert publish_approval_decided(approval=approval) == []  # idempotent
     assert Plugin.objects.get().published_at is None
 
 
@@ -109,18 +112,18 @@ def test_only_succeeded_runs_with_an_open_or_approved_request_are_published(
     Run.objects.filter(pk=succeeded_run.pk).update(status=Run.Status.FAILED)
     succeeded_run.refresh_from_db()
     with pytest.raises(PackageError, match="is failed; only a succeeded run can be published"):
-        services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                        visibility="team")
+        plugin_version_publish(run=succeeded_run, user=market["requester"],
+                               visibility="team")
     Run.objects.filter(pk=succeeded_run.pk).update(status=Run.Status.SUCCEEDED)
     succeeded_run.refresh_from_db()
-    services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                    visibility="team")
+    plugin_version_publish(run=succeeded_run, user=market["requester"],
+                           visibility="team")
     with pytest.raises(PackageError, match="was already submitted to the marketplace"):
-        services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                        visibility="team")
-    with pytest.raises(services.PermissionDenied):
-        services.plugin_version_publish(run=succeeded_run, user=market["outsider"],
-                                        visibility="team")
+        plugin_version_publish(run=succeeded_run, user=market["requester"],
+                               visibility="team")
+    with pytest.raises(PermissionDenied):
+        plugin_version_publish(run=succeeded_run, user=market["outsider"],
+                               visibility="team")
 
 
 def test_the_publish_page_is_for_the_run_team_only(market: dict, succeeded_run: Run) -> None:
@@ -138,8 +141,8 @@ def test_the_publish_page_is_for_the_run_team_only(market: dict, succeeded_run: 
 
 def test_a_request_approved_on_the_approval_screen_shows_the_version_published(
         market: dict, succeeded_run: Run) -> None:
-    services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                    visibility="team")
+    plugin_version_publish(run=succeeded_run, user=market["requester"],
+                           visibility="team")
     approve_on_the_approval_screen(succeeded_run, market["reviewer"])
     member = client_for(market["requester"])
     url = reverse("marketplace:version", args=["word-count", "0.1.0"])
@@ -150,8 +153,8 @@ def test_a_request_approved_on_the_approval_screen_shows_the_version_published(
 
 def test_approving_on_the_approval_screen_publishes_the_waiting_version(
         market: dict, succeeded_run: Run) -> None:
-    version = services.plugin_version_publish(run=succeeded_run, user=market["requester"],
-                                              visibility="team")
+    version = plugin_version_publish(run=succeeded_run, user=market["requester"],
+                                     visibility="team")
     approval = publish_request(succeeded_run)
     approval_vote_cast(approval=approval, user=market["reviewer"], decision="approve",
                        candidate=approval_candidate(approval))

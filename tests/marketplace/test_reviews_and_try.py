@@ -7,10 +7,16 @@ import html
 from typing import Any
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
-from marketplace import services
+from autocoder.sandbox import Limits
 from marketplace.models import Plugin, Review, TryRequest
+from marketplace.services import trying
+from marketplace.services.gate import plugin_version_decide
+from marketplace.services.reviews import review_delete, review_upsert
+from marketplace.services.trying import plugin_try_perform, plugin_try_request, try_rate_limit_hit
+from marketplace.services.uploads import plugin_upload_submit
 from marketplace.validation import PackageError
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.marketplace.conftest import client_for, plugin_tree, zip_bytes
@@ -37,16 +43,16 @@ def plugin(publish: Any) -> Plugin:
 
 def test_one_review_per_user_edits_replace_it_and_the_average_follows(market: dict,
                                                                       plugin: Plugin) -> None:
-    services.review_upsert(plugin=plugin, user=market["outsider"], rating=5, body="Great")
-    services.review_upsert(plugin=plugin, user=market["loner"], rating=2, body="Meh")
+    review_upsert(plugin=plugin, user=market["outsider"], rating=5, body="Great")
+    review_upsert(plugin=plugin, user=market["loner"], rating=2, body="Meh")
     plugin.refresh_from_db()
     assert (plugin.rating_count, plugin.rating_avg) == (2, 3.5)
-    services.review_upsert(plugin=plugin, user=market["loner"], rating=4, body="Better now")
+    review_upsert(plugin=plugin, user=market["loner"], rating=4, body="Better now")
     plugin.refresh_from_db()
     assert (plugin.rating_count, plugin.rating_avg) == (2, 4.5)
     assert Review.objects.get(user=market["loner"]).body == "Better now"
-    services.review_delete(review=Review.objects.get(user=market["outsider"]),
-                           user=market["outsider"])
+    review_delete(review=Review.objects.get(user=market["outsider"]),
+                  user=market["outsider"])
     plugin.refresh_from_db()
     assert (plugin.rating_count, plugin.rating_avg) == (1, 4.0)
 
@@ -54,14 +60,14 @@ def test_one_review_per_user_edits_replace_it_and_the_average_follows(market: di
 def test_review_rules(market: dict, plugin: Plugin, publish: Any) -> None:
     for bad in (0, 6, True, "5"):
         with pytest.raises(PackageError, match="choose from 1 to 5 stars"):
-            services.review_upsert(plugin=plugin, user=market["loner"], rating=bad)
+            review_upsert(plugin=plugin, user=market["loner"], rating=bad)
     with pytest.raises(PackageError, match="at most 5000 characters"):
-        services.review_upsert(plugin=plugin, user=market["loner"], rating=3, body="x" * 5001)
+        review_upsert(plugin=plugin, user=market["loner"], rating=3, body="x" * 5001)
     team_only = publish(plugin_tree(name="team-words"), visibility="team").plugin
-    with pytest.raises(services.PermissionDenied):
-        services.review_upsert(plugin=team_only, user=market["outsider"], rating=4)
-    with pytest.raises(services.PermissionDenied):
-        services.review_delete(review=services.review_upsert(
+    with pytest.raises(PermissionDenied):
+        review_upsert(plugin=team_only, user=market["outsider"], rating=4)
+    with pytest.raises(PermissionDenied):
+        review_delete(review=review_upsert(
             plugin=plugin, user=market["loner"], rating=3), user=market["outsider"])
     assert Review.objects.count() == 1
 
@@ -82,7 +88,7 @@ def test_the_page_shows_reviews_and_lets_their_author_edit(market: dict, plugin:
 
 def test_the_publishers_own_rating_is_kept_apart_from_the_public_one(
         market: dict, plugin: Plugin) -> None:
-    services.review_upsert(plugin=plugin, user=market["loner"], rating=2, body="Too slow")
+    review_upsert(plugin=plugin, user=market["loner"], rating=2, body="Too slow")
     owner = client_for(market["requester"])
     saved = owner.post(reverse("marketplace:review", args=[plugin.normalized_name]),
                        {"rating": "5", "body": "We use it every day."}, follow=True)
@@ -103,11 +109,11 @@ def test_the_publishers_own_rating_is_kept_apart_from_the_public_one(
     solo = TeamFactory(slug="solo", name="Solo", requester_may_approve=True)
     founder = UserFactory(username="founder")
     MembershipFactory(team=solo, user=founder, role="admin")
-    own = services.plugin_upload_submit(team=solo, user=founder, filename="plugin.zip",
-                                        data=zip_bytes(plugin_tree(name="solo-words")),
-                                        visibility="public")
-    own = services.plugin_version_decide(version=own, user=founder, approve=True)
-    review = services.review_upsert(plugin=own.plugin, user=founder, rating=4)
+    own = plugin_upload_submit(team=solo, user=founder, filename="plugin.zip",
+                               data=zip_bytes(plugin_tree(name="solo-words")),
+                               visibility="public")
+    own = plugin_version_decide(version=own, user=founder, approve=True)
+    review = review_upsert(plugin=own.plugin, user=founder, rating=4)
     own.plugin.refresh_from_db()
     assert review.from_publisher and own.plugin.rating_count == 0
 
@@ -125,7 +131,7 @@ def test_try_it_runs_the_command_in_the_sandbox(market: dict, plugin: Plugin,
     assert ok.status_code == 200 and 'id="try"' in html and "<html" not in html
     assert "Waiting for a worker to run" in html  # the sandbox runs on a worker
     asked = TryRequest.objects.get()
-    services.plugin_try_perform(try_id=asked.pk)  # what the worker does with the message
+    plugin_try_perform(try_id=asked.pk)  # what the worker does with the message
     result = client.get(reverse("marketplace:try_result", args=["word-count", "0.1.0",
                                                                 asked.pk]),
                         HTTP_HX_REQUEST="true")
@@ -140,9 +146,9 @@ def test_try_it_shows_the_plugin_error(market: dict, publish: Any, clean_redis: 
 
     def tried(payload: dict, command: str = "count-words") -> dict:
         """A try as the page asks for it, then performed as the worker does."""
-        asked = services.plugin_try_request(version=version, user=market["loner"],
-                                            command=command, payload=payload)
-        done = services.plugin_try_perform(try_id=asked.pk)
+        asked = plugin_try_request(version=version, user=market["loner"],
+                                   command=command, payload=payload)
+        done = plugin_try_perform(try_id=asked.pk)
         assert done is not None
         return done.result
 
@@ -150,10 +156,10 @@ def test_try_it_shows_the_plugin_error(market: dict, publish: Any, clean_redis: 
     assert not crash["ok"] and "KeyError: 'text'" in crash["error"]
     not_json = tried({"text": "set"})
     assert not not_json["ok"] and "not JSON" in not_json["error"]
-    monkeypatch.setattr(services, "TRY_LIMITS", services.Limits(timeout_s=2, cpu_s=30))
+    monkeypatch.setattr(trying, "TRY_LIMITS", Limits(timeout_s=2, cpu_s=30))
     spin = tried({"text": "spin"})
     assert not spin["ok"] and spin["error"] == "Timed out after 2 seconds."
-    monkeypatch.setattr(services, "TRY_LIMITS", services.Limits(timeout_s=30, cpu_s=1))
+    monkeypatch.setattr(trying, "TRY_LIMITS", Limits(timeout_s=30, cpu_s=1))
     spin = tried({"text": "spin"})
     assert not spin["ok"] and spin["error"] == "Stopped: it used all of its 1 second of CPU time."
     with pytest.raises(PackageError, match="'nope' is not one of count-words"):
@@ -166,7 +172,7 @@ def test_try_it_is_limited_to_ten_a_minute_per_user(market: dict, plugin: Plugin
     data = {"command": "count-words", "payload": '{"text": "a"}'}
     assert client.post(try_url(), data).status_code == 200
     for _ in range(9):  # the same counter the page uses, without nine more sandbox runs
-        services.try_rate_limit_hit(user_id=market["loner"].pk)
+        try_rate_limit_hit(user_id=market["loner"].pk)
     refused = client.post(try_url(), data)
     assert refused.status_code == 429
     retry_after = int(refused["Retry-After"])

@@ -15,7 +15,8 @@ from django.urls import reverse
 
 from autocoder.benchmarks.marketplace import SeedPlugin, catalogue_seed
 from marketplace.models import Plugin
-from marketplace.selectors import SearchParams, catalogue_search, clean_params, viewer_for
+from marketplace.selectors.catalogue import SearchParams, catalogue_search, clean_params
+from marketplace.selectors.visibility import viewer_for
 from tests.marketplace.conftest import client_for
 
 pytestmark = pytest.mark.django_db

@@ -10,10 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
-from marketplace import services
 from marketplace.models import Artifact, Plugin, PluginVersion
+from marketplace.services import checking
+from marketplace.services.checking import plugin_version_check
+from marketplace.services.uploads import plugin_upload_submit
 from marketplace.storage import artifact_path, artifacts_root
 from marketplace.validation import PackageError
 from projects.models import AuditEntry
@@ -143,8 +146,8 @@ def test_a_zip_climbing_out_of_its_directory_is_refused(submit: Any, market: dic
     before = counts()
     data = zip_bytes({**plugin_tree(), "../../etc/profile.d/evil.sh": "rm -rf ~"})
     with pytest.raises(PackageError) as caught:
-        services.plugin_upload_submit(team=market["acme"], user=market["requester"],
-                                      filename="p.zip", data=data, visibility="team")
+        plugin_upload_submit(team=market["acme"], user=market["requester"],
+                             filename="p.zip", data=data, visibility="team")
     assert caught.value.errors == [
         "../../etc/profile.d/evil.sh: climbs out of the plugin directory (..)"]
     nothing_created(before)
@@ -154,8 +157,8 @@ def test_a_zip_bomb_is_refused(market: dict) -> None:
     before = counts()
     bomb = zip_bytes({**plugin_tree(), "word_count/table.csv": "0," * (20 * 1024 * 1024)})
     with pytest.raises(PackageError) as caught:
-        services.plugin_upload_submit(team=market["acme"], user=market["requester"],
-                                      filename="p.zip", data=bomb, visibility="team")
+        plugin_upload_submit(team=market["acme"], user=market["requester"],
+                             filename="p.zip", data=bomb, visibility="team")
     assert any("zip bomb" in error for error in caught.value.errors)
     nothing_created(before)
 
@@ -166,14 +169,14 @@ def test_a_crash_after_the_artifacts_were_written_leaves_no_artifact_and_no_file
     step of the transaction): the artifact rows roll back, the files written just before are
     removed, and the version is still "being checked", free for the next attempt."""
     before = counts()
-    real_audit = services.audit_record
+    real_audit = checking.audit_record
 
     def crash(**kwargs: Any) -> None:
         if kwargs["action"] == "plugin.check":
             raise RuntimeError("disk full")
         real_audit(**kwargs)
 
-    monkeypatch.setattr(services, "audit_record", crash)
+    monkeypatch.setattr(checking, "audit_record", crash)
     with pytest.raises(RuntimeError):
         submit(plugin_tree())
     version = PluginVersion.objects.get()
@@ -181,15 +184,15 @@ def test_a_crash_after_the_artifacts_were_written_leaves_no_artifact_and_no_file
     assert counts() == {**before, "plugins": 1, "versions": 1}
     root = artifacts_root()
     assert not (root.exists() and [p for p in root.rglob("*") if p.is_file()])
-    monkeypatch.setattr(services, "audit_record", real_audit)
-    assert services.plugin_version_check(version_id=version.pk).status == "pending"
+    monkeypatch.setattr(checking, "audit_record", real_audit)
+    assert plugin_version_check(version_id=version.pk).status == "pending"
 
 
 def test_only_members_of_the_team_can_upload_for_it(market: dict) -> None:
-    with pytest.raises(services.PermissionDenied):
-        services.plugin_upload_submit(team=market["acme"], user=market["outsider"],
-                                      filename="p.zip", data=zip_bytes(plugin_tree()),
-                                      visibility="team")
+    with pytest.raises(PermissionDenied):
+        plugin_upload_submit(team=market["acme"], user=market["outsider"],
+                             filename="p.zip", data=zip_bytes(plugin_tree()),
+                             visibility="team")
 
 
 def test_the_upload_page_shows_every_error_and_keeps_nothing(market: dict) -> None:
@@ -223,7 +226,7 @@ def test_a_wheel_built_by_hand_goes_through_the_same_checks(market: dict, tmp_pa
     """A wheel carrying plugin.toml and tests inside its package (docs/marketplace.md)."""
     from tests.marketplace.test_validation import wheel_bytes, wheel_layout
 
-    version = services.plugin_upload_submit(
+    version = plugin_upload_submit(
         team=market["acme"], user=market["requester"],
         filename="word_count-0.1.0-py3-none-any.whl", data=wheel_bytes(wheel_layout()),
         visibility="team")

@@ -9,12 +9,16 @@ import base64
 from typing import Any
 
 import pytest
+from django.core.exceptions import PermissionDenied
 from django.test import Client
 from django.urls import reverse
 
-from marketplace import services
 from marketplace.models import Artifact, PluginVersion, TryRequest
-from marketplace.selectors import catalogue_search, clean_params, viewer_for
+from marketplace.selectors.catalogue import catalogue_search, clean_params
+from marketplace.selectors.visibility import viewer_for
+from marketplace.services.listing import plugin_settings_update
+from marketplace.services.tokens import api_token_create
+from marketplace.services.trying import plugin_try_perform
 from tests.marketplace.conftest import client_for, plugin_tree
 
 pytestmark = pytest.mark.django_db
@@ -35,7 +39,7 @@ def three(publish: Any) -> dict[str, PluginVersion]:
 
 
 def token_client(user: Any) -> Client:
-    _, raw = services.api_token_create(user=user, name="pip")
+    _, raw = api_token_create(user=user, name="pip")
     encoded = base64.b64encode(f"__token__:{raw}".encode()).decode()
     return Client(HTTP_AUTHORIZATION=f"Basic {encoded}")
 
@@ -100,7 +104,7 @@ def test_try_it_is_refused_where_the_plugin_is_invisible(market: dict, three: di
     response = admin.post(url, data)
     assert response.status_code == 200
     asked = TryRequest.objects.get()
-    services.plugin_try_perform(try_id=asked.pk)  # the worker
+    plugin_try_perform(try_id=asked.pk)  # the worker
     result = admin.get(reverse("marketplace:try_result",
                                args=["private-words", "0.1.0", asked.pk]))
     assert "&quot;words&quot;: 2" in admin.get(result["Location"]).content.decode()
@@ -111,11 +115,11 @@ def test_try_it_is_refused_where_the_plugin_is_invisible(market: dict, three: di
 
 def test_changing_visibility_takes_effect_everywhere(market: dict, three: dict) -> None:
     plugin = three["private"].plugin
-    with pytest.raises(services.PermissionDenied):
-        services.plugin_settings_update(plugin=plugin, user=market["reviewer"],
-                                        visibility="public", category="text", tags=[])
-    services.plugin_settings_update(plugin=plugin, user=market["admin"], visibility="public",
-                                    category="text", tags=["words"])
+    with pytest.raises(PermissionDenied):
+        plugin_settings_update(plugin=plugin, user=market["reviewer"],
+                               visibility="public", category="text", tags=[])
+    plugin_settings_update(plugin=plugin, user=market["admin"], visibility="public",
+                           category="text", tags=["words"])
     assert Client().get("/simple/private-words/").status_code == 200
     page = catalogue_search(viewer=viewer_for(market["loner"]), params=clean_params(tag="words"))
     assert [p.name for p in page.results] == ["private-words"]

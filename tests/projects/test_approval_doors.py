@@ -17,8 +17,8 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from autocoder.engine import services as engine
-from marketplace import services as marketplace
 from marketplace.models import Plugin, PluginVersion, VersionDecision
+from marketplace.services.gate import plugin_version_decide
 from projects import approval_rules as rules
 from projects.models import (
     ApprovalRequest,
@@ -79,7 +79,7 @@ def engine_service(portal: Portal, user: Any, gate: ApprovalRequest) -> str:
 def marketplace_version(portal: Portal, user: Any, gate: ApprovalRequest) -> str:
     version = PluginVersion.objects.get(approval=gate)
     try:
-        marketplace.plugin_version_decide(version=version, user=user, approve=True)
+        plugin_version_decide(version=version, user=user, approve=True)
     except PermissionDenied as error:
         return str(error)
     return ""
@@ -151,8 +151,8 @@ def test_an_uploaded_version_follows_the_same_rule(portal: Portal, who: str,
                                                   refusal: str) -> None:
     version = plugin_version(portal, submitted_by=portal.reviewer)
     with pytest.raises(rules.MayNotDecide) as refused:
-        marketplace.plugin_version_decide(version=version, user=getattr(portal, who),
-                                          approve=True)
+        plugin_version_decide(version=version, user=getattr(portal, who),
+                              approve=True)
     assert str(refused.value) == refusal
     version.refresh_from_db()
     assert version.status == PluginVersion.Status.PENDING
@@ -202,8 +202,8 @@ def test_where_the_team_allows_it_the_starter_decides_at_every_door(
 
 def test_an_uploaded_version_is_published_by_another_reviewer(portal: Portal) -> None:
     version = plugin_version(portal, submitted_by=portal.requester)
-    decided = marketplace.plugin_version_decide(version=version, user=portal.reviewer,
-                                                approve=True)
+    decided = plugin_version_decide(version=version, user=portal.reviewer,
+                                    approve=True)
     assert decided.status == PluginVersion.Status.PUBLISHED
 
 

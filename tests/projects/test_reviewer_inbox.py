@@ -15,8 +15,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from marketplace import services as marketplace
 from marketplace.models import Plugin, PluginVersion
+from marketplace.services.checking import plugin_version_check
+from marketplace.services.gate import plugin_version_decide
 from projects import approval_rules as rules
 from projects.models import ApprovalRequest, Membership, Notification, Project, Run
 from projects.selectors.approvals import inbox_count, inbox_page
@@ -69,7 +70,7 @@ def test_an_uploaded_version_reaches_the_reviewers_reviews_bell_and_home(
     assert "Waiting for you (1)" not in page_text(portal.client(portal.reviewer), reverse("home"))
     # What the worker does with the queued message (tests/marketplace/test_checks_on_the_queue
     # sends it through Redis to a real worker): the checks pass, the version waits for review.
-    marketplace.plugin_version_check(version_id=version.pk)
+    plugin_version_check(version_id=version.pk)
     where = reverse("marketplace:version", args=["word-count", "0.1.0"])
 
     reviewer = portal.client(portal.reviewer)
@@ -133,9 +134,9 @@ def test_a_reviewer_who_voted_waits_for_the_others(portal: Portal) -> None:
     portal.team.required_approvals = 2
     portal.team.save()
     version = uploaded(portal, by=portal.requester)
-    marketplace.plugin_version_decide(version=version, user=portal.reviewer, approve=True)
+    plugin_version_decide(version=version, user=portal.reviewer, approve=True)
     assert inbox_count(portal.reviewer) == 0 and inbox_count(portal.admin) == 1
-    marketplace.plugin_version_decide(version=version, user=portal.admin, approve=True)
+    plugin_version_decide(version=version, user=portal.admin, approve=True)
     assert inbox_count(portal.admin) == 0
 
 

@@ -110,13 +110,13 @@ def test_doctor_reports_the_working_runtime() -> None:
 
 def test_an_upload_meeting_a_broken_runtime_names_the_runtime_not_the_plugin(
         runtime_without_pytest: Any, team_with_admin: dict[str, Any]) -> None:
-    from marketplace import services as market
+    from marketplace.services.uploads import plugin_upload_submit
     from marketplace.validation import PackageError
     from tests.marketplace.conftest import plugin_tree, zip_bytes
 
     with pytest.raises(PackageError) as caught:
-        market.plugin_upload_submit(team=team_with_admin["team"],
-                                    user=team_with_admin["admin"], filename="plugin.zip",
-                                    data=zip_bytes(plugin_tree()), visibility="team")
+        plugin_upload_submit(team=team_with_admin["team"],
+                             user=team_with_admin["admin"], filename="plugin.zip",
+                             data=zip_bytes(plugin_tree()), visibility="team")
     [error] = [e for e in caught.value.errors if "plugin runtime is broken" in e]
     assert "Nothing was found wrong with the plugin" in error and "make run" in error

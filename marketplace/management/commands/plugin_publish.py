@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 
 from marketplace.models import Plugin
-from marketplace.services import plugin_directory_publish
+from marketplace.services.publishing import plugin_directory_publish
 from marketplace.validation import PackageError
 from projects.models import Team
 

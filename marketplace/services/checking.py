@@ -1,0 +1,190 @@
+"""The checks of an upload, on a worker (the `plugin_version_check` actor).
+
+One worker at a time checks a version: it claims it (check_token, and claimed_by naming the
+worker by its heartbeat) with a guarded update; the outcome is recorded only under that claim.
+A worker killed mid-check leaves the claim: the watchdog sees its heartbeat gone and sends the
+check again (`plugin_checks_orphaned_kick`), and the next worker checks from the start.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from autocoder import heartbeat, realtime
+from marketplace.checks import CheckedPlugin, plugin_slow_check
+from marketplace.models import Artifact, PluginVersion
+from marketplace.services.gate import deciders_notify
+from marketplace.services.submissions import artifacts_store, summary_embedding_of
+from marketplace.storage import artifact_dir_remove
+from marketplace.validation import PackageError, check_plugin_files
+from projects.services.audit import audit_record
+
+logger = logging.getLogger(__name__)
+
+
+# The upload checks' actor (marketplace/tasks.py), named for the outbox.
+CHECK_ACTOR = "plugin_version_check"
+
+# A check started this often without finishing fails (a plugin that kills its worker).
+CHECK_MAX_ATTEMPTS = 3
+
+# Longer than any check takes (tests up to 120 s, the safety gate, the build, a busy queue).
+CHECK_STALL_S = 15 * 60
+
+
+def plugin_version_check(*, version_id: int) -> PluginVersion | None:
+    """Run the slow checks of a version being checked and record the outcome: "awaiting
+    approval" with its reports and artifacts, or "failed the checks" with the reasons.
+    Returns None (and does nothing) when the version is not being checked any more or another
+    process holds its check (a duplicate message)."""
+    token = _check_claim(version_id)
+    if token is None:
+        return None
+    version = PluginVersion.objects.select_related("plugin__team").get(pk=version_id)
+    if version.check_attempts > CHECK_MAX_ATTEMPTS:
+        return _check_fail(version, token, [
+            f"the check was interrupted {CHECK_MAX_ATTEMPTS} times (a worker stopped while"
+            " checking it, for example out of memory); nothing was found wrong with the"
+            " plugin. Upload it again, or tell your admin if this repeats"])
+    try:
+        try:
+            manifest = check_plugin_files(dict(version.files))
+            checked = plugin_slow_check(
+                files=version.files, manifest=manifest,
+                progress=lambda step: _check_progress(version, token, step))
+        except PackageError as exc:
+            return _check_fail(version, token, exc.errors)
+        return _check_pass(version, token, checked)
+    except BaseException:
+        # An error trying again may fix (a database hiccup): let go of the claim, so the
+        # actor's retry (or the watchdog) checks it again. A killed worker never gets here;
+        # the watchdog sees its heartbeat gone instead.
+        PluginVersion.objects.filter(pk=version_id, check_token=token).update(
+            check_token="", claimed_by="")
+        raise
+
+
+def _check_claim(version_id: int) -> str | None:
+    token = uuid.uuid4().hex
+    won = PluginVersion.objects.filter(
+        pk=version_id, status=PluginVersion.Status.CHECKING, check_token="").update(
+        check_token=token, claimed_by=heartbeat.current_worker_id(),
+        check_attempts=F("check_attempts") + 1, check_started_at=timezone.now())
+    return token if won else None
+
+
+def _check_progress(version: PluginVersion, token: str, step: str) -> None:
+    if PluginVersion.objects.filter(pk=version.pk, check_token=token).update(check_step=step):
+        _check_event(version, step=step)
+
+
+def _check_fail(version: PluginVersion, token: str, errors: list[str]) -> PluginVersion | None:
+    with transaction.atomic():
+        won = PluginVersion.objects.filter(
+            pk=version.pk, status=PluginVersion.Status.CHECKING, check_token=token).update(
+            status=PluginVersion.Status.FAILED, check_errors=list(errors),
+            check_step=PluginVersion.CheckStep.DONE, check_token="", claimed_by="",
+            checked_at=timezone.now())
+        if not won:
+            return None
+        audit_record(actor=None, action="plugin.check", team=version.plugin.team,
+                     target=version, after={"outcome": "failed", "errors": errors[:20]})
+        _check_event(version, step="failed")
+    version.refresh_from_db()
+    return version
+
+
+def _check_pass(version: PluginVersion, token: str, checked: CheckedPlugin) -> PluginVersion | None:
+    plugin = version.plugin
+    embedding = summary_embedding_of(checked.manifest.name, checked.manifest.summary)
+    try:
+        with transaction.atomic():
+            locked = (PluginVersion.objects.select_for_update()
+                      .filter(pk=version.pk, status=PluginVersion.Status.CHECKING,
+                              check_token=token).first())
+            if locked is None:  # taken over meanwhile: the other check's outcome counts
+                return None
+            Artifact.objects.filter(version=locked).delete()  # a killed check's leftovers
+            artifacts_store(plugin, locked, checked.artifacts)
+            PluginVersion.objects.filter(pk=locked.pk).update(
+                status=PluginVersion.Status.PENDING, check_step=PluginVersion.CheckStep.DONE,
+                check_errors=[], check_token="", claimed_by="", checked_at=timezone.now(),
+                readme_html=checked.readme_html, requires_python=checked.requires_python,
+                test_report=checked.tests, safety_report=checked.safety,
+                safety_verdict=checked.safety["verdict"], summary_embedding=embedding)
+            audit_record(actor=None, action="plugin.check", team=plugin.team, target=locked,
+                         after={"outcome": "passed", "safety": checked.safety["verdict"],
+                                "files": [(a.filename, a.sha256) for a in checked.artifacts]})
+    except BaseException:
+        artifact_dir_remove(plugin.normalized_name, version.pk)
+        raise
+    version.refresh_from_db()
+    deciders_notify(version)
+    _check_event(version, step="passed")
+    return version
+
+
+def _check_event(version: PluginVersion, *, step: str) -> None:
+    """Tell the team's open pages (the version page listens) that the check moved on, once
+    committed. Best effort: the page also asks every few seconds."""
+    data = {"version": version.pk, "plugin": version.plugin.name, "step": step}
+
+    def send() -> None:
+        try:
+            realtime.publish(realtime.team_group(version.plugin.team_id),
+                             {"kind": "plugin_version.check", "data": data})
+        except Exception:  # Redis down: the page's poll shows it anyway
+            logger.warning("could not publish the check event of version %s", version.pk)
+
+    transaction.on_commit(send)
+
+
+def plugin_checks_orphaned_kick(*, live: set[str] | None = None) -> list[int]:
+    """The watchdog's quick sweep: send again the check of every version whose claiming
+    worker's heartbeat has expired (killed mid-check); one sweeper wins each (guarded update).
+    Returns the versions sent again."""
+    alive = live if live is not None else heartbeat.live_worker_ids()
+    held = (PluginVersion.objects.filter(status=PluginVersion.Status.CHECKING)
+            .exclude(claimed_by="").values_list("id", "claimed_by"))
+    kicked = [version_id for version_id, worker in held if worker not in alive
+              and _check_resend(PluginVersion.objects.filter(
+                  pk=version_id, status=PluginVersion.Status.CHECKING, claimed_by=worker))]
+    if kicked:
+        logger.warning("sent again the checks of versions %s (their worker died)", kicked)
+    return kicked
+
+
+def plugin_checks_stalled_kick(*, stalled_for_s: float | None = None) -> list[int]:
+    """The watchdog's slow sweep: send again the check of every version that has been
+    "being checked" for longer than any check takes (a lost message, or a process checking
+    in-line that died). Returns the versions sent again."""
+    limit = stalled_for_s if stalled_for_s is not None else CHECK_STALL_S
+    cutoff = timezone.now() - timedelta(seconds=limit)
+    stalled = PluginVersion.objects.filter(status=PluginVersion.Status.CHECKING,
+                                           check_started_at__lt=cutoff)
+    kicked = [version_id for version_id in stalled.values_list("id", flat=True)
+              if _check_resend(stalled.filter(pk=version_id))]
+    if kicked:
+        logger.warning("sent again the checks of stalled versions %s", kicked)
+    return kicked
+
+
+def _check_resend(guard: Any) -> bool:
+    from autocoder.engine.services import outbox_message_queue
+
+    with transaction.atomic():
+        version = guard.select_for_update(skip_locked=True).first()
+        if version is None or not guard.filter(pk=version.pk).update(
+                check_token="", claimed_by="", check_step=PluginVersion.CheckStep.QUEUED,
+                check_started_at=timezone.now()):
+            return False
+        outbox_message_queue(actor=CHECK_ACTOR, args=[version.pk])
+        _check_event(version, step="queued")
+    return True

@@ -1,0 +1,196 @@
+"""The "Try it" button: one command of a plugin run in the sandbox, queued for a worker
+(the `plugin_try_run` actor), rate limited per user.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.utils import timezone
+
+from autocoder.sandbox import Limits, SandboxError
+from autocoder.sandbox import run as sandbox_run
+from marketplace.models import PluginVersion, TryRequest
+from marketplace.validation import PackageError
+
+logger = logging.getLogger(__name__)
+
+
+TRY_PER_MINUTE = 10
+TRY_WINDOW_S = 60
+TRY_LIMITS = Limits(timeout_s=15, memory_mb=512, cpu_s=10, output_kb=64, collect_kb=512)
+TRY_MAX_PAYLOAD_CHARS = 20_000
+TRY_RESULT = ".autocoder-try-result.json"
+TRY_ACTOR = "plugin_try_run"
+TRY_KEEP_S = 24 * 60 * 60  # a try's result is kept for a day, then deleted
+TRY_MAX_RESULT_CHARS = 16_000
+
+
+class TryRateLimited(Exception):
+    def __init__(self, retry_after: int) -> None:
+        self.retry_after = max(1, retry_after)
+        super().__init__(f"Too many tries: {TRY_PER_MINUTE} a minute. Try again in"
+                         f" {self.retry_after} seconds.")
+
+
+@dataclass(frozen=True)
+class TryResult:
+    ok: bool
+    output: Any = None
+    error: str = ""
+    stdout: str = ""
+    duration_ms: int = 0
+
+
+def try_rate_limit_hit(*, user_id: int) -> None:
+    """Count one try for the user; TryRateLimited (with seconds to wait) past the limit.
+
+    A fixed one-minute window per user in Redis (INCR + EXPIRE), shared by every web process.
+    """
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    key = f"marketplace:try:{user_id}"
+    pipe = client.pipeline()
+    pipe.incr(key)
+    pipe.ttl(key)
+    count, ttl = pipe.execute()
+    if int(ttl) < 0:  # a new window (EXPIRE NX needs Redis 7; the embedded one is 6.2)
+        client.expire(key, TRY_WINDOW_S)
+        ttl = TRY_WINDOW_S
+    if int(count) > TRY_PER_MINUTE:
+        raise TryRateLimited(retry_after=int(ttl) if int(ttl) > 0 else TRY_WINDOW_S)
+
+
+def plugin_try_request(*, version: PluginVersion, user: User, command: str,
+                       payload: Any) -> TryRequest:
+    """Queue one try for a worker (PackageError, TryRateLimited at once); the page shows it
+    pending and fills it in when `plugin_try_perform` has stored the result. Old tries are
+    deleted here, so the table stays small."""
+    from autocoder.engine.services import outbox_message_queue
+
+    _try_validate(version, command, payload)
+    try_rate_limit_hit(user_id=user.pk)
+    with transaction.atomic():
+        TryRequest.objects.filter(created_at__lt=timezone.now() - timedelta(
+            seconds=TRY_KEEP_S)).delete()
+        asked = TryRequest.objects.create(version=version, user=user, command=command,
+                                          payload=payload)
+        outbox_message_queue(actor=TRY_ACTOR, args=[asked.pk])
+    return asked
+
+
+def plugin_try_perform(*, try_id: int) -> TryRequest | None:
+    """Run a queued try once (a guarded update: a duplicate message does nothing) and store
+    its result, cut to a few KB."""
+    if not TryRequest.objects.filter(pk=try_id, status=TryRequest.Status.PENDING).update(
+            status=TryRequest.Status.RUNNING):
+        return None
+    asked = TryRequest.objects.select_related("version").get(pk=try_id)
+    try:
+        result = _try_execute(asked.version, asked.command, asked.payload)
+    except Exception as exc:
+        logger.exception("try %s failed", try_id)
+        result = TryResult(ok=False, error=f"The sandbox could not run the plugin: {exc}")
+    stored = {"ok": result.ok, "output": result.output, "error": result.error[-3000:],
+              "stdout": result.stdout[-4000:], "duration_ms": result.duration_ms}
+    if len(json.dumps(stored)) > TRY_MAX_RESULT_CHARS:
+        stored["output"] = None
+        stored["error"] = stored["error"] or "The output was too large to show here."
+        stored["ok"] = False
+    TryRequest.objects.filter(pk=try_id).update(status=TryRequest.Status.DONE, result=stored,
+                                                finished_at=timezone.now())
+    asked.refresh_from_db()
+    return asked
+
+
+def _try_validate(version: PluginVersion, command: str, payload: Any) -> None:
+    if version.status in (PluginVersion.Status.CHECKING, PluginVersion.Status.FAILED):
+        raise PackageError(["this version has not passed its checks; it cannot be tried"])
+    if not isinstance(payload, dict):
+        raise PackageError(["payload: must be a JSON object, like {\"text\": \"hello\"}"])
+    names = [c.get("name") for c in version.commands] or [
+        c.get("name") for c in version.manifest.get("commands", [])]
+    if command not in names:
+        raise PackageError([f"command: {command!r} is not one of {', '.join(map(str, names))}"])
+    if len(json.dumps(payload)) > TRY_MAX_PAYLOAD_CHARS:
+        raise PackageError([f"payload: at most {TRY_MAX_PAYLOAD_CHARS} characters of JSON"])
+
+
+def _try_execute(version: PluginVersion, command: str, payload: Any) -> TryResult:
+    request = json.dumps({"entry": version.manifest.get("entry", ""), "command": command,
+                          "payload": payload})
+    files = {**version.files, "_autocoder_try.py": TRY_RUNNER, "_autocoder_try.json": request}
+    try:
+        result = sandbox_run(files, ["python", "-I", "_autocoder_try.py"], TRY_LIMITS,
+                             collect=[TRY_RESULT])
+    except (SandboxError, ValueError) as exc:
+        return TryResult(ok=False, error=f"The sandbox could not run the plugin: {exc}")
+    return _try_result(result)
+
+
+def _try_result(result: Any) -> TryResult:
+    stdout = (result.stdout or "")[-4000:]
+    if result.timed_out:
+        return TryResult(ok=False, error=f"Timed out after {TRY_LIMITS.timeout_s:g} seconds.",
+                         stdout=stdout, duration_ms=result.duration_ms)
+    if result.killed_reason == "cpu_limit":
+        seconds = f"{TRY_LIMITS.cpu_s} second{'s' if TRY_LIMITS.cpu_s != 1 else ''}"
+        return TryResult(ok=False, error=f"Stopped: it used all of its {seconds} of CPU time.",
+                         stdout=stdout, duration_ms=result.duration_ms)
+    raw = result.files.get(TRY_RESULT)
+    if raw is None:
+        why = result.killed_reason or f"exit code {result.exit_code}"
+        return TryResult(ok=False, error=f"The plugin stopped without an answer ({why}).\n"
+                         f"{(result.stderr or '')[-2000:]}".strip(), stdout=stdout,
+                         duration_ms=result.duration_ms)
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        return TryResult(ok=False, error="The plugin's answer was not readable.", stdout=stdout)
+    if answer.get("ok"):
+        return TryResult(ok=True, output=answer.get("output"), stdout=stdout,
+                         duration_ms=result.duration_ms)
+    return TryResult(ok=False, error=str(answer.get("error", "")), stdout=stdout,
+                     duration_ms=result.duration_ms)
+
+
+# Runs inside the sandbox (-I: isolated, so only the workdir added below is importable).
+TRY_RUNNER = '''import json, sys, traceback
+sys.path.insert(0, ".")
+RESULT = ".autocoder-try-result.json"
+
+
+def answer(data):
+    with open(RESULT, "w", encoding="utf-8") as stream:
+        json.dump(data, stream)
+
+
+def main():
+    with open("_autocoder_try.json", encoding="utf-8") as stream:
+        request = json.load(stream)
+    module_name, _, class_name = request["entry"].partition(":")
+    try:
+        module = __import__(module_name, fromlist=[class_name])
+        output = getattr(module, class_name)().on_command(request["command"], request["payload"])
+    except Exception as exc:
+        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
+        answer({"ok": False, "error": "".join(lines[-6:])[-3000:]})
+        return
+    try:
+        text = json.dumps({"ok": True, "output": output})
+    except (TypeError, ValueError) as exc:
+        answer({"ok": False, "error": "the command returned something that is not JSON: %s" % exc})
+        return
+    with open(RESULT, "w", encoding="utf-8") as stream:
+        stream.write(text)
+
+
+main()
+'''
