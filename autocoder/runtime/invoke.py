@@ -141,9 +141,10 @@ def call_plugin(call: PluginCall, limits: InvokeLimits = INVOKE_LIMITS, *,
     # its libraries are; docker: the image's Python is the runtime, `site` finds them.
     site = _site_packages(str(runtime_dir())) if chosen == "bwrap" else ""
     request = _request(call, limits, site)
-    if len(request["payload_text"]) > limits.payload_kb * 1024:
+    payload_bytes = len(request["payload_text"].encode())
+    if payload_bytes > limits.payload_kb * 1024:
         return _outcome(call, started, ok=False, error_kind="payload_too_large",
-                        error=f"The input is {_kb(len(request['payload_text']))} of JSON;"
+                        error=f"The input is {_kb(payload_bytes)} of JSON;"
                               f" the limit is {limits.payload_kb} KB.")
     files: dict[str, str | bytes] = {
         path: text for path, text in call.files.items()
@@ -180,16 +181,19 @@ def _request(call: PluginCall, limits: InvokeLimits, site: str) -> dict[str, str
         raise ValueError("settings must map names to strings")
     if not all(isinstance(k, str) for k in call.storage):
         raise ValueError("storage keys must be strings")
-    payload = json.dumps(dict(call.payload), allow_nan=False)
-    text = json.dumps({
-        "entry": call.entry, "command": call.command, "event": call.event,
-        "payload": dict(call.payload), "settings": dict(call.settings),
-        "storage": dict(call.storage), "site": site,
-        "storage_max_bytes": limits.storage_kb * 1024,
-        "output_max_bytes": limits.output_kb * 1024,
-        "log_max_lines": limits.log_lines, "log_max_chars": limits.log_line_chars,
-    }, allow_nan=False)
-    return {"text": text, "payload_text": payload}
+    try:
+        payload = json.dumps(dict(call.payload), allow_nan=False, ensure_ascii=False)
+        rest = json.dumps({
+            "entry": call.entry, "command": call.command, "event": call.event,
+            "settings": dict(call.settings), "storage": dict(call.storage), "site": site,
+            "storage_max_bytes": limits.storage_kb * 1024,
+            "output_max_bytes": limits.output_kb * 1024,
+            "log_max_lines": limits.log_lines, "log_max_chars": limits.log_line_chars,
+        }, allow_nan=False, ensure_ascii=False)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"the payload and the storage must be JSON: {exc}") from None
+    # the payload, the largest part, is serialised once
+    return {"text": f'{rest[:-1]}, "payload": {payload}}}', "payload_text": payload}
 
 
 @functools.cache

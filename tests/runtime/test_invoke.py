@@ -309,7 +309,16 @@ def test_a_payload_over_the_limit_is_refused_before_the_sandbox() -> None:
     assert "the limit is 1 KB" in outcome.error
 
 
+def test_text_in_any_language_round_trips() -> None:
+    first = call("add", {"note": "café 東京 ✓ \u2028"})
+    assert first.output["notes"] == ["café 東京 ✓ \u2028"]
+    again = call("add", {"note": "ß"}, storage=first.storage)
+    assert again.storage == {"notes": ["café 東京 ✓ \u2028", "ß"]}
+
+
 def test_a_malformed_call_is_the_callers_mistake() -> None:
+    with pytest.raises(ValueError, match="must be JSON"):
+        call_plugin(PluginCall(files={}, entry="a.b:C", command="x", payload={"d": {1, 2}}))
     with pytest.raises(ValueError, match="entry"):
         call_plugin(PluginCall(files={}, entry="no colon", command="x", payload={}))
     with pytest.raises(ValueError, match="either a command or an event"):
