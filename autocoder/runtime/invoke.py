@@ -35,6 +35,9 @@ from autocoder.sandbox.runner import default_backend
 EVENTS = ("activated", "deactivated", "settings_changed", "schedule")
 ERROR_KINDS = ("plugin_error", "timeout", "cpu_limit", "memory_limit", "output_too_large",
                "storage_too_large", "bad_output", "sandbox_unavailable", "payload_too_large")
+# What the runner inside may report (the others are the host's to find): a plugin that
+# rewrites its answer cannot make its failure look like the installation's.
+RUNNER_ERROR_KINDS = ("plugin_error", "storage_too_large", "bad_output", "output_too_large")
 REDACTED = "[secret]"
 # Why a plugin that gave no answer was stopped, in words (the sandbox's killed_reason).
 STOP_REASONS = {"output_limit": "it printed far too much",
@@ -284,10 +287,10 @@ def _read_result(call: PluginCall, limits: InvokeLimits, result: sandbox.RunResu
         answer = json.loads(raw)
         if not isinstance(answer, dict):
             raise ValueError("not an object")
-    except ValueError:
+        return _checked(call, limits, answer, started, stderr)
+    except (ValueError, RecursionError):  # a forged answer nested thousands deep, say
         return _outcome(call, started, ok=False, error_kind="bad_output", detail=stderr,
                         error="The plugin's answer could not be read.")
-    return _checked(call, limits, answer, started, stderr)
 
 
 def _checked(call: PluginCall, limits: InvokeLimits, answer: dict[str, Any], started: float,
@@ -303,7 +306,7 @@ def _checked(call: PluginCall, limits: InvokeLimits, answer: dict[str, Any], sta
         else 0}
     kind = answer.get("error_kind")
     if answer.get("ok") is not True:
-        kind = kind if kind in ERROR_KINDS else "plugin_error"
+        kind = kind if kind in RUNNER_ERROR_KINDS else "plugin_error"
         error = str(answer.get("error") or "")[:3000]
         if kind == "output_too_large":
             error = (f"The plugin's answer is {_kb(answer.get('size'))} of JSON; the limit for"
@@ -329,6 +332,11 @@ def _checked(call: PluginCall, limits: InvokeLimits, answer: dict[str, Any], sta
         if storage != dict(call.storage):
             saved = storage
     output = answer.get("output") if call.event is None else None
+    size = len(json.dumps(output, ensure_ascii=False).encode())
+    if size > limits.output_kb * 1024:
+        return _outcome(call, started, ok=False, error_kind="output_too_large",
+                        error=f"The plugin's answer is {_kb(size)} of JSON; the limit for one"
+                              f" answer is {limits.output_kb} KB.", **common)
     return _outcome(call, started, ok=True, output=output, storage=saved, **common)
 
 

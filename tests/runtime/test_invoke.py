@@ -240,6 +240,22 @@ def test_a_forged_huge_result_file_is_output_too_large() -> None:
     assert (outcome.ok, outcome.error_kind) == (False, "output_too_large")
 
 
+FORGE = ("import atexit\nclass Plugin:\n    def on_command(self, name, payload):\n"
+         "        def forge():\n"
+         "            open('.autocoder/result.json', 'w').write({!r})\n"
+         "        atexit.register(forge)\n        return {{}}\n")
+
+
+def test_a_forged_answer_is_checked_again_by_the_host() -> None:
+    blames_the_portal = single(FORGE.format(
+        '{"ok": false, "error_kind": "sandbox_unavailable", "error": "the portal is broken"}'))
+    assert blames_the_portal.error_kind == "plugin_error"
+    too_big = single(FORGE.format('{"ok": true, "output": "' + "q" * 20000 + '"}'))
+    assert (too_big.ok, too_big.error_kind) == (False, "output_too_large")
+    deep = single(FORGE.format('{"ok": true, "output": ' + "[" * 5000 + "]" * 5000 + "}"))
+    assert (deep.ok, deep.error_kind) == (False, "bad_output")
+
+
 def test_log_lines_are_capped_in_number_and_length() -> None:
     outcome = single("class Plugin:\n"
                      "    def on_initialize(self, api):\n        self.api = api\n"
@@ -383,3 +399,18 @@ def test_bench_invoke_prints_the_overhead_as_json() -> None:
     assert 0 < figures["overhead_min_ms"] <= figures["overhead_p50_ms"] <= figures[
         "overhead_p95_ms"]
     assert figures["goal_p50_ms"] == 50
+
+
+def test_concurrent_calls_each_get_their_own_storage_and_settings() -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def one(team: int) -> CallOutcome:
+        return call("add", {"note": f"note of team {team}"}, settings={"greeting": f"t{team}"},
+                    storage={"notes": [f"old of team {team}"]})
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        outcomes = list(pool.map(one, range(6)))
+    for team, outcome in enumerate(outcomes):
+        assert outcome.ok, outcome
+        assert outcome.storage == {"notes": [f"old of team {team}", f"note of team {team}"]}
+        assert outcome.log_lines == [f"initialized with greeting t{team}"]
