@@ -88,7 +88,8 @@ class Settings(dict):
     def _refuse(self, *args: object, **kwargs: object) -> None:
         raise TypeError("api.settings is read-only; the team admin changes settings")
 
-    __setitem__ = __delitem__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]  # noqa: E501
+    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
 
 
 class Storage:

@@ -92,10 +92,14 @@ def test_on_initialize_runs_before_each_call_and_sees_the_settings() -> None:
     assert 0 <= second.plugin_ms <= second.duration_ms
 
 
-def test_settings_are_read_only() -> None:
+@pytest.mark.parametrize("change", ["api.settings['token'] = 'changed'",
+                                    "api.settings |= {'token': 'changed'}",
+                                    "api.settings.update(token='changed')",
+                                    "del api.settings['token']"])
+def test_settings_are_read_only(change: str) -> None:
     outcome = single("class Plugin:\n"
                      "    def on_initialize(self, api):\n"
-                     "        api.settings['token'] = 'changed'\n"
+                     f"        {change}\n"
                      "    def on_command(self, name, payload):\n"
                      "        return {}\n", settings={"token": "t"})
     assert (outcome.ok, outcome.error_kind) == (False, "plugin_error")
