@@ -58,6 +58,7 @@ INSTALLED_APPS = [
     "autocoder.lessons.apps.LessonsConfig",
     "projects.apps.ProjectsConfig",
     "marketplace.apps.MarketplaceConfig",
+    "tools.apps.ToolsConfig",
 ]
 
 MIDDLEWARE = [
@@ -238,6 +239,9 @@ EMBEDDER = env.str("EMBEDDER", default="minilm")
 EMBEDDER_THREADS = env.int("EMBEDDER_THREADS", default=1)
 # "onnx" (ONNX Runtime, falling back to PyTorch when it cannot be used) or "torch".
 EMBEDDER_RUNTIME = env.str("EMBEDDER_RUNTIME", default="onnx")
+
+# Activated plugins (docs/tools.md): how long the invocation log keeps a call.
+TOOLS_LOG_RETENTION_DAYS = env.int("TOOLS_LOG_RETENTION_DAYS", default=30)
 
 LOGGING = {
     "version": 1,

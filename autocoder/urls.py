@@ -13,5 +13,6 @@ urlpatterns = [
     path("lessons/", include("autocoder.lessons.urls")),
     path("settings/model/local/", include("autocoder.llm.local.urls")),
     path("settings/model/", include("autocoder.llm.urls")),
+    path("", include("tools.urls")),
     path("", include("projects.urls")),
 ]

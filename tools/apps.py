@@ -1,0 +1,18 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class ToolsConfig(AppConfig):
+    name = "tools"
+    verbose_name = "Tools (activated plugins)"
+
+    def ready(self) -> None:
+        from autocoder import heartbeat
+        from tools import tasks  # noqa: F401  (declares the actors)
+        from tools.services import invocations, schedules
+
+        # Due schedules are sent every heartbeat (a few seconds); the invocation log is pruned
+        # by the slow sweep (once a minute for the whole installation).
+        heartbeat.sweep_register(schedules.schedules_due_send, quick=True)
+        heartbeat.sweep_register(invocations.invocations_prune, quick=False)

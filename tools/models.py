@@ -1,0 +1,223 @@
+"""Published plugin versions a team has activated as tools, and what using them leaves behind.
+
+An activation is the team's approval gate for running a version with the team's settings and
+data: a team admin decides it (runs/approval_rules.py says who). Settings, storage, API
+tokens and schedules belong to the team and the plugin, not to one version, so upgrading or
+rolling back keeps them. A site admin's kill switch is a `VersionBlock` row, checked at every
+call.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class Activation(models.Model):
+    """One decision to use one version of a plugin in one team (or a request for it)."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a team admin"
+        ACTIVE = "active", "Active"
+        REFUSED = "refused", "Refused"
+        # Replaced by a later activation (an upgrade or a roll-back) or switched off.
+        RETIRED = "retired", "No longer in use"
+
+    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.PROTECT, related_name="+")
+    version = models.ForeignKey("marketplace.PluginVersion", on_delete=models.PROTECT,
+                                related_name="+")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    # The activation that was in force when this one was asked for: what the diff compares
+    # with, and what a roll-back returns to.
+    previous = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    rollback = models.BooleanField(default=False, help_text="A return to an earlier version.")
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                     on_delete=models.SET_NULL, related_name="+")
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    retired_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            # One version in use per team and plugin: a second approval racing the first fails.
+            models.UniqueConstraint(fields=["team", "plugin"], condition=models.Q(status="active"),
+                                    name="one_active_tool_per_team"),
+            models.UniqueConstraint(fields=["team", "version"],
+                                    condition=models.Q(status="pending"),
+                                    name="one_pending_activation_per_version"),
+        ]
+        indexes = [models.Index(fields=["version", "status"], name="activation_version_status")]
+
+    def __str__(self) -> str:
+        return f"{self.plugin_id} {self.version_id} in team {self.team_id} ({self.status})"
+
+
+class ToolSetting(models.Model):
+    """A value a plugin declares in plugin.toml (`[[settings]]`), entered by a team admin.
+
+    A secret is stored sealed (autocoder/sealing.py) and never shown again; `value` of a
+    secret is the sealed text."""
+
+    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=64)
+    value = models.TextField(blank=True)
+    secret = models.BooleanField(default=False)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        constraints = [models.UniqueConstraint(fields=["team", "plugin", "name"],
+                                               name="one_tool_setting_per_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} of {self.plugin_id} in team {self.team_id}"
+
+
+class ToolStorage(models.Model):
+    """The plugin's small key-value store for one team (`api.storage`): never shared."""
+
+    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
+    data = models.JSONField(default=dict)
+    size = models.PositiveIntegerField(default=0, help_text="Bytes of JSON.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["team", "plugin"],
+                                               name="one_tool_storage_per_team")]
+
+    def __str__(self) -> str:
+        return f"storage of {self.plugin_id} in team {self.team_id} ({self.size} bytes)"
+
+
+class ToolToken(models.Model):
+    """A team's API token for one plugin. Only a SHA-256 is stored (marketplace's token_hash:
+    256-bit random tokens need no slow hash)."""
+
+    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=80)
+    prefix = models.CharField(max_length=12)
+    token_hash = models.CharField(max_length=64, unique=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}...)"
+
+
+class Schedule(models.Model):
+    """A command with a fixed payload, run every N minutes or hours, or daily at a time (UTC)."""
+
+    class Every(models.TextChoices):
+        MINUTES = "minutes", "Every few minutes"
+        HOURS = "hours", "Every few hours"
+        DAY = "day", "Every day at a set time"
+
+    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                              related_name="+")
+    name = models.CharField(max_length=80)
+    command = models.CharField(max_length=64)
+    payload = models.JSONField(default=dict)
+    every = models.CharField(max_length=8, choices=Every.choices)
+    interval = models.PositiveSmallIntegerField(default=1)
+    at_time = models.TimeField(null=True, blank=True)
+    enabled = models.BooleanField(default=True)
+    next_run_at = models.DateTimeField()
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    # Set by a failure, cleared by a success: the owner is told once per run of failures.
+    failing = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        indexes = [models.Index(fields=["enabled", "next_run_at"], name="schedule_due")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.command})"
+
+
+class Invocation(models.Model):
+    """One call of a tool: who or what called it, what went in and out, how it ended."""
+
+    class Caller(models.TextChoices):
+        USER = "user", "A person (the form)"
+        TOKEN = "token", "An API token"
+        SCHEDULE = "schedule", "A schedule"
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a worker"
+        RUNNING = "running", "Running"
+        OK = "ok", "Succeeded"
+        FAILED = "failed", "Failed"
+        REFUSED = "refused", "Refused"
+
+    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
+    version = models.ForeignKey("marketplace.PluginVersion", on_delete=models.CASCADE,
+                                related_name="+")
+    command = models.CharField(max_length=64)
+    caller = models.CharField(max_length=8, choices=Caller.choices)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                             on_delete=models.SET_NULL, related_name="+")
+    token = models.ForeignKey(ToolToken, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="+")
+    schedule = models.ForeignKey(Schedule, null=True, blank=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
+    # The payload waits here for the worker; output is kept (cut to a size) for the person who
+    # asked, so recent results stay with them.
+    payload = models.JSONField(default=dict, blank=True)
+    output = models.JSONField(null=True, blank=True)
+    output_cut = models.BooleanField(default=False)
+    error = models.TextField(blank=True)
+    error_kind = models.CharField(max_length=24, blank=True)
+    input_bytes = models.PositiveIntegerField(default=0)
+    output_bytes = models.PositiveIntegerField(default=0)
+    duration_ms = models.PositiveIntegerField(default=0)
+    plugin_ms = models.PositiveIntegerField(default=0)
+    log_lines = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["team", "plugin", "-created_at"], name="invocation_tool_log"),
+            models.Index(fields=["version", "status"], name="invocation_version_status"),
+            models.Index(fields=["created_at"], name="invocation_created"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.command} of {self.plugin_id} in team {self.team_id} ({self.status})"
+
+
+class VersionBlock(models.Model):
+    """The kill switch: a site admin disabled this version everywhere. Checked at every call."""
+
+    version = models.OneToOneField("marketplace.PluginVersion", on_delete=models.CASCADE,
+                                   related_name="+")
+    reason = models.TextField()
+    blocked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"version {self.version_id} disabled"

@@ -1,0 +1,221 @@
+"""Reads of the tools app: what a team has activated, its settings (never a secret's value),
+tokens, schedules, the invocation log, and usage figures for a plugin's publisher."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import Aggregate, Count, IntegerField, Q, QuerySet
+from django.http import Http404
+
+from marketplace.models import Plugin, PluginVersion
+from marketplace.selectors.tokens import token_hash
+from marketplace.selectors.visibility import can_see, viewer_for
+from projects.models import Membership, Team
+from tools.models import (
+    Activation,
+    Invocation,
+    Schedule,
+    ToolSetting,
+    ToolStorage,
+    ToolToken,
+    VersionBlock,
+)
+
+Status = Activation.Status
+
+
+def active_activation(team: Team | int, plugin: Plugin | int) -> Activation | None:
+    """The activation in force for the team and plugin (with its version), or None."""
+    return (Activation.objects.select_related("version", "plugin", "team")
+            .filter(team=team, plugin=plugin, status=Status.ACTIVE).first())
+
+
+def team_tools(team: Team) -> QuerySet[Activation]:
+    """The plugins the team uses now, by name."""
+    return (Activation.objects.select_related("plugin", "version")
+            .filter(team=team, status=Status.ACTIVE).order_by("plugin__normalized_name"))
+
+
+def pending_activations(team: Team) -> QuerySet[Activation]:
+    return (Activation.objects.select_related("plugin", "version", "requested_by")
+            .filter(team=team, status=Status.PENDING).order_by("created_at"))
+
+
+def activation_history(team: Team, plugin: Plugin) -> QuerySet[Activation]:
+    return (Activation.objects.select_related("version", "requested_by", "decided_by")
+            .filter(team=team, plugin=plugin).exclude(status=Status.PENDING)
+            .order_by("-created_at", "-id"))
+
+
+def activation_for_member(team: Team, pk: int) -> Activation:
+    """Activation `pk` of `team` (the caller checked membership), or 404."""
+    activation = (Activation.objects.select_related("plugin", "version", "requested_by",
+                                                    "decided_by", "previous__version")
+                  .filter(team=team, pk=pk).first())
+    if activation is None:
+        raise Http404("No such activation")
+    return activation
+
+
+def activatable_versions(team: Team, user: AbstractBaseUser | AnonymousUser) -> list[PluginVersion]:
+    """Published, not yanked latest versions the team may activate: its own plugins and
+    public ones, that the user sees and that are not in use in this version already."""
+    viewer = viewer_for(user)
+    in_use = set(Activation.objects.filter(team=team, status=Status.ACTIVE)
+                 .values_list("version_id", flat=True))
+    plugins = (Plugin.objects.select_related("latest_version", "team")
+               .filter(latest_version__isnull=False)
+               .filter(Q(team=team) | Q(visibility=Plugin.Visibility.PUBLIC))
+               .order_by("normalized_name"))
+    return [p.latest_version for p in plugins
+            if p.latest_version is not None and can_see(viewer, p)
+            and p.latest_version_id not in in_use]
+
+
+def version_for_activation(user: AbstractBaseUser | AnonymousUser, team: Team,
+                           name: str, version: str) -> PluginVersion:
+    """A published version of a plugin the team may use (its own, or public) and the user
+    sees, or 404: another team's team-only or private plugin does not exist here."""
+    found = (PluginVersion.objects.select_related("plugin__team")
+             .filter(plugin__normalized_name=name, version=version,
+                     status=PluginVersion.Status.PUBLISHED).first())
+    if found is None or not can_see(viewer_for(user), found.plugin):
+        raise Http404("No such plugin version")
+    plugin = found.plugin
+    if plugin.team_id != team.pk and plugin.visibility != Plugin.Visibility.PUBLIC:
+        raise Http404("No such plugin version")
+    return found
+
+
+def tool_for_member(team: Team, name: str) -> Activation:
+    """The team's activation in force of plugin `name`, or 404."""
+    activation = (Activation.objects.select_related("plugin", "version", "team")
+                  .filter(team=team, plugin__normalized_name=name, status=Status.ACTIVE)
+                  .first())
+    if activation is None:
+        raise Http404("This team does not use that plugin")
+    return activation
+
+
+def version_block(version_id: int) -> VersionBlock | None:
+    """The kill switch of a version, read at call time (one indexed query)."""
+    return VersionBlock.objects.filter(version_id=version_id).first()
+
+
+def blocked_versions() -> QuerySet[VersionBlock]:
+    return (VersionBlock.objects.select_related("version__plugin", "blocked_by")
+            .order_by("-created_at"))
+
+
+# -- settings, storage, tokens, schedules --------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SettingView:
+    """A declared setting as a page shows it: a secret's value never leaves the database."""
+
+    name: str
+    description: str
+    secret: bool
+    is_set: bool
+    value: str
+
+
+def setting_rows(team: Team, plugin: Plugin) -> dict[str, ToolSetting]:
+    return {row.name: row for row in ToolSetting.objects.filter(team=team, plugin=plugin)}
+
+
+def storage_of(team: Team | int, plugin: Plugin | int) -> ToolStorage | None:
+    return ToolStorage.objects.filter(team=team, plugin=plugin).first()
+
+
+def tokens_of(team: Team, plugin: Plugin) -> QuerySet[ToolToken]:
+    return ToolToken.objects.select_related("created_by").filter(team=team, plugin=plugin)
+
+
+def token_by_raw(raw: str) -> ToolToken | None:
+    """The active token `raw` (hashed as the marketplace's index tokens are), or None."""
+    if not raw:
+        return None
+    return (ToolToken.objects.select_related("team", "plugin")
+            .filter(token_hash=token_hash(raw), revoked_at__isnull=True).first())
+
+
+def schedules_of(team: Team, plugin: Plugin) -> QuerySet[Schedule]:
+    return Schedule.objects.select_related("owner").filter(team=team, plugin=plugin)
+
+
+# -- the invocation log --------------------------------------------------------------------------
+
+
+def invocation_log(team: Team, plugin: Plugin, *, limit: int = 200) -> list[Invocation]:
+    return list(Invocation.objects.select_related("version", "user", "token", "schedule")
+                .filter(team=team, plugin=plugin).order_by("-created_at", "-id")[:limit])
+
+
+def recent_results(team: Team, plugin: Plugin, user_id: int, *, limit: int = 5
+                   ) -> list[Invocation]:
+    """The user's own form results for this tool, newest first."""
+    return list(Invocation.objects.select_related("version")
+                .filter(team=team, plugin=plugin, user_id=user_id,
+                        caller=Invocation.Caller.USER).order_by("-created_at", "-id")[:limit])
+
+
+def invocation_of_user(team: Team, plugin: Plugin, pk: int, user_id: int) -> Invocation:
+    """One of the user's own form results, or 404 (nobody else's results show)."""
+    found = (Invocation.objects.select_related("version")
+             .filter(team=team, plugin=plugin, pk=pk, user_id=user_id,
+                     caller=Invocation.Caller.USER).first())
+    if found is None:
+        raise Http404("No such result")
+    return found
+
+
+# -- usage figures for the publisher -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Usage:
+    calls: int
+    failed: int
+    teams: int
+    p95_ms: int
+
+    @property
+    def error_rate(self) -> float:
+        return self.failed / self.calls if self.calls else 0.0
+
+
+class _P95(Aggregate):
+    # PostgreSQL's nearest-rank percentile: the smallest duration at least 95% of calls do not
+    # exceed, computed in the database (no list of durations comes to Python).
+    function = "percentile_disc"
+    template = "%(function)s(0.95) WITHIN GROUP (ORDER BY %(expressions)s)"
+    output_field = IntegerField()
+
+
+def plugin_usage(plugin: Plugin) -> Usage:
+    """Counts over every team's calls still in the log: how many, how many failed, how many
+    teams, and the 95th percentile of the duration. Nothing that says which team did what."""
+    figures = Invocation.objects.filter(
+        plugin=plugin, status__in=[Invocation.Status.OK, Invocation.Status.FAILED]).aggregate(
+        calls=Count("id"), failed=Count("id", filter=Q(status=Invocation.Status.FAILED)),
+        teams=Count("team_id", distinct=True), p95=_P95("duration_ms"))
+    return Usage(calls=figures["calls"], failed=figures["failed"], teams=figures["teams"],
+                 p95_ms=figures["p95"] or 0)
+
+
+def may_see_usage(user: AbstractBaseUser | AnonymousUser, plugin: Plugin) -> bool:
+    """Only the publisher (a member of the plugin's team) sees its usage figures."""
+    if not user.is_authenticated:
+        return False
+    return Membership.objects.filter(team_id=plugin.team_id, user_id=user.pk).exists()
+
+
+def manifest_permissions(version: PluginVersion) -> dict[str, Any]:
+    """`[permissions]` of plugin.toml as stored with the version."""
+    permissions = version.manifest.get("permissions", {})
+    return permissions if isinstance(permissions, dict) else {}

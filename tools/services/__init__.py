@@ -1,0 +1,1 @@
+"""Writes of the tools app: keyword-only, typed, named <entity>_<action>."""

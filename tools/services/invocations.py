@@ -1,0 +1,246 @@
+"""Calling an activated plugin: checks, the call in the sandbox, storage and the log.
+
+Three doors, one path (`_execute`):
+- the form queues the call for a Dramatiq worker (`invocation_request`, then
+  `invocation_perform`): a page never waits for a plugin, the person sees the call waiting,
+  running, then its result (as "Try it" does);
+- the HTTP API calls in the request (`invocation_call`), bounded by the invocation's wall time
+  (INVOKE_LIMITS.timeout_s): an API client wants its answer in the response, and a queue would
+  make it poll for it;
+- schedules queue their call like the form (schedules.py).
+
+Every call is checked at call time against the kill switch (a `VersionBlock` row) and the
+activation still in force, so a disabled version is refused at its next call.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from autocoder.runtime.declarations import payload_errors
+from autocoder.runtime.invoke import INVOKE_LIMITS, CallOutcome, PluginCall, call_plugin
+from projects.services.notifications import notifications_review_requested
+from tools.declared import command_names, declared_inputs, entry_of
+from tools.models import Activation, Invocation, Schedule, ToolStorage, ToolToken, VersionBlock
+from tools.services.tool_settings import settings_for_call
+
+logger = logging.getLogger(__name__)
+
+INVOKE_ACTOR = "tool_invocation_run"
+# A result is kept for the person (or the schedule's log) up to this size; larger outputs are
+# answered but only their size is kept.
+OUTPUT_KEEP_BYTES = 256 * 1024
+MAX_PAYLOAD_BYTES = INVOKE_LIMITS.payload_kb * 1024
+DISABLED = ("A site administrator disabled this version of the plugin everywhere; it cannot "
+            "be used. Your team's admins have been told.")
+NOT_IN_USE = "Your team no longer uses this version of the plugin; nothing was run."
+# What each way a call fails means to an API client.
+HTTP_STATUS = {"plugin_error": 422, "bad_output": 422, "memory_limit": 422,
+               "output_too_large": 422, "storage_too_large": 422, "timeout": 504,
+               "cpu_limit": 504, "payload_too_large": 413, "sandbox_unavailable": 503,
+               "disabled": 403, "not_in_use": 409}
+
+
+class InvocationRefused(Exception):
+    """A call refused before anything ran; `status` is the HTTP status an API answers with."""
+
+    def __init__(self, message: str, *, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Caller:
+    kind: str
+    user_id: int | None = None
+    token: ToolToken | None = None
+    schedule: Schedule | None = None
+
+
+def json_size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+
+
+def invocation_check(*, activation: Activation, command: str, payload: Any) -> None:
+    """InvocationRefused (with the HTTP status) unless the call may run as asked."""
+    version = activation.version
+    if VersionBlock.objects.filter(version_id=version.pk).exists():
+        raise InvocationRefused(DISABLED, status=403)
+    names = command_names(version)
+    if command not in names:
+        raise InvocationRefused(f"Unknown command {command!r}: this plugin has "
+                                f"{', '.join(names) or 'no commands'}.", status=400)
+    if not isinstance(payload, dict):
+        raise InvocationRefused('The input must be a JSON object, like {"text": "hello"}.',
+                                status=400)
+    size = json_size(payload)
+    if size > MAX_PAYLOAD_BYTES:
+        raise InvocationRefused(f"The input is {size // 1024} KB of JSON; the limit is "
+                                f"{INVOKE_LIMITS.payload_kb} KB.", status=413)
+    problems = payload_errors(declared_inputs(version, command), payload)
+    if problems:
+        raise InvocationRefused("The input does not fit: " + "; ".join(problems) + ".",
+                                status=400)
+
+
+def invocation_request(*, activation: Activation, user_id: int, command: str,
+                       payload: dict[str, Any]) -> Invocation:
+    """Queue a call from the form (InvocationRefused at once); a worker runs it."""
+    invocation_check(activation=activation, command=command, payload=payload)
+    return invocation_queue(activation=activation, command=command, payload=payload,
+                            caller=Caller(Invocation.Caller.USER, user_id=user_id))
+
+
+def invocation_queue(*, activation: Activation, command: str, payload: dict[str, Any],
+                     caller: Caller) -> Invocation:
+    """Store the call and send it to a worker once the transaction commits (the outbox: a
+    Redis outage delays it, loses nothing)."""
+    from runs.services.outbox import outbox_message_queue
+
+    with transaction.atomic():
+        invocation = Invocation.objects.create(
+            team_id=activation.team_id, plugin_id=activation.plugin_id,
+            version_id=activation.version_id, command=command, caller=caller.kind,
+            user_id=caller.user_id, schedule=caller.schedule, payload=payload,
+            input_bytes=json_size(payload))
+        outbox_message_queue(actor=INVOKE_ACTOR, args=[invocation.pk])
+    return invocation
+
+
+def invocation_perform(*, invocation_id: int) -> Invocation | None:
+    """Run a queued call once (a guarded update: a message delivered twice runs nothing)."""
+    if not Invocation.objects.filter(pk=invocation_id, status=Invocation.Status.PENDING).update(
+            status=Invocation.Status.RUNNING):
+        return None
+    invocation = Invocation.objects.select_related("version", "schedule", "team", "plugin").get(
+        pk=invocation_id)
+    payload = invocation.payload
+    if invocation.caller != Invocation.Caller.USER:
+        # Only the person's own results keep what went in; a schedule's payload is on it.
+        Invocation.objects.filter(pk=invocation_id).update(payload={})
+    return _execute(invocation, payload)
+
+
+def invocation_call(*, activation: Activation, token: ToolToken, command: str,
+                    payload: Any) -> Invocation:
+    """Call now, for the HTTP API (InvocationRefused before anything runs). The payload is
+    not stored: the log keeps its size."""
+    invocation_check(activation=activation, command=command, payload=payload)
+    invocation = Invocation.objects.create(
+        team_id=activation.team_id, plugin_id=activation.plugin_id,
+        version_id=activation.version_id, command=command, caller=Invocation.Caller.TOKEN,
+        token=token, status=Invocation.Status.RUNNING, input_bytes=json_size(payload))
+    invocation.version = activation.version
+    return _execute(invocation, payload)
+
+
+def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
+    refusal = _refusal_at_call_time(invocation)
+    if refusal:
+        return _finish(invocation, status=Invocation.Status.REFUSED, error=refusal[1],
+                       error_kind=refusal[0])
+    version = invocation.version
+    values, secret_names = settings_for_call(team=invocation.team_id,
+                                             plugin=invocation.plugin_id, version=version)
+    stored = ToolStorage.objects.filter(team_id=invocation.team_id,
+                                        plugin_id=invocation.plugin_id).first()
+    try:
+        outcome = call_plugin(PluginCall(
+            files=version.files, entry=entry_of(version),
+            command=invocation.command, payload=payload, settings=values,
+            storage=stored.data if stored else {}, secret_settings=secret_names))
+    except ValueError as exc:  # a malformed call (a bad entry): nothing of the plugin ran
+        logger.exception("invocation %s could not be made", invocation.pk)
+        return _finish(invocation, status=Invocation.Status.FAILED, error_kind="bad_call",
+                       error=f"The plugin could not be called: {exc}")
+    if outcome.storage is not None:
+        _storage_save(invocation, outcome.storage)
+    return _finish_outcome(invocation, outcome)
+
+
+def _refusal_at_call_time(invocation: Invocation) -> tuple[str, str] | None:
+    # Checked just before the sandbox starts: a kill switch thrown a moment ago counts.
+    if VersionBlock.objects.filter(version_id=invocation.version_id).exists():
+        return "disabled", DISABLED
+    in_use = Activation.objects.filter(team_id=invocation.team_id, plugin_id=invocation.plugin_id,
+                                       version_id=invocation.version_id,
+                                       status=Activation.Status.ACTIVE).exists()
+    return None if in_use else ("not_in_use", NOT_IN_USE)
+
+
+def _storage_save(invocation: Invocation, data: dict[str, Any]) -> None:
+    # Two calls of the same tool at once: the one that finishes last wins (documented).
+    ToolStorage.objects.update_or_create(
+        team_id=invocation.team_id, plugin_id=invocation.plugin_id,
+        defaults={"data": data, "size": json_size(data)})
+
+
+def _finish_outcome(invocation: Invocation, outcome: CallOutcome) -> Invocation:
+    output, size = outcome.output, json_size(outcome.output) if outcome.ok else 0
+    keep = invocation.caller != Invocation.Caller.TOKEN and size <= OUTPUT_KEEP_BYTES
+    invocation.output = output  # the API's answer, whether or not the log keeps it
+    return _finish(invocation, status=Invocation.Status.OK if outcome.ok
+                   else Invocation.Status.FAILED, error=outcome.error,
+                   error_kind=outcome.error_kind, output=output if keep else None,
+                   output_cut=outcome.ok and not keep and invocation.caller != "token",
+                   output_bytes=size, duration_ms=outcome.duration_ms,
+                   plugin_ms=outcome.plugin_ms, log_lines=outcome.log_lines)
+
+
+def _finish(invocation: Invocation, *, status: str, **fields: Any) -> Invocation:
+    answer = invocation.output
+    fields.setdefault("output", None)
+    Invocation.objects.filter(pk=invocation.pk).update(status=status,
+                                                       finished_at=timezone.now(), **fields)
+    invocation.refresh_from_db()
+    if status == Invocation.Status.OK:
+        invocation.output = answer if answer is not None else invocation.output
+    if invocation.schedule_id is not None:
+        _schedule_outcome(invocation)
+    return invocation
+
+
+def _schedule_outcome(invocation: Invocation) -> None:
+    """A schedule's owner hears about a failure once, until it works again."""
+    schedule = invocation.schedule
+    if schedule is None:
+        return
+    if invocation.status == Invocation.Status.OK:
+        Schedule.objects.filter(pk=schedule.pk, failing=True).update(failing=False)
+        return
+    if not Schedule.objects.filter(pk=schedule.pk, failing=False).update(failing=True):
+        return
+    if schedule.owner is None:
+        return
+    url = reverse("tools:log", args=[invocation.team.slug, invocation.plugin.normalized_name])
+    message = (f"Your schedule “{schedule.name}” of {invocation.plugin.name} failed: "
+               f"{invocation.error or invocation.get_status_display()}")
+    notifications_review_requested(team=invocation.team, users=[schedule.owner],
+                                   message=message, url=f"{url}?failed={invocation.pk}")
+
+
+def http_status(invocation: Invocation) -> int:
+    """What an API client is answered for a finished call."""
+    if invocation.status == Invocation.Status.OK:
+        return 200
+    return HTTP_STATUS.get(invocation.error_kind, 500)
+
+
+def invocations_prune(*, now: Any = None) -> list[int]:
+    """Delete log entries older than TOOLS_LOG_RETENTION_DAYS (the slow watchdog sweep calls
+    it about once a minute, in batches, so a large backlog never holds a long lock)."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.TOOLS_LOG_RETENTION_DAYS)
+    old = list(Invocation.objects.filter(created_at__lt=cutoff)
+               .exclude(status__in=[Invocation.Status.PENDING, Invocation.Status.RUNNING])
+               .values_list("pk", flat=True)[:5000])
+    Invocation.objects.filter(pk__in=old).delete()
+    return []

@@ -1,0 +1,81 @@
+"""Settings a plugin declares in plugin.toml (`[[settings]] name, description, secret`),
+entered by a team admin. Secrets are sealed like the teams' LLM keys (autocoder/sealing.py)
+and never shown again: the page says "set" and offers to replace them."""
+
+from __future__ import annotations
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from autocoder.sealing import seal, unseal
+from marketplace.models import Plugin, PluginVersion
+from projects.models import Team
+from projects.services.audit import audit_record
+from tools.declared import declared_settings
+from tools.models import ToolSetting
+from tools.selectors import SettingView, setting_rows
+from tools.services.activations import check_may_decide
+
+MAX_SETTING_CHARS = 4000
+
+
+class SettingsError(Exception):
+    def __init__(self, errors: dict[str, str]) -> None:
+        self.errors = errors
+        super().__init__("; ".join(f"{k}: {v}" for k, v in errors.items()))
+
+
+def setting_views(*, team: Team, plugin: Plugin, version: PluginVersion) -> list[SettingView]:
+    """The declared settings of `version` with what the team entered (secrets: set or not)."""
+    rows = setting_rows(team, plugin)
+    views = []
+    for declared in declared_settings(version):
+        row = rows.get(declared.name)
+        views.append(SettingView(
+            name=declared.name, description=declared.description, secret=declared.secret,
+            is_set=bool(row and row.value),
+            value="" if declared.secret or row is None else row.value))
+    return views
+
+
+def tool_settings_save(*, team: Team, plugin: Plugin, version: PluginVersion, user: User,
+                       values: dict[str, str]) -> list[str]:
+    """Save what an admin entered; an empty secret keeps the stored one (it is never sent
+    back to the page), `clear` in `values` as `<name>:clear` removes it. Returns the names
+    changed (the audit entry names them, never their values)."""
+    check_may_decide(team=team, user=user)
+    declared = {d.name: d for d in declared_settings(version)}
+    too_long = {name: f"at most {MAX_SETTING_CHARS} characters"
+                for name, value in values.items() if len(value) > MAX_SETTING_CHARS}
+    if too_long:
+        raise SettingsError(too_long)
+    rows = setting_rows(team, plugin)
+    changed = []
+    with transaction.atomic():
+        for name, item in declared.items():
+            new = values.get(name, "")
+            if item.secret and not new and not values.get(f"{name}:clear"):
+                continue  # left empty: keep the secret as it is
+            row = rows.get(name)
+            if row is not None and not item.secret and row.value == new:
+                continue
+            stored = seal(new) if item.secret else new
+            ToolSetting.objects.update_or_create(
+                team=team, plugin=plugin, name=name,
+                defaults={"value": stored, "secret": item.secret, "updated_by": user})
+            changed.append(name)
+        if changed:
+            audit_record(actor=user, action="tool.settings_changed", team=team, target=plugin,
+                         after={"settings": changed})
+    return changed
+
+
+def settings_for_call(*, team: Team | int, plugin: Plugin | int,
+                      version: PluginVersion) -> tuple[dict[str, str], list[str]]:
+    """The values the plugin gets as `api.settings` (secrets unsealed, only declared names),
+    and the names of the secret ones, whose values the runtime blanks from the outcome."""
+    declared = {d.name: d for d in declared_settings(version)}
+    values: dict[str, str] = {}
+    for row in ToolSetting.objects.filter(team=team, plugin=plugin, name__in=list(declared)):
+        values[row.name] = unseal(row.value) if row.secret else row.value
+    return values, [name for name, item in declared.items() if item.secret]

@@ -1,0 +1,23 @@
+"""The publisher's usage figures of a plugin as a tool, for the marketplace plugin page."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.conf import settings
+
+from marketplace.models import Plugin
+from tools.selectors import may_see_usage, plugin_usage
+
+register = template.Library()
+
+
+@register.inclusion_tag("tools/_usage_card.html", takes_context=True)
+def tool_usage(context: dict[str, Any], plugin: Plugin) -> dict[str, Any]:
+    """Counts for the plugin's own team only (nothing for anyone else)."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not may_see_usage(user, plugin):
+        return {"usage": None, "hidden": True}
+    return {"usage": plugin_usage(plugin), "retention_days": settings.TOOLS_LOG_RETENTION_DAYS}

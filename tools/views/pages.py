@@ -1,0 +1,402 @@
+"""Pages of the tools app: thin; access through projects/permissions.py (404 for outsiders),
+decisions through the services (which ask runs/approval_rules.py who may decide)."""
+
+from __future__ import annotations
+
+import json
+from datetime import time
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from autocoder.runtime.invoke import INVOKE_LIMITS
+from marketplace.models import PluginVersion
+from projects.diffs import unified_rows
+from projects.http import AuthenticatedHttpRequest
+from projects.models import Membership, Team
+from projects.permissions import get_team_for_member
+from runs.approval_rules import activation_refusal
+from tools import selectors
+from tools.declared import command_info, command_names, declared_settings
+from tools.forms import CommandForm, input_specs, output_blocks, output_csv
+from tools.models import Activation, Invocation, Schedule
+from tools.services import activations, blocks, schedules, tokens, tool_settings
+from tools.services.invocations import InvocationRefused, invocation_request
+
+
+def _tool(request: AuthenticatedHttpRequest, slug: str,
+          name: str) -> tuple[Team, Membership, Activation]:
+    team, membership = get_team_for_member(request.user, slug)
+    return team, membership, selectors.tool_for_member(team, name)
+
+
+def _may_decide(membership: Membership, team: Team) -> bool:
+    return not activation_refusal(membership=membership, team=team)
+
+
+# -- the team's tools and activations ------------------------------------------------------------
+
+
+@login_required
+def tool_list(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    team, membership = get_team_for_member(request.user, slug)
+    return render(request, "tools/tool_list.html", {
+        "team": team, "tools": selectors.team_tools(team),
+        "pending": selectors.pending_activations(team),
+        "available": selectors.activatable_versions(team, request.user),
+        "may_decide": _may_decide(membership, team)})
+
+
+def _review_context(team: Team, version: PluginVersion,
+                    previous: Activation | None) -> dict[str, Any]:
+    """What a decider sees: permissions, reports, settings, limits, and what changes."""
+    before = previous.version if previous is not None else None
+    return {
+        "version": version, "plugin": version.plugin,
+        "permissions": selectors.manifest_permissions(version),
+        "settings_declared": declared_settings(version),
+        "limits": INVOKE_LIMITS.described(),
+        "before": before,
+        "permissions_before": selectors.manifest_permissions(before) if before else None,
+        "diff": unified_rows(before.files, version.files) if before else None,
+    }
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def activation_new(request: AuthenticatedHttpRequest, slug: str, name: str,
+                   version: str) -> HttpResponse:
+    """Ask for (any member) or, for an admin, decide at once the activation of a version."""
+    team, membership = get_team_for_member(request.user, slug)
+    found = selectors.version_for_activation(request.user, team, name, version)
+    if request.method == "POST":
+        try:
+            activation = activations.activation_request(team=team, version=found,
+                                                        user=request.user)
+            if request.POST.get("decision") in ("approve", "refuse") and _may_decide(
+                    membership, team):
+                return _decide(request, activation)
+        except activations.ActivationError as exc:
+            messages.error(request, str(exc))
+            return redirect("tools:list", team.slug)
+        messages.success(request, "Asked. The team's admins have been told.")
+        return redirect("tools:activation", team.slug, activation.pk)
+    current = selectors.active_activation(team, found.plugin)
+    return render(request, "tools/activation.html", {
+        "team": team, "activation": None, "may_decide": _may_decide(membership, team),
+        **_review_context(team, found, current)})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def activation_detail(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpResponse:
+    team, membership = get_team_for_member(request.user, slug)
+    activation = selectors.activation_for_member(team, pk)
+    if request.method == "POST":
+        return _decide(request, activation)
+    return render(request, "tools/activation.html", {
+        "team": team, "activation": activation, "may_decide": _may_decide(membership, team),
+        **_review_context(team, activation.version, activation.previous
+                          if activation.status != Activation.Status.PENDING
+                          else selectors.active_activation(team, activation.plugin))})
+
+
+def _decide(request: AuthenticatedHttpRequest, activation: Activation) -> HttpResponse:
+    approve = request.POST.get("decision") == "approve"
+    try:
+        activations.activation_decide(activation=activation, user=request.user,
+                                      approve=approve, comment=request.POST.get("comment", ""))
+    except activations.ActivationError as exc:
+        messages.error(request, str(exc))
+        return redirect("tools:activation", activation.team.slug, activation.pk)
+    if approve:
+        messages.success(request, f"{activation.plugin.name} {activation.version.version} is "
+                                  "now in use by the team.")
+        return redirect("tools:detail", activation.team.slug, activation.plugin.normalized_name)
+    messages.success(request, "Refused. Whoever asked has been told.")
+    return redirect("tools:list", activation.team.slug)
+
+
+@login_required
+@require_POST
+def tool_rollback(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResponse:
+    team, _, activation = _tool(request, slug, name)
+    try:
+        back = activations.activation_rollback(team=team, plugin=activation.plugin,
+                                               user=request.user)
+        messages.success(request, f"Back to version {back.version.version}.")
+    except activations.ActivationError as exc:
+        messages.error(request, str(exc))
+    return redirect("tools:detail", team.slug, name)
+
+
+@login_required
+@require_POST
+def tool_deactivate(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResponse:
+    team, _, activation = _tool(request, slug, name)
+    activations.activation_retire(team=team, plugin=activation.plugin, user=request.user)
+    messages.success(request, f"{activation.plugin.name} is no longer in use by the team.")
+    return redirect("tools:list", team.slug)
+
+
+# -- using a tool --------------------------------------------------------------------------------
+
+
+def _forms(activation: Activation, bound: tuple[str, CommandForm] | None = None
+           ) -> list[dict[str, Any]]:
+    found = []
+    for command in command_names(activation.version):
+        form = bound[1] if bound and bound[0] == command else CommandForm(
+            specs=input_specs(activation.version, command), prefix=command)
+        info = command_info(activation.version, command) or {}
+        # The rows are listed here: in a template, `form.rows` would be a field named rows.
+        found.append({"name": command, "description": info.get("description", ""),
+                      "form": form, "rows": form.rows()})
+    return found
+
+
+def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
+                    activation: Activation) -> dict[str, Any]:
+    api_base = request.build_absolute_uri(reverse("tools:api", args=[
+        team.slug, activation.plugin.normalized_name, "COMMAND"])).removesuffix("/COMMAND")
+    first = (command_names(activation.version) or ["command"])[0]
+    info = command_info(activation.version, first) or {}
+    examples = info.get("examples") or []
+    sample = examples[0].get("input", {}) if examples and isinstance(examples[0], dict) else {}
+    return {
+        "team": team, "activation": activation, "plugin": activation.plugin,
+        "version": activation.version, "may_decide": _may_decide(membership, team),
+        "may_schedule": membership.can_review,
+        "commands": _forms(activation),
+        "recent": selectors.recent_results(team, activation.plugin, request.user.pk),
+        "api_url": f"{api_base}/{first}",
+        "api_sample": json.dumps(sample if isinstance(sample, dict) else {}),
+        "limits": INVOKE_LIMITS.described(),
+        "blocked": selectors.version_block(activation.version_id),
+        "schedules": [(s, schedules.describe(s)) for s in
+                      selectors.schedules_of(team, activation.plugin)],
+        "every_choices": Schedule.Every.choices,
+    }
+
+
+@login_required
+def tool_detail(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResponse:
+    team, membership, activation = _tool(request, slug, name)
+    return render(request, "tools/tool_detail.html",
+                  _detail_context(request, team, membership, activation))
+
+
+@login_required
+@require_POST
+def tool_run(request: AuthenticatedHttpRequest, slug: str, name: str,
+             command: str) -> HttpResponse:
+    team, membership, activation = _tool(request, slug, name)
+    if command not in command_names(activation.version):
+        raise Http404("No such command")
+    form = CommandForm(request.POST, request.FILES,
+                       specs=input_specs(activation.version, command), prefix=command)
+    refusal = ""
+    if form.is_valid():
+        try:
+            invocation = invocation_request(activation=activation, user_id=request.user.pk,
+                                            command=command, payload=form.payload())
+            return redirect("tools:result", team.slug, name, invocation.pk)
+        except InvocationRefused as exc:
+            refusal = str(exc)
+    context = _detail_context(request, team, membership, activation)
+    context.update(commands=_forms(activation, (command, form)), refusal=refusal,
+                   refused_command=command)
+    return render(request, "tools/tool_detail.html", context, status=400)
+
+
+@login_required
+def tool_result(request: AuthenticatedHttpRequest, slug: str, name: str,
+                pk: int) -> HttpResponse:
+    """One of the user's results; while it waits the page asks again (htmx every second,
+    without JavaScript a refresh every two seconds)."""
+    team, _, activation = _tool(request, slug, name)
+    invocation = selectors.invocation_of_user(team, activation.plugin, pk, request.user.pk)
+    context = {"team": team, "activation": activation, "plugin": activation.plugin,
+               "invocation": invocation, "blocks": output_blocks(invocation.output)
+               if invocation.status == Invocation.Status.OK else [],
+               "has_csv": output_csv(invocation.output) is not None,
+               "is_text": isinstance(invocation.output, str),
+               "done": invocation.status not in (Invocation.Status.PENDING,
+                                                 Invocation.Status.RUNNING)}
+    template = "tools/result.html#result" if request.htmx else "tools/result.html"
+    return render(request, template, context)
+
+
+@login_required
+def tool_result_download(request: AuthenticatedHttpRequest, slug: str, name: str, pk: int,
+                         fmt: str) -> HttpResponse:
+    team, _, activation = _tool(request, slug, name)
+    invocation = selectors.invocation_of_user(team, activation.plugin, pk, request.user.pk)
+    if invocation.status != Invocation.Status.OK:
+        raise Http404("No output")
+    stem = f"{activation.plugin.normalized_name}-{invocation.command}-{invocation.pk}"
+    if fmt == "csv":
+        text = output_csv(invocation.output)
+        if text is None:
+            raise Http404("Not a table")
+        response = HttpResponse(text, content_type="text/csv; charset=utf-8")
+    elif fmt == "txt" and isinstance(invocation.output, str):
+        response = HttpResponse(invocation.output, content_type="text/plain; charset=utf-8")
+    elif fmt == "json":
+        response = HttpResponse(json.dumps(invocation.output, indent=2, ensure_ascii=False),
+                                content_type="application/json")
+    else:
+        raise Http404("No such format")
+    response["Content-Disposition"] = f'attachment; filename="{stem}.{fmt}"'
+    return response
+
+
+@login_required
+def tool_log(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResponse:
+    team, _, activation = _tool(request, slug, name)
+    from django.conf import settings
+
+    return render(request, "tools/log.html", {
+        "team": team, "activation": activation, "plugin": activation.plugin,
+        "entries": selectors.invocation_log(team, activation.plugin),
+        "retention_days": settings.TOOLS_LOG_RETENTION_DAYS,
+        "failed": request.GET.get("failed", "")})
+
+
+# -- settings, tokens, schedules (admins; schedules: reviewers too) ------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tool_settings_page(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResponse:
+    team, membership, activation = _tool(request, slug, name)
+    if not _may_decide(membership, team):
+        raise PermissionDenied("Only team admins change a tool's settings.")
+    if request.method == "POST":
+        values = {key: str(value) for key, value in request.POST.items()
+                  if key != "csrfmiddlewaretoken"}
+        try:
+            changed = tool_settings.tool_settings_save(
+                team=team, plugin=activation.plugin, version=activation.version,
+                user=request.user, values=values)
+            messages.success(request, f"Saved ({', '.join(changed)})." if changed
+                             else "Nothing changed.")
+            return redirect("tools:settings", team.slug, name)
+        except tool_settings.SettingsError as exc:
+            messages.error(request, str(exc))
+    views = tool_settings.setting_views(team=team, plugin=activation.plugin,
+                                        version=activation.version)
+    return render(request, "tools/settings.html", {
+        "team": team, "activation": activation, "plugin": activation.plugin,
+        "settings": views})
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def tool_tokens(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResponse:
+    team, membership, activation = _tool(request, slug, name)
+    if not _may_decide(membership, team):
+        raise PermissionDenied("Only team admins manage a tool's API tokens.")
+    raw = ""
+    if request.method == "POST":
+        try:
+            if request.POST.get("revoke"):
+                tokens.tool_token_revoke(team=team, plugin=activation.plugin, user=request.user,
+                                         token_id=int(request.POST["revoke"]))
+                messages.success(request, "Revoked: it no longer works.")
+                return redirect("tools:tokens", team.slug, name)
+            _, raw = tokens.tool_token_create(team=team, plugin=activation.plugin,
+                                              user=request.user,
+                                              name=request.POST.get("name", ""))
+        except (activations.ActivationError, ValueError) as exc:
+            messages.error(request, str(exc))
+    return render(request, "tools/tokens.html", {
+        "team": team, "activation": activation, "plugin": activation.plugin, "raw": raw,
+        "tokens": selectors.tokens_of(team, activation.plugin),
+        "api_url": request.build_absolute_uri(reverse("tools:api", args=[
+            team.slug, name, (command_names(activation.version) or ["command"])[0]]))})
+
+
+@login_required
+@require_POST
+def tool_schedules(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResponse:
+    team, _, activation = _tool(request, slug, name)
+    try:
+        if request.POST.get("delete"):
+            schedules.schedule_delete(team=team, plugin=activation.plugin, user=request.user,
+                                      schedule_id=int(request.POST["delete"]))
+            messages.success(request, "Schedule deleted.")
+        else:
+            schedules.schedule_create(
+                activation=activation, user=request.user, name=request.POST.get("name", ""),
+                command=request.POST.get("command", ""),
+                payload=_json_object(request.POST.get("payload", "")),
+                every=request.POST.get("every", ""),
+                interval=_int(request.POST.get("interval", "1")),
+                at_time=_time(request.POST.get("at_time", "")))
+            messages.success(request, "Schedule saved.")
+    except schedules.ScheduleError as exc:
+        messages.error(request, str(exc))
+    return redirect(reverse("tools:detail", args=[team.slug, name]) + "#schedules")
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    if not text.strip():
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise schedules.ScheduleError(f"The input is not valid JSON ({exc.args[0]}).") from exc
+    if not isinstance(value, dict):
+        raise schedules.ScheduleError('The input must be a JSON object, like {"text": "hi"}.')
+    return value
+
+
+def _int(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError as exc:
+        raise schedules.ScheduleError("How often: write a whole number.") from exc
+
+
+def _time(text: str) -> time | None:
+    if not text.strip():
+        return None
+    try:
+        return time.fromisoformat(text.strip())
+    except ValueError as exc:
+        raise schedules.ScheduleError("Write the time as HH:MM, like 07:30.") from exc
+
+
+# -- the kill switch (site admins) ---------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def kill_switch(request: AuthenticatedHttpRequest) -> HttpResponse:
+    if not request.user.is_staff:
+        raise PermissionDenied("Only site administrators use the kill switch.")
+    if request.method == "POST":
+        version = (PluginVersion.objects.select_related("plugin")
+                   .filter(plugin__normalized_name=request.POST.get("plugin", "").strip().lower(),
+                           version=request.POST.get("version", "").strip()).first())
+        try:
+            if version is None:
+                raise blocks.BlockError("No such plugin version.")
+            if request.POST.get("enable"):
+                blocks.version_unblock(version=version, user=request.user)
+                messages.success(request, f"{version} can be used again.")
+            else:
+                blocks.version_block(version=version, user=request.user,
+                                     reason=request.POST.get("reason", ""))
+                messages.success(request, f"{version} is disabled everywhere.")
+        except blocks.BlockError as exc:
+            messages.error(request, str(exc))
+        return redirect("tools:kill_switch")
+    return render(request, "tools/kill_switch.html", {"blocked": selectors.blocked_versions()})
