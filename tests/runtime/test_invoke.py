@@ -4,6 +4,7 @@ and what the outcome says when the plugin or its answer is wrong."""
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import sys
@@ -418,3 +419,24 @@ def test_concurrent_calls_each_get_their_own_storage_and_settings() -> None:
         assert outcome.ok, outcome
         assert outcome.storage == {"notes": [f"old of team {team}", f"note of team {team}"]}
         assert outcome.log_lines == [f"initialized with greeting t{team}"]
+
+
+def test_on_the_docker_backend_the_runner_runs_from_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No Docker engine here: the fake client of tests/sandbox/test_docker_backend.py runs the
+    container's real entry program as a local process. The image's Python is the runtime, so
+    the runner is started with `site` and shipped as source."""
+    from autocoder.sandbox import docker_backend
+    from tests.sandbox.test_docker_backend import FakeClient
+
+    client = FakeClient()
+    real_run = docker_backend.run
+    monkeypatch.setattr(docker_backend, "run",
+                        lambda *args, **kwargs: real_run(*args, client=client, **kwargs))
+    outcome = call_plugin(PluginCall(files=notes_plugin(), entry="notes.plugin:Plugin",
+                                     command="add", payload={"note": "by docker"},
+                                     settings={"greeting": "hello"}), backend="docker")
+    assert outcome.ok, outcome
+    assert outcome.storage == {"notes": ["by docker"]}
+    assert outcome.log_lines == ["initialized with greeting hello"]
+    config = json.loads(base64.b64decode(client.created[0].kwargs["command"][5]))
+    assert config["argv"] == ["python", "-I", "-B", ".autocoder/host.py"]
