@@ -238,17 +238,19 @@ def test_an_answer_over_the_limit_is_refused() -> None:
 
 
 def test_a_forged_huge_result_file_is_output_too_large() -> None:
-    outcome = single("import atexit\nclass Plugin:\n    def on_command(self, name, payload):\n"
-                     "        def forge():\n"
-                     "            open('.autocoder/result.json', 'w').write('x' * 400000)\n"
-                     "        atexit.register(forge)\n        return {}\n")
+    outcome = single("import sys\nclass Plugin:\n    def on_command(self, name, payload):\n"
+                     "        open('.autocoder/result.json', 'w').write('x' * 400000)\n"
+                     "        sys.modules['__main__'].RESULT = '/tmp/elsewhere'\n"
+                     "        return {}\n")
     assert (outcome.ok, outcome.error_kind) == (False, "output_too_large")
 
 
-FORGE = ("import atexit\nclass Plugin:\n    def on_command(self, name, payload):\n"
-         "        def forge():\n"
-         "            open('.autocoder/result.json', 'w').write({!r})\n"
-         "        atexit.register(forge)\n        return {{}}\n")
+# The plugin runs in the runner's process: it can write the answer itself and send the
+# runner's elsewhere.
+FORGE = ("import sys\nclass Plugin:\n    def on_command(self, name, payload):\n"
+         "        open('.autocoder/result.json', 'w').write({!r})\n"
+         "        sys.modules['__main__'].RESULT = '/tmp/elsewhere'\n"
+         "        return {{}}\n")
 
 
 def test_a_forged_answer_is_checked_again_by_the_host() -> None:
@@ -385,6 +387,17 @@ def test_a_plugin_with_a_syntax_error_is_reported_by_the_sandbox() -> None:
     outcome = single("class Plugin:\n    def on_command(self, name, payload)\n")
     assert outcome.error_kind == "plugin_error"
     assert outcome.error.startswith("The plugin could not be loaded: SyntaxError")
+
+
+def test_a_thread_the_plugin_leaves_running_does_not_hold_the_call() -> None:
+    outcome = single("import threading, time\nclass Plugin:\n"
+                     "    def on_command(self, name, payload):\n"
+                     "        threading.Thread(target=time.sleep, args=(60,)).start()\n"
+                     "        print('done', flush=False)\n"
+                     "        return {'answered': True}\n",
+                     limits=InvokeLimits(timeout_s=10))
+    assert outcome.ok and outcome.output == {"answered": True}
+    assert outcome.duration_ms < 5000
 
 
 def test_a_plugin_that_floods_its_output_is_stopped_in_plain_words() -> None:
