@@ -64,7 +64,7 @@ class InvokeLimits:
     memory_mb: int = 512  # all of the plugin's processes together
     output_kb: int = 256  # the command's answer, as JSON
     storage_kb: int = 64  # the whole api.storage, as JSON
-    payload_kb: int = 2048  # the command's payload (or the event's data), as JSON
+    payload_kb: int = 1024  # the command's payload (or the event's data), as JSON
     log_lines: int = 100  # api.log lines kept per call
     log_line_chars: int = 1000  # characters kept of each line
     pids: int = 32  # processes and threads
