@@ -1,8 +1,11 @@
 """Runs INSIDE the sandbox, on the plugin runtime: one invocation of one plugin.
 
-invoke.py copies this file into the job's workdir as `.autocoder/host.py` and runs it with
-`python -I -S -B`. It must stay standalone (the standard library only, nothing of ours is
-visible inside) and small: its start is part of every invocation's overhead.
+invoke.py ships this file into the job's workdir, compiled (`.autocoder/host.pyc`) when the
+runtime is the portal's Python version, and runs it as `python -I -S -B` would: on bwrap in
+the prepared sandbox's own interpreter (`sandbox.run(..., in_process=True)`); on Docker as
+`python -I -B .autocoder/host.py`, `site` finding the image's libraries. It must stay
+standalone (the standard library only, nothing of ours is visible inside) and small: its
+start is part of every invocation's overhead.
 
 Protocol (files in the workdir, as the sandbox passes files in and collects them out):
 * in, `.autocoder/call.json`: {"entry", "command", "event", "payload", "settings", "storage",
