@@ -29,6 +29,7 @@ from packaging.utils import InvalidWheelFilename, canonicalize_name, parse_wheel
 from packaging.version import InvalidVersion, Version
 
 from autocoder.engine.spec import NAME_PATTERN, package_name
+from autocoder.runtime.declarations import declaration_errors
 
 # Size limits for uploads. A plugin is a few text files; these leave room for data tables.
 MAX_ARCHIVE_BYTES = 10 * 1024 * 1024
@@ -54,7 +55,7 @@ JUNK_TOP = frozenset({".venv", "venv", "build", "dist"})
 # Code the safety gate cannot read (compiled) or that runs on interpreter start (.pth).
 FORBIDDEN_SUFFIXES = (".pyc", ".pyo", ".so", ".pyd", ".dll", ".dylib", ".exe", ".pth")
 MANIFEST_KEYS = ("name", "version", "summary", "entry", "category", "tags", "requires_python")
-COMMAND_KEYS = ("name", "description", "examples")
+COMMAND_KEYS = ("name", "description", "examples", "input")
 FILESYSTEM_MODES = ("none", "workdir")
 # Tags the wheels we build and accept carry: pure Python, any platform.
 PURE_TAGS = frozenset({"py3-none-any", "py2.py3-none-any"})
@@ -128,15 +129,17 @@ def parse_manifest(text: str) -> Manifest:
         raise PackageError([f"plugin.toml: not valid TOML ({exc})"]) from None
     errors: list[str] = []
     for key in data:
-        if key not in ("plugin", "permissions", "commands", "runtime", "tool"):
+        if key not in ("plugin", "permissions", "commands", "runtime", "settings", "tool"):
             errors.append(f"plugin.toml: unknown table or key {key!r} (expected [plugin],"
-                          " [permissions], [runtime], [[commands]])")
+                          " [permissions], [runtime], [[settings]], [[commands]])")
     plugin = _table(data, "plugin", errors, required=True)
     permissions = _table(data, "permissions", errors, required=False)
     manifest = _manifest_fields(plugin, errors)
     network, filesystem = _permissions(permissions, errors)
     commands = _commands(data.get("commands"), errors)
     libraries = _libraries(_table(data, "runtime", errors, required=False), errors)
+    # Declared settings and input schemas: the runtime's rules, the ones activation relies on.
+    errors.extend(declaration_errors(data))
     if errors:
         raise PackageError(errors)
     return Manifest(**manifest, network=network, filesystem=filesystem, commands=commands,

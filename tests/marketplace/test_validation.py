@@ -226,3 +226,25 @@ def test_readme_html_is_sanitised() -> None:
     assert "<h1>Hi</h1>" in html and "<script" not in html and "javascript:" not in html
     assert "<img" not in html and 'rel="noopener noreferrer nofollow"' in html
     assert "&lt;b&gt;" in html
+
+
+DECLARING_TOML = GOOD_TOML + """
+[commands.input]
+text = { type = "text", description = "The text to count" }
+
+[[settings]]
+name = "language"
+description = "Which language's word rules to use"
+secret = false
+"""
+
+
+def test_declared_settings_and_an_input_schema_are_accepted() -> None:
+    manifest = parse_manifest(DECLARING_TOML)
+    assert manifest.raw["settings"][0]["name"] == "language"
+    assert manifest.raw["commands"][0]["input"]["text"]["type"] == "text"
+
+
+def test_a_bad_declaration_is_refused_in_words() -> None:
+    errors = errors_of(parse_manifest, DECLARING_TOML.replace('type = "text"', 'type = "photo"'))
+    assert len(errors) == 1 and "photo" in errors[0] and errors[0].startswith("plugin.toml")
