@@ -161,6 +161,9 @@ class Invocation(models.Model):
         USER = "user", "A person (the form)"
         TOKEN = "token", "An API token"
         SCHEDULE = "schedule", "A schedule"
+        # An event the portal delivers to on_event (activated, settings changed, ...): the
+        # command column names the event.
+        EVENT = "event", "The portal (an event)"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Waiting for a worker"

@@ -38,10 +38,9 @@ secret = true
 [[commands]]
 name = "totals"
 description = "Adds up the amounts of each month."
-examples = [
-  {{input = {{rows = [{{month = "Jan", amount = 2}}]}},
-    output = {{totals = [{{month = "Jan", total = 2}}]}}}},
-]
+[[commands.examples]]
+input = {{rows = [{{month = "Jan", amount = 2}}]}}
+output = {{totals = [{{month = "Jan", total = 2}}]}}
 
 [[commands]]
 name = "count"
@@ -69,6 +68,9 @@ PLUGIN_PY = '''"""A plugin for the tools tests."""
 class Plugin:
     def on_initialize(self, api):
         self.api = api
+
+    def on_event(self, event, data):
+        self.api.storage["events"] = self.api.storage.get("events", []) + [[event, data]]
 
     def on_command(self, name, payload):
         if name == "totals":

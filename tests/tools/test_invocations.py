@@ -78,7 +78,7 @@ def test_an_oversize_file_is_refused_with_a_clear_error(active: Activation,
         reverse("tools:run", args=["acme", "month-totals", "totals"]), {"totals-rows__file": big})
     assert response.status_code == 400
     assert "the limit is 1024 KB" in response.content.decode()
-    assert not Invocation.objects.exists()
+    assert not Invocation.objects.filter(caller="user").exists()
 
 
 def test_storage_is_kept_per_team_and_never_crosses(active: Activation,
@@ -177,3 +177,38 @@ def test_the_publisher_sees_usage_counts_on_the_marketplace_page(
     url = reverse("marketplace:plugin", args=["month-totals"])
     assert "error rate 50%" in client_for(world["requester"]).get(url).content.decode()
     assert "error rate" not in client_for(world["other_admin"]).get(url).content.decode()
+
+
+def test_events_reach_on_event_activated_settings_changed_deactivated(
+        active: Activation, world: dict[str, Any]) -> None:
+    tool_settings_save(team=world["acme"], plugin=active.plugin, version=active.version,
+                       user=world["admin"], values={"greeting": "Hi", "api_key": SECRET})
+    client_for(world["admin"]).post(reverse("tools:deactivate", args=["acme", "month-totals"]))
+    events = Invocation.objects.filter(caller="event").order_by("pk")
+    assert [e.command for e in events] == ["activated", "settings_changed", "deactivated"]
+    for event in events:
+        invocation_perform(invocation_id=event.pk)
+    assert {e.status for e in events.all()} == {"ok"}
+    assert ToolStorage.objects.get(team=world["acme"]).data["events"] == [
+        ["activated", {"version": "1.0.0", "previous_version": None}],
+        ["settings_changed", {"names": ["greeting", "api_key"]}],
+        ["deactivated", {"version": "1.0.0"}]]
+
+
+def test_the_watchdog_runs_due_schedules_and_prunes_the_log() -> None:
+    from autocoder import heartbeat
+    from tools.services import invocations, schedules
+
+    assert schedules.schedules_due_send in heartbeat.QUICK_SWEEPS
+    assert invocations.invocations_prune in heartbeat.SLOW_SWEEPS
+
+
+def test_a_call_a_dead_worker_left_running_is_closed(active: Activation,
+                                                      world: dict[str, Any]) -> None:
+    stuck = Invocation.objects.create(team=world["acme"], plugin=active.plugin,
+                                      version=active.version, command="count", caller="user",
+                                      user=world["requester"], status="running")
+    Invocation.objects.filter(pk=stuck.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    invocations_prune()
+    stuck.refresh_from_db()
+    assert stuck.status == "failed" and "stopped before it finished" in stuck.error

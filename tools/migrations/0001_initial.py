@@ -87,7 +87,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('command', models.CharField(max_length=64)),
-                ('caller', models.CharField(choices=[('user', 'A person (the form)'), ('token', 'An API token'), ('schedule', 'A schedule')], max_length=8)),
+                ('caller', models.CharField(choices=[('user', 'A person (the form)'), ('token', 'An API token'), ('schedule', 'A schedule'), ('event', 'The portal (an event)')], max_length=8)),
                 ('status', models.CharField(choices=[('pending', 'Waiting for a worker'), ('running', 'Running'), ('ok', 'Succeeded'), ('failed', 'Failed'), ('refused', 'Refused')], default='pending', max_length=8)),
                 ('payload', models.JSONField(blank=True, default=dict)),
                 ('output', models.JSONField(blank=True, null=True)),

@@ -21,6 +21,7 @@ from projects.services.notifications import (
 )
 from runs import approval_rules
 from tools.models import Activation, VersionBlock
+from tools.services.events import activation_events_queue
 
 Status = Activation.Status
 
@@ -54,9 +55,11 @@ def _usable(team: Team, version: PluginVersion) -> None:
                               "cannot be activated.")
 
 
-def activation_request(*, team: Team, version: PluginVersion, user: User) -> Activation:
+def activation_request(*, team: Team, version: PluginVersion, user: User,
+                       notify: bool = True) -> Activation:
     """Ask for `version` to be used by `team` (any member may ask). The team's admins are
-    notified; asking twice returns the waiting request."""
+    notified (not when an admin decides it in the same step: `notify=False`); asking twice
+    returns the waiting request."""
     _usable(team, version)
     current = Activation.objects.filter(team=team, plugin=version.plugin,
                                         status=Status.ACTIVE).first()
@@ -71,7 +74,8 @@ def activation_request(*, team: Team, version: PluginVersion, user: User) -> Act
         audit_record(actor=user, action="tool.activation_requested", team=team,
                      target=activation, after={"plugin": version.plugin.name,
                                                "version": version.version})
-        _deciders_notify(activation)
+        if notify:
+            _deciders_notify(activation)
     return activation
 
 
@@ -105,6 +109,10 @@ def activation_decide(*, activation: Activation, user: User, approve: bool,
                 raise _already_decided(activation)
             activation.refresh_from_db()
             _decision_record(activation, user)
+            if approve:
+                previous = activation.previous.version if activation.previous else None
+                activation_events_queue(team_id=activation.team_id, new=activation.version,
+                                        old=previous)
     except IntegrityError as exc:  # another version was approved at the same moment
         raise ActivationError("Another version was activated at the same moment; reload the "
                               "page.") from exc
@@ -166,6 +174,7 @@ def activation_rollback(*, team: Team, plugin: Plugin, user: User) -> Activation
         audit_record(actor=user, action="tool.rolled_back", team=team, target=back,
                      before={"version": current.version.version},
                      after={"version": target.version})
+        activation_events_queue(team_id=team.pk, new=target, old=current.version)
     return back
 
 
@@ -181,4 +190,5 @@ def activation_retire(*, team: Team, plugin: Plugin, user: User) -> bool:
                                                         retired_at=timezone.now())
         audit_record(actor=user, action="tool.deactivated", team=team, target=current,
                      before={"version": current.version.version}, after=None)
+        activation_events_queue(team_id=team.pk, new=None, old=current.version)
     return True

@@ -15,7 +15,6 @@ activation still in force, so a disabled version is refused at its next call.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass
 from datetime import timedelta
@@ -31,11 +30,11 @@ from autocoder.runtime.invoke import INVOKE_LIMITS, CallOutcome, PluginCall, cal
 from projects.services.notifications import notifications_review_requested
 from tools.declared import command_names, declared_inputs, entry_of
 from tools.models import Activation, Invocation, Schedule, ToolStorage, ToolToken, VersionBlock
+from tools.services.events import INVOKE_ACTOR, json_size
 from tools.services.tool_settings import settings_for_call
 
 logger = logging.getLogger(__name__)
 
-INVOKE_ACTOR = "tool_invocation_run"
 # A result is kept for the person (or the schedule's log) up to this size; larger outputs are
 # answered but only their size is kept.
 OUTPUT_KEEP_BYTES = 256 * 1024
@@ -64,10 +63,6 @@ class Caller:
     user_id: int | None = None
     token: ToolToken | None = None
     schedule: Schedule | None = None
-
-
-def json_size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
 
 
 def invocation_check(*, activation: Activation, command: str, payload: Any) -> None:
@@ -124,6 +119,8 @@ def invocation_perform(*, invocation_id: int) -> Invocation | None:
     invocation = Invocation.objects.select_related("version", "schedule", "team", "plugin").get(
         pk=invocation_id)
     payload = invocation.payload
+    if invocation.schedule_id is not None:
+        _schedule_event(invocation)
     if invocation.caller != Invocation.Caller.USER:
         # Only the person's own results keep what went in; a schedule's payload is on it.
         Invocation.objects.filter(pk=invocation_id).update(payload={})
@@ -153,10 +150,12 @@ def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
                                              plugin=invocation.plugin_id, version=version)
     stored = ToolStorage.objects.filter(team_id=invocation.team_id,
                                         plugin_id=invocation.plugin_id).first()
+    event = invocation.caller == Invocation.Caller.EVENT
     try:
         outcome = call_plugin(PluginCall(
             files=version.files, entry=entry_of(version),
-            command=invocation.command, payload=payload, settings=values,
+            command=None if event else invocation.command,
+            event=invocation.command if event else None, payload=payload, settings=values,
             storage=stored.data if stored else {}, secret_settings=secret_names))
     except ValueError as exc:  # a malformed call (a bad entry): nothing of the plugin ran
         logger.exception("invocation %s could not be made", invocation.pk)
@@ -171,6 +170,8 @@ def _refusal_at_call_time(invocation: Invocation) -> tuple[str, str] | None:
     # Checked just before the sandbox starts: a kill switch thrown a moment ago counts.
     if VersionBlock.objects.filter(version_id=invocation.version_id).exists():
         return "disabled", DISABLED
+    if invocation.caller == Invocation.Caller.EVENT:
+        return None  # "deactivated" goes to a version no longer in use, by design
     in_use = Activation.objects.filter(team_id=invocation.team_id, plugin_id=invocation.plugin_id,
                                        version_id=invocation.version_id,
                                        status=Activation.Status.ACTIVE).exists()
@@ -209,6 +210,20 @@ def _finish(invocation: Invocation, *, status: str, **fields: Any) -> Invocation
     return invocation
 
 
+def _schedule_event(invocation: Invocation) -> None:
+    """The "schedule" event, delivered before the scheduled command runs (same worker)."""
+    schedule = invocation.schedule
+    if schedule is None:
+        return
+    event = Invocation.objects.create(
+        team_id=invocation.team_id, plugin_id=invocation.plugin_id,
+        version_id=invocation.version_id, command="schedule", caller=Invocation.Caller.EVENT,
+        status=Invocation.Status.RUNNING,
+        input_bytes=json_size({"schedule": schedule.name, "command": schedule.command}))
+    event.version = invocation.version
+    _execute(event, {"schedule": schedule.name, "command": schedule.command})
+
+
 def _schedule_outcome(invocation: Invocation) -> None:
     """A schedule's owner hears about a failure once, until it works again."""
     schedule = invocation.schedule
@@ -235,10 +250,21 @@ def http_status(invocation: Invocation) -> int:
     return HTTP_STATUS.get(invocation.error_kind, 500)
 
 
+# Far longer than a call may take (INVOKE_LIMITS.timeout_s, plus a busy queue's start).
+STALLED_AFTER = timedelta(minutes=10)
+
+
 def invocations_prune(*, now: Any = None) -> list[int]:
     """Delete log entries older than TOOLS_LOG_RETENTION_DAYS (the slow watchdog sweep calls
-    it about once a minute, in batches, so a large backlog never holds a long lock)."""
-    cutoff = (now or timezone.now()) - timedelta(days=settings.TOOLS_LOG_RETENTION_DAYS)
+    it about once a minute, in batches, so a large backlog never holds a long lock), and close
+    calls a dead worker left running, so nobody waits on them for ever."""
+    now = now or timezone.now()
+    Invocation.objects.filter(status=Invocation.Status.RUNNING,
+                              created_at__lt=now - STALLED_AFTER).update(
+        status=Invocation.Status.FAILED, error_kind="worker_lost", finished_at=now,
+        error="The worker running this call stopped before it finished; nothing was kept. "
+              "Run it again.")
+    cutoff = now - timedelta(days=settings.TOOLS_LOG_RETENTION_DAYS)
     old = list(Invocation.objects.filter(created_at__lt=cutoff)
                .exclude(status__in=[Invocation.Status.PENDING, Invocation.Status.RUNNING])
                .values_list("pk", flat=True)[:5000])

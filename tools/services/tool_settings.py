@@ -15,6 +15,7 @@ from tools.declared import declared_settings
 from tools.models import ToolSetting
 from tools.selectors import SettingView, setting_rows
 from tools.services.activations import check_may_decide
+from tools.services.events import tool_event_queue
 
 MAX_SETTING_CHARS = 4000
 
@@ -67,6 +68,8 @@ def tool_settings_save(*, team: Team, plugin: Plugin, version: PluginVersion, us
         if changed:
             audit_record(actor=user, action="tool.settings_changed", team=team, target=plugin,
                          after={"settings": changed})
+            tool_event_queue(team_id=team.pk, version=version, event="settings_changed",
+                             data={"names": changed})
     return changed
 
 

@@ -76,11 +76,12 @@ def activation_new(request: AuthenticatedHttpRequest, slug: str, name: str,
     team, membership = get_team_for_member(request.user, slug)
     found = selectors.version_for_activation(request.user, team, name, version)
     if request.method == "POST":
+        deciding = request.POST.get("decision") in ("approve", "refuse") and _may_decide(
+            membership, team)
         try:
             activation = activations.activation_request(team=team, version=found,
-                                                        user=request.user)
-            if request.POST.get("decision") in ("approve", "refuse") and _may_decide(
-                    membership, team):
+                                                        user=request.user, notify=not deciding)
+            if deciding:
                 return _decide(request, activation)
         except activations.ActivationError as exc:
             messages.error(request, str(exc))
