@@ -49,8 +49,8 @@ def plugin_directory_publish(*, directory: Path, team: Team, approver: User,
         raise PermissionDenied(f"{approver.get_username()} is not an admin of team {team.slug}")
     checked = plugin_package_check(team=team, files=files_from_directory(directory))
     version = version_create(team=team, checked=checked, source=PluginVersion.Source.CLI,
-                              user=None, visibility=visibility or Plugin.Visibility.TEAM,
-                              category=category, tags=tags, changelog=changelog)
+                             user=None, visibility=visibility or Plugin.Visibility.TEAM,
+                             category=category, tags=tags, changelog=changelog)
     version = plugin_version_decide(version=version, user=approver, approve=True,
                                     comment="approved on the command line (plugin_publish)")
     plugin = Plugin.objects.get(pk=version.plugin_id)

@@ -27,11 +27,11 @@ MAX_CHANGELOG_CHARS = 20_000
 
 
 def version_create(*, team: Team, checked: CheckedPlugin, source: str,
-                    user: User | None, visibility: str, category: str,
-                    tags: Sequence[str], changelog: str, run: Run | None = None,
-                    spec: dict[str, Any] | None = None,
-                    models_used: list[dict[str, Any]] | None = None, iterations: int = 0,
-                    approval: ApprovalRequest | None = None) -> PluginVersion:
+                   user: User | None, visibility: str, category: str,
+                   tags: Sequence[str], changelog: str, run: Run | None = None,
+                   spec: dict[str, Any] | None = None,
+                   models_used: list[dict[str, Any]] | None = None, iterations: int = 0,
+                   approval: ApprovalRequest | None = None) -> PluginVersion:
     listing = listing_asked(checked.manifest, visibility, category, tags)
     embedding = summary_embedding_of(checked.manifest.name, checked.manifest.summary)
     created: PluginVersion | None = None
@@ -62,7 +62,7 @@ def version_create(*, team: Team, checked: CheckedPlugin, source: str,
 
 
 def listing_asked(manifest: Manifest, visibility: str, category: str,
-             tags: Sequence[str]) -> dict[str, Any]:
+                  tags: Sequence[str]) -> dict[str, Any]:
     if visibility not in Plugin.Visibility.values:
         raise PackageError([f"visibility must be one of {', '.join(Plugin.Visibility.values)}"])
     category = category or manifest.category or Plugin.Category.OTHER
@@ -128,7 +128,7 @@ def embedding_text(name: str, summary: str) -> str:
 
 
 def artifacts_store(plugin: Plugin, version: PluginVersion,
-                     artifacts: Sequence[BuiltArtifact]) -> None:
+                    artifacts: Sequence[BuiltArtifact]) -> None:
     for built in artifacts:
         relpath = artifact_relpath(plugin.normalized_name, version.pk, built.filename)
         artifact_write(relpath, built.data)
