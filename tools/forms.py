@@ -35,7 +35,8 @@ from django.core.files.uploadedfile import UploadedFile
 from marketplace.models import PluginVersion
 from tools.declared import command_info, declared_inputs
 
-MAX_FILE_BYTES = 1024 * 1024
+# Small enough that a file, even as base64, fits the call's input limit (1024 KB of JSON).
+MAX_FILE_BYTES = 750 * 1024
 MAX_TABLE_ROWS = 10_000
 NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 

@@ -77,7 +77,7 @@ def test_an_oversize_file_is_refused_with_a_clear_error(active: Activation,
     response = client_for(world["requester"]).post(
         reverse("tools:run", args=["acme", "month-totals", "totals"]), {"totals-rows__file": big})
     assert response.status_code == 400
-    assert "the limit is 1024 KB" in response.content.decode()
+    assert "the limit is 750 KB" in response.content.decode()
     assert not Invocation.objects.filter(caller="user").exists()
 
 
