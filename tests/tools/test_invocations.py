@@ -152,6 +152,11 @@ def test_only_site_admins_use_the_kill_switch(active: Activation, world: dict[st
                                                      "version": "1.0.0", "reason": "bad"})
     assert response.status_code == 302
     assert client_for(world["staff"]).get(url).content.decode().count("month-totals 1.0.0") >= 1
+    plugin_page = client_for(world["staff"]).get(reverse("marketplace:plugin", args=[
+        "month-totals"])).content.decode()
+    assert "/tools/kill-switch/?plugin=month-totals&amp;version=1.0.0" in plugin_page
+    assert "kill switch" not in client_for(world["admin"]).get(reverse(
+        "marketplace:plugin", args=["month-totals"])).content.decode()
 
 
 def test_the_log_keeps_the_caller_sizes_and_outcome_and_is_pruned(

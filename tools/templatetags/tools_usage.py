@@ -18,6 +18,10 @@ def tool_usage(context: dict[str, Any], plugin: Plugin) -> dict[str, Any]:
     """Counts for the plugin's own team only (nothing for anyone else)."""
     request = context.get("request")
     user = getattr(request, "user", None)
+    shown = context.get("shown")
+    # Site admins get the way to the kill switch for the version shown (no figures).
+    kill = shown if user is not None and user.is_staff and shown is not None else None
     if user is None or not may_see_usage(user, plugin):
-        return {"usage": None, "hidden": True}
-    return {"usage": plugin_usage(plugin), "retention_days": settings.TOOLS_LOG_RETENTION_DAYS}
+        return {"usage": None, "kill": kill, "plugin": plugin}
+    return {"usage": plugin_usage(plugin), "kill": kill, "plugin": plugin,
+            "retention_days": settings.TOOLS_LOG_RETENTION_DAYS}

@@ -400,4 +400,7 @@ def kill_switch(request: AuthenticatedHttpRequest) -> HttpResponse:
         except blocks.BlockError as exc:
             messages.error(request, str(exc))
         return redirect("tools:kill_switch")
-    return render(request, "tools/kill_switch.html", {"blocked": selectors.blocked_versions()})
+    return render(request, "tools/kill_switch.html", {
+        "blocked": selectors.blocked_versions(),
+        "asked_plugin": request.GET.get("plugin", ""),
+        "asked_version": request.GET.get("version", "")})
