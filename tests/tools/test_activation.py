@@ -99,6 +99,9 @@ def test_an_upgrade_shows_the_code_and_permission_diff_then_rolls_back(
     assert back.version == active.version and back.rollback
     assert Activation.objects.filter(status="active").count() == 1
     assert AuditEntry.objects.filter(action="tool.rolled_back").exists()
+    page = client_for(world["requester"]).get(reverse("tools:detail", args=[
+        "acme", "month-totals"])).content.decode()
+    assert "1.1.0: no longer in use" in page and "1.0.0: active (gone back to)" in page
 
 
 def test_secrets_are_sealed_never_shown_and_kept_when_left_empty(

@@ -183,6 +183,9 @@ def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: M
         "schedules": [(s, schedules.describe(s)) for s in
                       selectors.schedules_of(team, activation.plugin)],
         "every_choices": Schedule.Every.choices,
+        "history": selectors.activation_history(team, activation.plugin)[:10],
+        "storage": selectors.storage_of(team, activation.plugin),
+        "storage_kb": INVOKE_LIMITS.storage_kb,
     }
 
 
