@@ -68,14 +68,21 @@ def activation_request(*, team: Team, version: PluginVersion, user: User,
     waiting = Activation.objects.filter(team=team, version=version, status=Status.PENDING).first()
     if waiting is not None:
         return waiting
-    with transaction.atomic():
-        activation = Activation.objects.create(team=team, plugin=version.plugin, version=version,
-                                               previous=current, requested_by=user)
-        audit_record(actor=user, action="tool.activation_requested", team=team,
-                     target=activation, after={"plugin": version.plugin.name,
-                                               "version": version.version})
-        if notify:
-            _deciders_notify(activation)
+    try:
+        with transaction.atomic():
+            return _activation_create(team, version, user, current, notify)
+    except IntegrityError:  # asked at the same moment by someone else: that request stands
+        return Activation.objects.get(team=team, version=version, status=Status.PENDING)
+
+
+def _activation_create(team: Team, version: PluginVersion, user: User,
+                       current: Activation | None, notify: bool) -> Activation:
+    activation = Activation.objects.create(team=team, plugin=version.plugin, version=version,
+                                           previous=current, requested_by=user)
+    audit_record(actor=user, action="tool.activation_requested", team=team, target=activation,
+                 after={"plugin": version.plugin.name, "version": version.version})
+    if notify:
+        _deciders_notify(activation)
     return activation
 
 
