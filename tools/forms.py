@@ -159,8 +159,10 @@ def _fields_for(spec: InputSpec) -> dict[str, forms.Field]:
         return {f"{spec.name}__file": forms.FileField(
             label=spec.label, required=False, help_text=spec.description or
             f"At most {MAX_FILE_BYTES // 1024} KB.")}
-    big = spec.kind in ("table", "records", "json") or spec.multiline
-    widget = forms.Textarea(attrs={"rows": 6 if big else 2}) if big else forms.TextInput()
+    big = spec.kind in ("table", "records") or spec.multiline
+    # A whole optional JSON input (a command without examples) is usually left empty.
+    rows = 6 if spec.kind in ("table", "records") or spec.required else 2
+    widget = forms.Textarea(attrs={"rows": rows}) if big else forms.TextInput()
     text: dict[str, forms.Field] = {spec.name: forms.CharField(widget=widget, strip=False,
                                                                **common)}
     if spec.kind in ("table", "records"):

@@ -28,7 +28,7 @@ RESULT_MS = 60_000  # the worker starts a sandbox on a shared 2-core machine
 
 def test_an_approved_plugin_is_used_through_its_form_with_an_uploaded_csv(
         server: LiveServer, worker: Any, people: dict, context_factory: Any,
-        tmp_path: Path) -> None:
+        tmp_path: Path, screenshots: Path) -> None:
     MembershipFactory(team=people["team"], user=UserFactory(username="ada"), role="admin")
     version = publish_version(people["team"])
     PluginVersion.objects.filter(pk=version.pk).update(submitted_by=people["requester"])
@@ -59,6 +59,8 @@ def test_an_approved_plugin_is_used_through_its_form_with_an_uploaded_csv(
         requester.get_by_role("link", name="month-totals").click()
         if script:
             assert_accessible(requester, f"the tool's page at {viewport['width']} px")
+        if viewport["width"] == 1280 and script:
+            requester.screenshot(path=str(screenshots / "tool-form.png"), full_page=True)
         form = requester.locator("#command-totals")
         form.get_by_label("…or upload a file for “Rows”").set_input_files(str(csv))
         form.get_by_role("button", name="Run totals").click()
@@ -69,6 +71,8 @@ def test_an_approved_plugin_is_used_through_its_form_with_an_uploaded_csv(
         expect(table.get_by_role("row", name="Feb 1")).to_be_visible()
         expect(requester.get_by_role("link", name="CSV (for a spreadsheet)")).to_be_visible()
         if script:
+            requester.screenshot(path=str(screenshots / f"tool-result-{viewport['width']}.png"),
+                                 full_page=True)
             assert_accessible(requester, f"the result at {viewport['width']} px")
         # The page fits the screen: nothing scrolls sideways.
         assert requester.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
