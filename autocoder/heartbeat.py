@@ -33,8 +33,9 @@ WATCHDOG_LOCK = "autocoder:watchdog"
 WATCHDOG_INTERVAL_S = 60
 WATCHDOG_QUICK_LOCK = "autocoder:watchdog:quick"
 
-# Other apps' sweeps (the marketplace's upload checks whose worker died or that stopped
-# moving), registered from their AppConfig.ready: this module imports none of them.
+# The apps' sweeps (the runs app's outbox and stalled or orphaned steps, the marketplace's
+# upload checks whose worker died or that stopped moving), registered from their
+# AppConfig.ready in INSTALLED_APPS order: this module imports none of them.
 Sweep = Callable[[], list[int]]
 QUICK_SWEEPS: list[Sweep] = []
 SLOW_SWEEPS: list[Sweep] = []
@@ -160,19 +161,15 @@ class WorkerHeartbeat(Middleware):
 
 
 def watchdog_quick_sweep() -> list[int]:
-    """Send what the outbox still holds (commits made while Redis was down) and re-send the
-    step of runs whose claiming worker died; never raises."""
-    from autocoder.engine.services import outbox_send, runs_orphaned_kick
-
-    return _sweep_all((lambda: outbox_send(), runs_orphaned_kick, *QUICK_SWEEPS))
+    """The quick sweeps the apps registered (the runs app: send what the outbox still holds,
+    re-send the step of runs whose claiming worker died); never raises."""
+    return _sweep_all(tuple(QUICK_SWEEPS))
 
 
 def watchdog_sweep() -> list[int]:
-    """Re-send the step of runs that stopped moving (see runs_stalled_kick) and let held runs
-    go on once the part they wait for works (runs_held_release); never raises."""
-    from autocoder.engine.services import runs_held_release, runs_stalled_kick
-
-    return _sweep_all((runs_stalled_kick, runs_held_release, *SLOW_SWEEPS))
+    """The slow sweeps the apps registered (the runs app: re-send the step of runs that
+    stopped moving, let held runs go on once the part they wait for works); never raises."""
+    return _sweep_all(tuple(SLOW_SWEEPS))
 
 
 def _sweep_all(sweeps: tuple[Any, ...]) -> list[int]:

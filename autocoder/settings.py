@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "autocoder.llm.apps.LLMConfig",
     "autocoder.lessons.apps.LessonsConfig",
     "projects.apps.ProjectsConfig",
+    "runs.apps.RunsConfig",
     "marketplace.apps.MarketplaceConfig",
     "tools.apps.ToolsConfig",
 ]

@@ -15,17 +15,6 @@ def team_event_publish(team_id: int, kind: str, data: dict[str, Any]) -> None:
     realtime.publish(realtime.team_group(team_id), {"kind": kind, "data": data})
 
 
-# One step of a generation run: a model call or a sandbox run, so minutes at most; the step
-# service counts its own attempts (worker kills included), Dramatiq retries only cover errors
-# raised before that bookkeeping (a database that is briefly unavailable).
-@dramatiq.actor(max_retries=2, min_backoff=2_000, time_limit=30 * 60 * 1000)
-def run_step(run_id: int, token: str) -> None:
-    """Perform the step of run `run_id` that `token` names, then queue the next one."""
-    from autocoder.engine.services import run_step_perform
-
-    run_step_perform(run_id=run_id, token=token)
-
-
 # Downloading a local model: one message per download (it resumes from the `.part` file, so a
 # retry or a redelivery after a killed worker continues where the bytes stopped). Errors that
 # trying again cannot fix (offline, checksum) end in the service; only dropped connections and

@@ -132,14 +132,14 @@ class PluginVersion(models.Model):
     safety_report = models.JSONField(default=dict, blank=True)
     safety_verdict = models.CharField(max_length=8, blank=True)
     # Provenance. The run may be deleted later; spec, models and counts stay on the version.
-    run = models.ForeignKey("projects.Run", null=True, blank=True, on_delete=models.SET_NULL,
+    run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.SET_NULL,
                             related_name="plugin_versions")
     spec = models.JSONField(null=True, blank=True)
     models_used = models.JSONField(default=list, blank=True)
     iterations = models.PositiveIntegerField(default=0)
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                      on_delete=models.SET_NULL, related_name="+")
-    approval = models.ForeignKey("projects.ApprovalRequest", null=True, blank=True,
+    approval = models.ForeignKey("runs.ApprovalRequest", null=True, blank=True,
                                  on_delete=models.SET_NULL, related_name="+")
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_comment = models.TextField(blank=True)

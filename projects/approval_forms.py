@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Any, cast
 from django import forms
 from packaging.version import InvalidVersion, Version
 
-from projects.approval_rules import decisions_allowed
-from projects.models import ApprovalRequest, ApprovalVote
+from runs.approval_rules import decisions_allowed
+from runs.models import ApprovalRequest, ApprovalVote
 
 if TYPE_CHECKING:
     from marketplace.proposals import PublishChoice

@@ -8,4 +8,4 @@ class ProjectsConfig(AppConfig):
     verbose_name = "Teams and projects"
 
     def ready(self) -> None:
-        from projects import receivers  # noqa: F401  (connects the approval-request bridge)
+        from projects import receivers  # noqa: F401  (answers the runs app's signals)

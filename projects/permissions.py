@@ -9,7 +9,8 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from projects.models import ApprovalRequest, Interview, Membership, Project, Run, Team
+from projects.models import Interview, Membership, Project, Team
+from runs.models import ApprovalRequest, Run
 
 
 def membership_for(user: User | AnonymousUser, team: Team) -> Membership | None:

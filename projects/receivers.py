@@ -1,8 +1,14 @@
-"""The bridge from the engine to the portal's review side.
+"""The portal's answers to the runs app (runs/signals.py), and its bridge to the marketplace.
 
-The engine creates approval requests where its loop pauses and must not depend on how the
-portal tells people about them; this receiver hands each new request to the portal's services
-once the engine's transaction has committed (a rolled-back step notifies nobody).
+The runs app sits below the portal and the marketplace and imports neither; what they do when a
+run or an approval moves is connected here:
+- a new approval request replaces the run's older ones and tells its deciders, once the step
+  that created it has committed (a rolled-back step notifies nobody);
+- votes, decisions and superseded requests are written to the audit log; a decision is
+  announced to the requester; a decided publish request goes on to the marketplace;
+- a run held for a broken part of the installation tells the team's admins;
+- a run's publish request carries the marketplace's proposal (version, visibility, category,
+  the files it would serve).
 """
 
 from __future__ import annotations
@@ -10,11 +16,17 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models.signals import post_save
 from django.dispatch import receiver
 
-from projects.models import ApprovalRequest
+from autocoder.installation import InstallationFault
+from projects.models import Team
+from projects.services.audit import audit_record
+from runs import signals
+from runs.approval_rules import Tally
+from runs.models import ApprovalRequest, Run
 
 logger = logging.getLogger(__name__)
 
@@ -28,8 +40,8 @@ def approval_requested(sender: type[ApprovalRequest], instance: ApprovalRequest,
 
 
 def _announce(pk: int) -> None:
-    from projects.services.approvals import approvals_supersede
     from projects.services.notifications import notifications_approval_requested
+    from runs.services.approvals import approvals_supersede
 
     approval = (ApprovalRequest.objects.select_related("project__team", "run")
                 .filter(pk=pk).first())
@@ -38,3 +50,60 @@ def _announce(pk: int) -> None:
     with transaction.atomic():
         approvals_supersede(approval=approval)
         notifications_approval_requested(approval=approval)
+
+
+@receiver(signals.approvals_superseded, dispatch_uid="projects.approvals_superseded")
+def approvals_superseded(sender: Any, approval: ApprovalRequest, replaced: list[int],
+                         **kwargs: Any) -> None:
+    for pk in replaced:
+        audit_record(actor=None, action="approval.superseded", team=approval.project.team,
+                     target_type="approvalrequest", target_id=str(pk),
+                     target_repr=f"approval {pk} of run {approval.run_id}",
+                     before={"status": "pending"},
+                     after={"status": "stale", "replaced_by": approval.pk})
+
+
+@receiver(signals.approval_voted, dispatch_uid="projects.approval_voted")
+def approval_voted(sender: Any, approval: ApprovalRequest, user: User, decision: str,
+                   comment: str, tally: Tally, decided: bool, **kwargs: Any) -> None:
+    audit_record(
+        actor=user, action=f"approval.{decision}", team=approval.project.team, target=approval,
+        before={"status": ApprovalRequest.Status.PENDING},
+        after={"status": approval.status if decided else ApprovalRequest.Status.PENDING,
+               "kind": approval.kind, "iteration": approval.iteration, "comment": comment,
+               "approvals": tally.approvals, "required": tally.needed,
+               "project": approval.project.name, "run": approval.run_id})
+
+
+@receiver(signals.approval_decided, dispatch_uid="projects.approval_decided")
+def approval_decided(sender: Any, approval: ApprovalRequest, actor: User,
+                     **kwargs: Any) -> None:
+    from projects.services.notifications import notification_decision_send
+
+    notification_decision_send(approval=approval, actor=actor)
+    if approval.kind == ApprovalRequest.Kind.PUBLISH:
+        # Imported here: the marketplace builds on the portal's models.
+        from marketplace.services.gate import publish_approval_decided
+
+        publish_approval_decided(approval=approval)
+
+
+@receiver(signals.run_held, dispatch_uid="projects.run_held")
+def run_held(sender: Any, team: Team, fault: InstallationFault, **kwargs: Any) -> None:
+    from projects.services.notifications import notifications_installation_fault
+
+    notifications_installation_fault(team=team, fault=fault)
+
+
+@receiver(signals.publish_payload_wanted, dispatch_uid="projects.publish_payload_wanted")
+def publish_payload_wanted(sender: Any, run: Run, files: dict[str, str],
+                           **kwargs: Any) -> dict[str, Any]:
+    """The marketplace's proposal for the publish request; an unreadable plugin.toml leaves it
+    out (publishing says why)."""
+    from marketplace.proposals import publish_payload_default
+
+    try:
+        return publish_payload_default(team=run.project.team, files=files)
+    except ValueError:
+        logger.info("run %s: no publish proposal, plugin.toml is not readable", run.id)
+        return {}

@@ -20,7 +20,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from projects.models import ApprovalRequest, Iteration, Membership, Project, Run, Team
+from projects.models import Membership, Project, Team
+from runs.models import ApprovalRequest, Iteration, Run
 
 STATUSES = list(Project.Status.values)
 

@@ -3,9 +3,12 @@
 A phase reads the run (its plan, guidance, pending outputs of earlier phases of this iteration
 and the checkpoints of earlier iterations), does the slow part (a model call, a safety scan, a
 sandbox run) and returns a Transition: what to write and which phase comes next. Phases write
-nothing themselves except the record of model calls, so services can commit a transition
-atomically and only if the step is still the current one; a step that dies before its commit
-is simply performed again.
+nothing themselves except the record of model calls, so the runs app (runs/services/
+lifecycle.py) can commit a transition atomically and only if the step is still the current
+one; a step that dies before its commit is simply performed again.
+
+The loop does not import the runs app: it reads the run, its checkpoints and its model calls
+through the protocols of autocoder/engine/states.py and llm_port.py.
 
 Iteration n: plan (first iteration, after an escape or a human's answer) -> implement ->
 test_write -> gate -> sandbox -> verify (writes checkpoint n) -> reflect (on failure: reflection,
@@ -27,7 +30,7 @@ from django.utils import timezone
 from autocoder.engine import lessons_port
 from autocoder.engine.detector import IterationSnapshot, detect
 from autocoder.engine.escapes import ESCAPES, choose_escape
-from autocoder.engine.llm_port import RunLLM, reply_hash
+from autocoder.engine.llm_port import ModelCalls, reply_hash
 from autocoder.engine.prompting import (
     PromptContext,
     build_messages,
@@ -42,11 +45,19 @@ from autocoder.engine.scaffold import (
     scaffold_files,
 )
 from autocoder.engine.spec import Spec
+from autocoder.engine.states import (
+    Autonomy,
+    Checkpoint,
+    GateKind,
+    Phase,
+    RunHistory,
+    RunStatus,
+    RunView,
+)
 from autocoder.installation import InstallationFault
 from autocoder.llm.types import LLMError
 from autocoder.sandbox.types import PluginRuntimeError, SandboxError
 from autocoder.signatures import normalize_error_signature
-from projects.models import ApprovalRequest, Iteration, Run
 
 logger = logging.getLogger(__name__)
 
@@ -83,9 +94,11 @@ class Transition:
 
 @dataclass
 class Step:
-    run: Run
+    run: RunView
+    team_id: int
+    history: RunHistory
     spec: Spec
-    llm: RunLLM
+    llm: ModelCalls
     cancelled: Callable[[], bool]
 
     @property
@@ -104,24 +117,25 @@ def perform(step: Step) -> Transition:
 
 def ending(pending: dict[str, Any], status: str, reason: str) -> Transition:
     """Go to `learn`, which records lessons and then gives the run `status`."""
-    return Transition(phase=Run.Phase.LEARN,
+    return Transition(phase=Phase.LEARN,
                       pending={**pending, "outcome": {"status": status, "reason": reason}})
 
 
 # -- reads shared by the phases ------------------------------------------------------------------
 
 
-def latest_checkpoint(run: Run) -> Iteration | None:
-    return run.iterations.order_by("-number").first()
+def latest_checkpoint(step: Step) -> Checkpoint | None:
+    return step.history.latest()
 
 
-def current_files(run: Run, spec: Spec) -> dict[str, str]:
+def current_files(step: Step) -> dict[str, str]:
     """The code the next change applies to: the latest checkpoint's, or after reset_context
     the best code so far (a fresh start should not inherit the state that got stuck)."""
-    if run.escape_in_force == "reset_context" and run.best_iteration is not None:
-        return dict(run.best_iteration.files)
-    latest = latest_checkpoint(run)
-    return dict(latest.files) if latest is not None else scaffold_files(spec)
+    best = step.history.best() if step.run.escape_in_force == "reset_context" else None
+    if best is not None:
+        return dict(best.files)
+    latest = latest_checkpoint(step)
+    return dict(latest.files) if latest is not None else scaffold_files(step.spec)
 
 
 def prompt_context(step: Step, *, files: dict[str, str], failures: str = "",
@@ -145,7 +159,7 @@ def prompt_context(step: Step, *, files: dict[str, str], failures: str = "",
     )
 
 
-def failures_for_prompt(checkpoint: Iteration | None) -> str:
+def failures_for_prompt(checkpoint: Checkpoint | None) -> str:
     """What went wrong last time, with its reflection, as one text for the next prompt."""
     if checkpoint is None:
         return ""
@@ -165,11 +179,11 @@ def budget_chars() -> int:
 def plan_phase(step: Step) -> Transition:
     run, spec, pending = step.run, step.spec, step.pending
     if run.use_lessons and "lesson_ids" not in pending:
-        found = lessons_port.retrieve(team_id=run.project.team_id,
+        found = lessons_port.retrieve(team_id=step.team_id,
                                       query=f"{spec.name}: {spec.summary}")
         pending.update(lesson_ids=found.ids, lessons=found.block)
-    latest = latest_checkpoint(run)
-    files = current_files(run, spec)
+    latest = latest_checkpoint(step)
+    files = current_files(step)
     ctx = prompt_context(step, files=files, failures=failures_for_prompt(latest),
                          replanning=bool(run.plan))
     text = step.llm.complete("architect", build_messages("architect", ctx,
@@ -177,10 +191,10 @@ def plan_phase(step: Step) -> Transition:
     plan = plan_from_reply(text)
     approaches = [*run.approaches, run.plan] if run.plan and run.plan != plan else run.approaches
     updates = {"plan": plan, "approaches": approaches}
-    transition = Transition(phase=Run.Phase.IMPLEMENT, pending=pending, updates=updates,
+    transition = Transition(phase=Phase.IMPLEMENT, pending=pending, updates=updates,
                             notes=[{"kind": "run.plan", "plan": plan}])
-    if _plan_needs_approval(run):
-        transition.approval = Approval(ApprovalRequest.Kind.PLAN, {
+    if _plan_needs_approval(step):
+        transition.approval = Approval(GateKind.PLAN, {
             "plan": plan, "earlier_approaches": approaches, "lessons": pending.get("lessons", ""),
             "guidance": run.guidance,
             "reasoning": f"Plan for iteration {step.number}; the loop starts implementing it "
@@ -189,13 +203,12 @@ def plan_phase(step: Step) -> Transition:
     return transition
 
 
-def _plan_needs_approval(run: Run) -> bool:
-    if run.autonomy == Run.Autonomy.GUIDED:
+def _plan_needs_approval(step: Step) -> bool:
+    if step.run.autonomy == Autonomy.GUIDED:
         return True
-    if run.autonomy == Run.Autonomy.SEMI:
+    if step.run.autonomy == Autonomy.SEMI:
         # Semi-automatic runs ask once: later re-plans (escapes) are the loop's own business.
-        return not run.approvals.filter(kind=ApprovalRequest.Kind.PLAN,
-                                        status=ApprovalRequest.Status.APPROVED).exists()
+        return not step.history.plan_approved()
     return False
 
 
@@ -203,9 +216,9 @@ def _plan_needs_approval(run: Run) -> bool:
 
 
 def implement_phase(step: Step) -> Transition:
-    run, spec, pending = step.run, step.spec, step.pending
-    base = current_files(run, spec)
-    ctx = prompt_context(step, files=base, failures=failures_for_prompt(latest_checkpoint(run)))
+    spec, pending = step.spec, step.pending
+    base = current_files(step)
+    ctx = prompt_context(step, files=base, failures=failures_for_prompt(latest_checkpoint(step)))
     text = step.llm.complete("implementer", build_messages("implementer", ctx,
                                                            budget_chars=budget_chars()))
     parsed = parse_reply(text)
@@ -221,7 +234,7 @@ def implement_phase(step: Step) -> Transition:
         no_code=("the reply contained no file blocks" if not parsed.files else
                  "no file of the reply could be applied" if nothing else ""),
     )
-    next_phase = Run.Phase.VERIFY if nothing else Run.Phase.TEST_WRITE
+    next_phase = Phase.VERIFY if nothing else Phase.TEST_WRITE
     return Transition(phase=next_phase, pending=pending)
 
 
@@ -232,8 +245,8 @@ def _permission_request(spec: Spec, base: dict[str, str], proposed: dict[str, st
     permissions request, applied here and reported as a major change for a person to see."""
     if "plugin.toml" not in proposed:
         return files, rejected, None
-    old = _permissions(base.get("plugin.toml", ""))
-    new = _permissions(proposed["plugin.toml"])
+    old = manifest_permissions(base.get("plugin.toml", ""))
+    new = manifest_permissions(proposed["plugin.toml"])
     valid = (new is not None and isinstance(new.get("network"), bool)
              and new.get("filesystem") in ("none", "workdir"))
     if not valid or new == old or old is None:
@@ -245,7 +258,8 @@ def _permission_request(spec: Spec, base: dict[str, str], proposed: dict[str, st
     return files, rejected, {"from": old, "to": new}
 
 
-def _permissions(text: str) -> dict[str, Any] | None:
+def manifest_permissions(text: str) -> dict[str, Any] | None:
+    """The [permissions] table of a plugin.toml (None when it cannot be read)."""
     try:
         table = tomllib.loads(text).get("permissions", {})
     except tomllib.TOMLDecodeError:
@@ -272,7 +286,7 @@ def test_write_phase(step: Step) -> Transition:
     pending["files"] = files
     pending["rejected"] = [*pending.get("rejected", []), *refused,
                            *({"path": r.path, "reason": r.reason} for r in rejected)]
-    return Transition(phase=Run.Phase.GATE, pending=pending)
+    return Transition(phase=Phase.GATE, pending=pending)
 
 
 # -- safety gate ---------------------------------------------------------------------------------
@@ -283,7 +297,7 @@ def gate_phase(step: Step) -> Transition:
 
     pending = step.pending
     files = pending["files"]
-    granted = _permissions(files.get("plugin.toml", "")) or {}
+    granted = manifest_permissions(files.get("plugin.toml", "")) or {}
     permissions = Permissions(network=bool(granted.get("network", False)),
                               filesystem=str(granted.get("filesystem", "none")))
     report = scan_files(files, permissions)
@@ -294,7 +308,7 @@ def gate_phase(step: Step) -> Transition:
     }
     # Code the gate blocks never reaches the sandbox: the iteration fails on the findings.
     blocked = report.verdict == "block"
-    return Transition(phase=Run.Phase.VERIFY if blocked else Run.Phase.SANDBOX, pending=pending,
+    return Transition(phase=Phase.VERIFY if blocked else Phase.SANDBOX, pending=pending,
                       notes=[{"kind": "run.safety", "verdict": report.verdict,
                               "findings": len(report.findings)}])
 
@@ -333,7 +347,7 @@ def sandbox_phase(step: Step) -> Transition:
     if not report.outcomes or _runner_crashed(report):
         _raise_if_installation_broken()
     pending["report"] = report_dict(report)
-    return Transition(phase=Run.Phase.VERIFY, pending=pending,
+    return Transition(phase=Phase.VERIFY, pending=pending,
                       notes=[{"kind": "run.tests", "passed": report.passed,
                               "failed": report.failed, "errors": report.errors,
                               "pass_rate": report.pass_rate}])
@@ -372,7 +386,7 @@ def report_dict(report: Any) -> dict[str, Any]:
 
 def verify_phase(step: Step) -> Transition:
     run, spec, pending = step.run, step.spec, step.pending
-    previous = current_files(run, spec)
+    previous = current_files(step)
     files = pending.get("files") or previous
     result = _evaluate(spec, pending)
     added, removed = diff_stats(previous, files)
@@ -400,11 +414,11 @@ def verify_phase(step: Step) -> Transition:
         carry["second_opinion"] = opinion
     updates: dict[str, Any] = {"escape_in_force": ""}
     if result["succeeded"]:
-        transition = ending(carry, Run.Status.SUCCEEDED,
+        transition = ending(carry, RunStatus.SUCCEEDED,
                             f"iteration {step.number} passed every acceptance test with a pass "
                             f"rate of {result['pass_rate']:.0%}")
     else:
-        transition = Transition(phase=Run.Phase.REFLECT, pending=carry)
+        transition = Transition(phase=Phase.REFLECT, pending=carry)
     transition.checkpoint = checkpoint
     transition.updates = updates
     transition.notes = [{"kind": "run.iteration", "iteration": step.number,
@@ -414,7 +428,7 @@ def verify_phase(step: Step) -> Transition:
                          "safety_verdict": result["safety_verdict"],
                          "error_signature": result["error_signature"]}]
     if reasons:
-        transition.approval = Approval(ApprovalRequest.Kind.CHANGE, {
+        transition.approval = Approval(GateKind.CHANGE, {
             "reasons": reasons, "diff": checkpoint["diff"], "diff_stats": checkpoint["diff_stats"],
             "test_report": result["test_report"], "safety": result["safety_report"],
             "failures": result["failures"], "plan": run.plan,
@@ -561,18 +575,18 @@ def _cap(text: str) -> str:
     return text[:half] + "\n[...]\n" + text[-half:]
 
 
-def change_approval_reasons(run: Run, spec: Spec, previous: dict[str, str],
+def change_approval_reasons(run: RunView, spec: Spec, previous: dict[str, str],
                             checkpoint: dict[str, Any], pending: dict[str, Any]) -> list[str]:
     """Why a person must look at this change before the loop builds on it ([] = no need).
 
     Blocked code and replies that changed nothing are not changes: they are never accepted.
     """
-    if run.autonomy == Run.Autonomy.FULL:
+    if run.autonomy == Autonomy.FULL:
         return []
     if checkpoint["safety_verdict"] == "block" or pending.get("no_code"):
         return []
     reasons = _major_reasons(spec, checkpoint, pending)
-    if run.autonomy == Run.Autonomy.GUIDED and not reasons and previous != checkpoint["files"]:
+    if run.autonomy == Autonomy.GUIDED and not reasons and previous != checkpoint["files"]:
         reasons = ["guided autonomy: every change is reviewed"]
     return reasons
 
@@ -601,7 +615,7 @@ def _major_reasons(spec: Spec, checkpoint: dict[str, Any], pending: dict[str, An
 
 def reflect_phase(step: Step) -> Transition:
     run, spec = step.run, step.spec
-    checkpoint = latest_checkpoint(run)
+    checkpoint = latest_checkpoint(step)
     assert checkpoint is not None, "reflect runs after a checkpoint"
     ctx = prompt_context(step, files=checkpoint.files, failures="\n\n".join(checkpoint.failures))
     ctx.iteration = checkpoint.number
@@ -610,7 +624,7 @@ def reflect_phase(step: Step) -> Transition:
     reflection = text.strip()[:4000]
     pending = {k: v for k, v in step.pending.items() if k in ("lesson_ids", "lessons")}
     if run.use_lessons and checkpoint.failures:
-        found = lessons_port.retrieve(team_id=run.project.team_id,
+        found = lessons_port.retrieve(team_id=step.team_id,
                                       query=f"{spec.summary}\n{checkpoint.failures[0]}")
         if found.ids:
             pending.update(lesson_ids=found.ids, lessons=found.block)
@@ -619,9 +633,9 @@ def reflect_phase(step: Step) -> Transition:
     return transition
 
 
-def _after_failure(step: Step, checkpoint: Iteration, pending: dict[str, Any]) -> Transition:
+def _after_failure(step: Step, checkpoint: Checkpoint, pending: dict[str, Any]) -> Transition:
     run = step.run
-    decisions = _loop_decisions(run, checkpoint.number)
+    decisions = _loop_decisions(step, checkpoint.number)
     events = [{"iteration": checkpoint.number, "type": d.type, "signature": d.signature,
                "confidence": d.confidence, "occurrences": d.occurrences,
                "action": e.action, "reason": e.reason} for d, e in decisions]
@@ -638,15 +652,16 @@ def _after_failure(step: Step, checkpoint: Iteration, pending: dict[str, Any]) -
     return transition
 
 
-def _loop_decisions(run: Run, number: int) -> list[tuple[Any, Any]]:
-    history = [snapshot(it) for it in run.iterations.order_by("number")]
+def _loop_decisions(step: Step, number: int) -> list[tuple[Any, Any]]:
+    run = step.run
+    history = [snapshot(it) for it in step.history.checkpoints()]
     tried = [(s, a) for s, a in run.escapes_tried]
     return [(d, choose_escape(d, tried=tried, autonomy=run.autonomy,
                               escalations_answered=run.escalations_answered))
             for d in detect(history, since=run.since_iteration) if d.iteration == number]
 
 
-def snapshot(it: Iteration) -> IterationSnapshot:
+def snapshot(it: Checkpoint) -> IterationSnapshot:
     outcomes = (it.test_report or {}).get("outcomes", [])
     return IterationSnapshot(
         number=it.number, code_hash=it.code_hash,
@@ -663,16 +678,16 @@ def _strongest(decisions: list[tuple[Any, Any]]) -> tuple[str, str]:
     return escape.action, escape.reason
 
 
-def _route(run: Run, action: str, reason: str, checkpoint: Iteration, pending: dict[str, Any],
+def _route(run: RunView, action: str, reason: str, checkpoint: Checkpoint, pending: dict[str, Any],
            updates: dict[str, Any]) -> Transition:
     if action == "abort":
-        transition = ending(pending, Run.Status.ABORTED, f"the loop detector stopped the run: "
+        transition = ending(pending, RunStatus.ABORTED, f"the loop detector stopped the run: "
                                                          f"{reason}")
     elif (exhausted := budget_exhausted(run, checkpoint.number)):
-        transition = ending(pending, Run.Status.FAILED, exhausted)
+        transition = ending(pending, RunStatus.FAILED, exhausted)
     elif action == "escalate":
-        transition = Transition(phase=Run.Phase.PLAN, pending=pending)
-        transition.approval = Approval(ApprovalRequest.Kind.ESCALATION, {
+        transition = Transition(phase=Phase.PLAN, pending=pending)
+        transition.approval = Approval(GateKind.ESCALATION, {
             "reason": reason, "iteration": checkpoint.number,
             "failures": checkpoint.failures, "reflection": checkpoint.reflection,
             "plan": run.plan, "earlier_approaches": run.approaches,
@@ -680,15 +695,15 @@ def _route(run: Run, action: str, reason: str, checkpoint: Iteration, pending: d
                         "given to the model as guidance.",
         })
     elif action in ("reset_context", "try_alternative"):
-        transition = Transition(phase=Run.Phase.PLAN, pending=pending)
+        transition = Transition(phase=Phase.PLAN, pending=pending)
         updates["escape_in_force"] = action
     else:
-        transition = Transition(phase=Run.Phase.IMPLEMENT, pending=pending)
+        transition = Transition(phase=Phase.IMPLEMENT, pending=pending)
     transition.updates = updates
     return transition
 
 
-def budget_exhausted(run: Run, completed: int) -> str:
+def budget_exhausted(run: RunView, completed: int) -> str:
     """Why the run may not start another iteration ("" when it may)."""
     if completed >= run.max_iterations:
         return f"iteration budget exhausted: {completed} of {run.max_iterations} iterations used"
@@ -697,7 +712,7 @@ def budget_exhausted(run: Run, completed: int) -> str:
     return wall_time_exhausted(run)
 
 
-def wall_time_exhausted(run: Run) -> str:
+def wall_time_exhausted(run: RunView) -> str:
     if not run.started_at or not run.max_wall_s:
         return ""
     elapsed = (timezone.now() - run.started_at).total_seconds() - run.waited_s
@@ -710,23 +725,24 @@ def wall_time_exhausted(run: Run) -> str:
 
 
 def learn_phase(step: Step) -> Transition:
-    run, spec, pending = step.run, step.spec, step.pending
-    outcome = pending.get("outcome") or {"status": Run.Status.FAILED, "reason": "no outcome"}
+    run, pending = step.run, step.pending
+    outcome = pending.get("outcome") or {"status": RunStatus.FAILED, "reason": "no outcome"}
     written = 0
     if run.use_lessons:
-        written = lessons_port.learn(run_outcome(run, spec, outcome["status"]))
-    return Transition(phase=Run.Phase.DONE, pending=pending, status=outcome["status"],
+        written = lessons_port.learn(run_outcome(step, outcome["status"]))
+    return Transition(phase=Phase.DONE, pending=pending, status=outcome["status"],
                       updates={"lessons_written": written, "error": _error_text(outcome)})
 
 
 def _error_text(outcome: dict[str, Any]) -> str:
-    return "" if outcome["status"] == Run.Status.SUCCEEDED else outcome.get("reason", "")
+    return "" if outcome["status"] == RunStatus.SUCCEEDED else outcome.get("reason", "")
 
 
-def run_outcome(run: Run, spec: Spec, status: str) -> lessons_port.RunSummary:
+def run_outcome(step: Step, status: str) -> lessons_port.RunSummary:
     """What the run learned, for lessons. A run may end before its first checkpoint (a model
     call that failed for good in the first plan step): then there is nothing to reflect on."""
-    iterations = list(run.iterations.order_by("number"))
+    run, spec = step.run, step.spec
+    iterations = list(step.history.checkpoints())
     reflections = []
     for index, it in enumerate(iterations):
         following = iterations[index + 1] if index + 1 < len(iterations) else None
@@ -736,20 +752,20 @@ def run_outcome(run: Run, spec: Spec, status: str) -> lessons_port.RunSummary:
             reflections.append(_reflection(it, following if fixed else None))
     used = sorted({lesson for it in iterations for lesson in it.lessons_used})
     return lessons_port.RunSummary(
-        team_id=run.project.team_id, run_id=run.id, spec_name=spec.name,
-        spec_summary=spec.summary, succeeded=status == Run.Status.SUCCEEDED,
+        team_id=step.team_id, run_id=run.id, spec_name=spec.name,
+        spec_summary=spec.summary, succeeded=status == RunStatus.SUCCEEDED,
         final_approach=run.plan, final_iteration=iterations[-1].number if iterations else 0,
         reflections=reflections, lessons_used=used,
     )
 
 
-def _fixed_by(it: Iteration, following: Iteration) -> bool:
+def _fixed_by(it: Checkpoint, following: Checkpoint) -> bool:
     """The next iteration cleared this one's error and did better."""
     return following.error_signature != it.error_signature and (
         following.succeeded or following.pass_rate > it.pass_rate)
 
 
-def _reflection(it: Iteration, fix: Iteration | None) -> lessons_port.ReflectionNote:
+def _reflection(it: Checkpoint, fix: Checkpoint | None) -> lessons_port.ReflectionNote:
     """One iteration's mistake and, when the next iteration fixed it, that fix."""
     outcomes = (it.test_report or {}).get("outcomes", [])
     return lessons_port.ReflectionNote(
@@ -763,12 +779,12 @@ def _reflection(it: Iteration, fix: Iteration | None) -> lessons_port.Reflection
 
 
 PHASES: dict[str, Callable[[Step], Transition]] = {
-    Run.Phase.PLAN: plan_phase,
-    Run.Phase.IMPLEMENT: implement_phase,
-    Run.Phase.TEST_WRITE: test_write_phase,
-    Run.Phase.GATE: gate_phase,
-    Run.Phase.SANDBOX: sandbox_phase,
-    Run.Phase.VERIFY: verify_phase,
-    Run.Phase.REFLECT: reflect_phase,
-    Run.Phase.LEARN: learn_phase,
+    Phase.PLAN: plan_phase,
+    Phase.IMPLEMENT: implement_phase,
+    Phase.TEST_WRITE: test_write_phase,
+    Phase.GATE: gate_phase,
+    Phase.SANDBOX: sandbox_phase,
+    Phase.VERIFY: verify_phase,
+    Phase.REFLECT: reflect_phase,
+    Phase.LEARN: learn_phase,
 }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,11 +99,14 @@ def site_model_local_select(*, actor: User, model_path: str) -> SiteModelSaved:
                                  role_models={})
 
 
+# Who lets runs held for want of a model go on: the runs app registers itself at start-up
+# (runs/apps.py), as the LLM layer sits below it and does not import it.
+HELD_RUNS_RELEASERS: list[Callable[[], list[int]]] = []
+
+
 def site_model_held_runs_release() -> list[int]:
     """Runs held for want of a model go on now if the model works (offline check)."""
-    from autocoder.engine.services import runs_held_release
-
-    released = runs_held_release()
+    released = [run_id for release in HELD_RUNS_RELEASERS for run_id in release()]
     if released:
         logger.info("model set up: released held runs %s", released)
     return released

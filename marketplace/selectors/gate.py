@@ -11,9 +11,9 @@ from django.db.models import QuerySet
 
 from marketplace.models import PluginVersion
 from marketplace.selectors.visibility import Viewer, visible_q
-from projects import approval_rules
 from projects.models import Membership
-from projects.selectors.approvals import who_decides
+from runs import approval_rules
+from runs.selectors.approvals import who_decides
 
 
 def version_decision_refusal(*, version: PluginVersion, user: AbstractBaseUser) -> str:

@@ -177,7 +177,7 @@ def plugin_checks_stalled_kick(*, stalled_for_s: float | None = None) -> list[in
 
 
 def _check_resend(guard: Any) -> bool:
-    from autocoder.engine.services import outbox_message_queue
+    from runs.services.outbox import outbox_message_queue
 
     with transaction.atomic():
         version = guard.select_for_update(skip_locked=True).first()

@@ -19,10 +19,11 @@ from marketplace.proposals import PublishProposal, proposal_from_payload
 from marketplace.selectors.gate import version_decision_refusal
 from marketplace.selectors.visibility import can_see, viewer_for
 from marketplace.services.listing import plugin_listing_refresh
-from projects import approval_rules
-from projects.models import ApprovalRequest, Project
+from projects.models import Project
 from projects.services.audit import audit_record
 from projects.services.board import team_event_on_commit
+from runs import approval_rules
+from runs.models import ApprovalRequest
 
 NOT_AS_APPROVED = ("its version, visibility or category is not what the publish request"
                    " approved; publish the run again to ask the reviewers for it")
@@ -35,7 +36,7 @@ class DecisionConflict(Exception):
 def plugin_version_decide(*, version: PluginVersion, user: User, approve: bool,
                           comment: str = "") -> PluginVersion:
     """A reviewer's decision on a pending version, under the approval rules
-    (projects/approval_rules.py) like every gate. Raises ApprovalRefused (a PermissionDenied)
+    (runs/approval_rules.py) like every gate. Raises ApprovalRefused (a PermissionDenied)
     and DecisionConflict."""
     if version.approval_id:
         return _decide_via_run_approval(version, user, approve, comment)
@@ -64,7 +65,7 @@ def plugin_version_decide(*, version: PluginVersion, user: User, approve: bool,
 
 def deciders_notify(version: PluginVersion) -> None:
     """Put a new upload in the bell of everyone the approval rules let decide it."""
-    from projects.selectors.approvals import upload_url
+    from projects.selectors.inbox import upload_url
     from projects.services.notifications import notifications_review_requested
 
     plugin = version.plugin
@@ -80,7 +81,7 @@ def deciders_notify(version: PluginVersion) -> None:
 
 def _submitter_notify(version: PluginVersion, *, actor: User, comment: str) -> None:
     """Tell whoever uploaded `version` how it was decided, with the reviewer's words."""
-    from projects.selectors.approvals import upload_url
+    from projects.selectors.inbox import upload_url
     from projects.services.notifications import decision_message, notification_decided_send
 
     plugin = version.plugin
@@ -101,7 +102,7 @@ def _decide_via_run_approval(version: PluginVersion, user: User, approve: bool,
                              comment: str) -> PluginVersion:
     """A generated version's gate is its run's publish request: the vote goes through the
     approval screens' service (N approvals, audit, notifications, the engine's decision)."""
-    from projects.services.approvals import approval_vote_cast
+    from runs.services.approvals import approval_vote_cast
 
     approval = (ApprovalRequest.objects.select_related("project__team")
                 .get(pk=int(version.approval_id or 0)))

@@ -31,12 +31,13 @@ from marketplace.services.listing import plugin_settings_update
 from marketplace.services.submissions import version_create
 from marketplace.storage import artifact_dir_remove
 from marketplace.validation import PackageError, files_from_directory
-from projects import approval_rules
-from projects.models import ApprovalRequest, ApprovalVote, LLMCall, Membership, Run, Team
+from projects.models import Membership, Team
 from projects.services.audit import audit_record
+from runs import approval_rules
+from runs.models import ApprovalRequest, ApprovalVote, LLMCall, Run
 
 if TYPE_CHECKING:
-    from projects.services.approvals import VoteOutcome
+    from runs.services.approvals import VoteOutcome
 
 
 def plugin_directory_publish(*, directory: Path, team: Team, approver: User,
@@ -182,7 +183,7 @@ def publish_request_approve(*, approval: ApprovalRequest, user: User, comment: s
     exactly this combination) and the reviewer's approval is cast on that. When it settles the
     gate the version is live on return; with more approvals needed it waits for them. A
     PackageError (the plugin cannot be published so) decides nothing."""
-    from projects.services.approvals import approval_vote_cast
+    from runs.services.approvals import approval_vote_cast
 
     approve = ApprovalVote.Decision.APPROVE
     approval_rules.check_decision(approval, user=user, decision=approve, comment=comment,

@@ -73,7 +73,7 @@ def plugin_try_request(*, version: PluginVersion, user: User, command: str,
     """Queue one try for a worker (PackageError, TryRateLimited at once); the page shows it
     pending and fills it in when `plugin_try_perform` has stored the result. Old tries are
     deleted here, so the table stays small."""
-    from autocoder.engine.services import outbox_message_queue
+    from runs.services.outbox import outbox_message_queue
 
     _try_validate(version, command, payload)
     try_rate_limit_hit(user_id=user.pk)

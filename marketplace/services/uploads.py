@@ -47,7 +47,7 @@ def plugin_upload_store(*, team: Team, user: User, filename: str, data: bytes,
     worker (`plugin_version_check`); the message is written to the outbox in the same
     transaction, so it goes out even if Redis is down at this moment. `queue=False`: the
     caller runs the checks itself (`plugin_upload_submit`)."""
-    from autocoder.engine.services import outbox_message_queue
+    from runs.services.outbox import outbox_message_queue
 
     require_member(user, team)
     files = files_from_upload(filename=filename, data=data)

@@ -1,30 +1,16 @@
-"""Models of the projects app, one module per area; import them from here."""
+"""Models of the projects app (teams, projects, interviews, the audit log, notifications), one
+module per area; import them from here. Runs and approvals are the runs app's (runs/models.py)."""
 
 from projects.models.interviews import Interview
-from projects.models.reviews import ApprovalVote, AuditEntry, Notification
-from projects.models.runs import (
-    ApprovalRequest,
-    Iteration,
-    LLMCall,
-    LoopEvent,
-    Project,
-    Run,
-    StepOutbox,
-)
+from projects.models.projects import Project
+from projects.models.reviews import AuditEntry, Notification
 from projects.models.teams import Membership, Team
 
 __all__ = [
-    "ApprovalRequest",
-    "ApprovalVote",
     "AuditEntry",
     "Interview",
-    "Iteration",
-    "LLMCall",
-    "LoopEvent",
     "Membership",
     "Notification",
     "Project",
-    "Run",
-    "StepOutbox",
     "Team",
 ]

@@ -1,4 +1,4 @@
-"""What reviewers do around approval requests: their votes, the audit log, their notifications.
+"""What the portal keeps around decisions: the audit log and people's notifications.
 
 The audit log is append-only: rows are written once and never changed or removed, neither through
 the ORM (save/delete/queryset refuse) nor with SQL (a database trigger refuses, see migration).
@@ -11,37 +11,6 @@ from typing import Any, NoReturn
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
-
-
-class ApprovalVote(models.Model):
-    """One reviewer's decision on one approval request; the gate opens at N approvals."""
-
-    class Decision(models.TextChoices):
-        APPROVE = "approve", "Approve"
-        REJECT = "reject", "Reject"
-        REQUEST_CHANGES = "request_changes", "Request changes"
-        ANSWER = "answer", "Answer with guidance"
-
-    request = models.ForeignKey("projects.ApprovalRequest", on_delete=models.CASCADE,
-                                related_name="votes")
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
-                             related_name="approval_votes")
-    decision = models.CharField(max_length=16, choices=Decision.choices)
-    comment = models.TextField(blank=True)
-    # Fingerprint of the candidate the reviewer looked at: a vote for an older candidate no
-    # longer counts once the loop replaced it (approvals reset on a new iteration).
-    candidate = models.CharField(max_length=64)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["created_at"]
-        constraints = [
-            models.UniqueConstraint(fields=["request", "user"], name="unique_vote_per_user"),
-        ]
-
-    def __str__(self) -> str:
-        return f"{self.user} {self.decision} on {self.request_id}"
 
 
 class AppendOnlyError(Exception):
@@ -109,7 +78,7 @@ class Notification(models.Model):
     kind = models.CharField(max_length=20, choices=Kind.choices)
     message = models.CharField(max_length=300)
     url = models.CharField(max_length=300, blank=True)
-    approval = models.ForeignKey("projects.ApprovalRequest", null=True, blank=True,
+    approval = models.ForeignKey("runs.ApprovalRequest", null=True, blank=True,
                                  on_delete=models.CASCADE, related_name="notifications")
     read_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

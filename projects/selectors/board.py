@@ -19,8 +19,9 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString
 
 from autocoder.compiled_queries import fetch_rows
-from projects.approval_rules import decidable_projects_q, started_gates_q
-from projects.models import ApprovalRequest, ApprovalVote, Iteration, Membership, Project, Run, Team
+from projects.models import Membership, Project, Team
+from runs.approval_rules import decidable_projects_q, started_gates_q
+from runs.models import ApprovalRequest, ApprovalVote, Iteration, Run
 
 S = Project.Status
 

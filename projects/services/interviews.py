@@ -29,8 +29,9 @@ from projects.interview import (
     samples,
     spec_assembly,
 )
-from projects.models import Interview, LLMCall, Project, Run, Team
+from projects.models import Interview, Project, Team
 from projects.services.audit import audit_record
+from runs.models import LLMCall, Run
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +228,7 @@ def interview_start(*, interview: Interview, user: User,
     Raises InterviewInvalid (plain-words errors per field) and changes nothing when the spec
     is not complete; InterviewClosed when it was already started (a double click, two tabs).
     """
-    from autocoder.engine.services import RunStateError, run_start
+    from runs.services.lifecycle import RunStateError, run_start
 
     with transaction.atomic():
         locked = _locked(interview)

@@ -10,8 +10,9 @@ from django.utils import timezone
 
 from autocoder import realtime
 from autocoder.installation import InstallationFault
-from projects.approval_rules import gate_deciders
-from projects.models import ApprovalRequest, Membership, Notification, Team
+from projects.models import Membership, Notification, Team
+from runs.approval_rules import gate_deciders
+from runs.models import ApprovalRequest
 
 Kind = Notification.Kind
 MESSAGE_CHARS = Notification._meta.get_field("message").max_length or 300

@@ -1,6 +1,6 @@
 """Run controls from the portal: pause, resume, cancel (the emergency stop) and retry.
 
-The engine does the work (autocoder.engine.services); this layer checks who may press the
+The runs app does the work (runs.services.lifecycle); this layer checks who may press the
 button and writes the audit log.
 """
 
@@ -10,9 +10,10 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from autocoder.engine import services as engine
-from projects.models import Membership, Run
+from projects.models import Membership
 from projects.services.audit import audit_record
+from runs.models import Run
+from runs.services import lifecycle
 
 ACTIONS = ("pause", "resume", "cancel", "retry")
 
@@ -43,27 +44,16 @@ def run_control(*, run: Run, user: User, action: str) -> Run:
                          before={"status": before},
                          after={"status": result.status, "run": result.pk,
                                 "project": run.project.name})
-    except engine.RunStateError as error:
+    except lifecycle.RunStateError as error:
         raise RunControlError(str(error)) from error
     return result
 
 
 def _apply(run: Run, action: str, user: User) -> Run:
     if action == "pause":
-        return engine.run_pause(run=run)
+        return lifecycle.run_pause(run=run)
     if action == "resume":
-        return engine.run_resume(run=run)
+        return lifecycle.run_resume(run=run)
     if action == "cancel":
-        return engine.run_cancel(run=run)
-    return _retry(run, user)
-
-
-def _retry(run: Run, user: User) -> Run:
-    """A new run of the same project with the same settings, started by `user` (treated like
-    the author at its gates); the old one stays as history."""
-    if not run.is_terminal:
-        raise engine.RunStateError("Only a finished run can be retried; cancel it first.")
-    return engine.run_start(project=run.project, provider=run.provider, script=run.script,
-                            autonomy=run.autonomy, max_iterations=run.max_iterations,
-                            max_tokens=run.max_tokens, max_wall_s=run.max_wall_s,
-                            use_lessons=run.use_lessons, started_by=user)
+        return lifecycle.run_cancel(run=run)
+    return lifecycle.run_retry(run=run, started_by=user)

@@ -8,7 +8,7 @@ from typing import Any
 from django import template
 from django.http import HttpRequest
 
-from projects.selectors.approvals import inbox_count
+from projects.selectors.inbox import inbox_count
 from projects.selectors.notifications import unread_count
 from projects.selectors.teams import request_memberships
 

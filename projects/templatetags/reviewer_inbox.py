@@ -7,7 +7,7 @@ from typing import Any
 
 from django import template
 
-from projects.selectors.approvals import inbox_page
+from projects.selectors.inbox import inbox_page
 from projects.selectors.teams import request_memberships
 
 register = template.Library()

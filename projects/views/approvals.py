@@ -11,17 +11,19 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from marketplace.validation import PackageError as PublishRefused
-from projects import approval_rules as rules
 from projects.approval_forms import ApprovalDecisionForm
 from projects.diffs import unified_rows
 from projects.http import AuthenticatedHttpRequest
-from projects.models import ApprovalRequest, ApprovalVote, Membership
+from projects.models import Membership
 from projects.permissions import get_approval_for_member
 from projects.selectors import request_memberships
-from projects.selectors.approvals import inbox_page, review_material, who_decides
+from projects.selectors.inbox import inbox_page
 from projects.selectors.teams import teams_for_user
-from projects.services import approvals as services
 from projects.views.broker import broker_required
+from runs import approval_rules as rules
+from runs.models import ApprovalRequest, ApprovalVote
+from runs.selectors.approvals import review_material, who_decides
+from runs.services import approvals as services
 
 PAGE_SIZE = 25
 _PENDING = ApprovalRequest.Status.PENDING

@@ -19,7 +19,7 @@ from django_htmx.http import HttpResponseClientRedirect, push_url
 
 from projects.http import AuthenticatedHttpRequest, HtmxHttpRequest
 from projects.interview import answers, checklist, fields, navigation, samples
-from projects.models import Interview, Membership, Run
+from projects.models import Interview, Membership
 from projects.permissions import (
     get_interview_for_editor,
     get_interview_for_member,
@@ -28,6 +28,7 @@ from projects.permissions import (
 from projects.selectors.interviews import questions_page, summary_view
 from projects.services import interviews as services
 from projects.views.broker import broker_required
+from runs.models import Run
 
 DESCRIBE = "projects/interviews/describe.html"
 QUESTIONS = "projects/interviews/questions.html"

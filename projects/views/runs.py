@@ -13,10 +13,12 @@ from django.views.decorators.http import require_POST
 from autocoder.installation import PART_NAMES, InstallationFault
 from projects.diffs import code_lines, split_rows, unified_rows
 from projects.http import AuthenticatedHttpRequest
-from projects.models import Iteration, Membership, Run
+from projects.models import Membership
 from projects.permissions import get_run_for_member
-from projects.run_summary import what_it_showed
-from projects.selectors.runs import (
+from projects.services import runs as services
+from projects.views.broker import broker_reachable, broker_unavailable
+from runs.models import Iteration, Run
+from runs.selectors.runs import (
     attempt_facts,
     findings_by_line,
     lessons_titles,
@@ -26,8 +28,7 @@ from projects.selectors.runs import (
     told_findings,
     visible_findings,
 )
-from projects.services import runs as services
-from projects.views.broker import broker_reachable, broker_unavailable
+from runs.summary import what_it_showed
 
 
 def _int(params: QueryDict, name: str) -> int | None:

@@ -23,8 +23,9 @@ from marketplace.models import PluginVersion
 from marketplace.proposals import publish_payload_default
 from marketplace.services.publishing import publish_request_approve
 from marketplace.services.uploads import plugin_upload_submit
-from projects.approval_rules import approval_candidate
-from projects.models import ApprovalRequest, Iteration, Project, Run, Team
+from projects.models import Project, Team
+from runs.approval_rules import approval_candidate
+from runs.models import ApprovalRequest, Iteration, Run
 from tests.browser.pages import answer_actions, continue_, describe, fill_example
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.marketplace.conftest import plugin_tree, zip_bytes

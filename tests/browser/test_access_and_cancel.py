@@ -9,9 +9,9 @@ import psutil
 import pytest
 from playwright.sync_api import expect
 
-from autocoder.engine import services
 from autocoder.sandbox.bwrap import SANDBOX_UID
-from projects.models import Run
+from runs.models import Run
+from runs.services import lifecycle as services
 from tests.browser.pages import log_in, wait_for
 from tests.engine.conftest import greeter_spec, load_script
 from tests.factories import MembershipFactory, TeamFactory, UserFactory

@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from projects.models import ApprovalRequest, Project, Run
+from projects.models import Project
+from runs.models import ApprovalRequest, Run
 from tests.browser.pages import (
     LIVE_UPDATE_MS,
     answer_actions,

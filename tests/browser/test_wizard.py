@@ -16,7 +16,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from projects.interview import spec_assembly
-from projects.models import Interview, Project, Run
+from projects.models import Interview, Project
+from runs.models import Run
 from tests.browser.pages import (
     REQUEST,
     answer_actions,

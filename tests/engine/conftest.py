@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from autocoder.engine import services
-from projects.models import Run
+from runs.models import Run
+from runs.services import lifecycle as services
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"

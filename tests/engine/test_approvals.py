@@ -11,9 +11,11 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.db import connection
 
-from autocoder.engine import selectors, services
-from projects.approval_rules import StaleCandidate
-from projects.models import ApprovalRequest, Project, Run
+from projects.models import Project
+from runs.approval_rules import StaleCandidate
+from runs.models import ApprovalRequest, Run
+from runs.selectors import results as selectors
+from runs.services import lifecycle as services
 from tests.engine.conftest import DispatchRecorder, iterations, prompts
 
 pytestmark = pytest.mark.django_db

@@ -17,10 +17,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from autocoder.engine import services
 from autocoder.llm import ScriptedProvider
 from autocoder.llm.types import LLMAuthError, LLMTimeout, Message
-from projects.models import Iteration, LLMCall, Project, Run
+from projects.models import Project
+from runs.models import Iteration, LLMCall, Run
+from runs.services import lifecycle as services
 from tests.engine.conftest import DispatchRecorder, iterations, load_script
 
 pytestmark = pytest.mark.django_db
@@ -298,8 +299,13 @@ def test_one_worker_heartbeat_runs_the_watchdog_per_interval(
 
     sent: list[tuple[int, str, int]] = []
     sweep = services.runs_stalled_kick
-    monkeypatch.setattr(services, "runs_stalled_kick",
-                        lambda: sweep(dispatch=lambda *args: sent.append(args)))
+
+    def recorded() -> list[int]:
+        return sweep(dispatch=lambda *args: sent.append(args))
+
+    # The runs app registered its sweep with the heartbeat at start-up (runs/apps.py).
+    monkeypatch.setattr(heartbeat, "SLOW_SWEEPS", [recorded if s is sweep else s
+                                                   for s in heartbeat.SLOW_SWEEPS])
     run = start_run("success")
     Run.objects.filter(id=run.id).update(updated_at=timezone.now() - timedelta(seconds=5000))
     middleware = heartbeat.WorkerHeartbeat()

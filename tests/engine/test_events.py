@@ -11,8 +11,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
 from autocoder import realtime
-from autocoder.engine import services
-from projects.models import Run
+from runs.models import Run
+from runs.services import lifecycle as services
 
 pytestmark = pytest.mark.django_db
 

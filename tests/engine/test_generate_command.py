@@ -12,7 +12,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from projects.models import LLMCall, Project, Run, Team
+from projects.models import Project, Team
+from runs.models import LLMCall, Run
 from tests.engine.conftest import SCRIPTS
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ from collections.abc import Callable
 
 import pytest
 
-from autocoder.engine import services
 from autocoder.lessons.models import Lesson
-from projects.models import Run
+from runs.models import Run
+from runs.services import lifecycle as services
 from tests.engine.conftest import greeter_spec, iterations, prompts
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from autocoder.engine import services
-from autocoder.engine.llm_port import run_provider_choice
 from autocoder.llm.env import role_env_overrides
 from autocoder.llm.services import team_model_override_set
-from projects.models import Run
+from runs.llm_calls import run_provider_choice
+from runs.models import Run
+from runs.services import lifecycle as services
 from tests.engine.conftest import greeter_spec, load_script
 from tests.llm.fakeserver import FakeServer, Reply
 

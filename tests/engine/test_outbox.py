@@ -14,9 +14,10 @@ import redis
 from django.test import Client
 
 from autocoder import heartbeat
-from autocoder.engine import services
 from autocoder.testing.workers import in_process_worker
-from projects.models import AuditEntry, Run, StepOutbox
+from projects.models import AuditEntry
+from runs.models import Run, StepOutbox
+from runs.services import lifecycle as services
 from tests.engine.conftest import DispatchRecorder
 from tests.engine.redis_outage import RedisOutage, session_redis_socket
 

@@ -22,10 +22,10 @@ from channels import DEFAULT_CHANNEL_LAYER
 from channels.layers import channel_layers
 
 from autocoder import realtime
-from autocoder.engine import services
-from autocoder.engine.llm_port import STREAM_EVENT
 from autocoder.llm.config import ROLE_MAX_TOKENS
-from projects.models import LLMCall, Run
+from runs.llm_calls import STREAM_EVENT
+from runs.models import LLMCall, Run
+from runs.services import lifecycle as services
 from tests.llm.conftest import SERVER_API_KEY, gguf_model, llama_server  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from autocoder.engine import services
 from autocoder.lessons.models import Lesson
 from autocoder.llm import LLMBadRequest, Message, ScriptedProvider
-from projects.models import Project, Run
+from projects.models import Project
+from runs.models import Run
+from runs.services import lifecycle as services
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,10 @@ from typing import Any
 
 import pytest
 
-from autocoder.engine import selectors, services
-from projects.models import ApprovalRequest, LLMCall, Project, Run
+from projects.models import Project
+from runs.models import ApprovalRequest, LLMCall, Run
+from runs.selectors import results as selectors
+from runs.services import lifecycle as services
 from tests.engine.conftest import iterations, prompts
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]

@@ -16,9 +16,10 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from autocoder.engine import selectors, services
 from autocoder.llm import LLMServerError, Message, ScriptedProvider
-from projects.models import ApprovalRequest, LLMCall, Run
+from runs.models import ApprovalRequest, LLMCall, Run
+from runs.selectors import results as selectors
+from runs.services import lifecycle as services
 from tests.engine.conftest import iterations, load_script
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]

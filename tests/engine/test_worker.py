@@ -11,9 +11,9 @@ import dramatiq
 import pytest
 import redis
 
-from autocoder.engine import services
 from autocoder.testing.workers import in_process_worker
-from projects.models import Run
+from runs.models import Run
+from runs.services import lifecycle as services
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -24,8 +24,8 @@ import pytest
 from django.conf import settings
 
 from autocoder import heartbeat
-from autocoder.engine import services
-from projects.models import Run
+from runs.models import Run
+from runs.services import lifecycle as services
 from tests.engine.conftest import DispatchRecorder, load_script
 from tests.live import child_env, free_port
 

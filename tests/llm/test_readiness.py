@@ -16,11 +16,12 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from autocoder.engine.services import run_step_perform
 from autocoder.health import REQUIRED_FOR_SERVICE, check_llm
 from autocoder.llm.readiness import model_fault
 from autocoder.management.commands.up import Command as UpCommand
-from projects.models import Notification, Project, Run
+from projects.models import Notification, Project
+from runs.models import Run
+from runs.services.lifecycle import run_step_perform
 from tests.factories import UserFactory
 from tests.live import free_port
 from tests.llm.conftest import chat_reply

@@ -1,4 +1,4 @@
-"""Model calls made for a run (autocoder.engine.llm_port.RunLLM): the reply streams to the run
+"""Model calls made for a run (runs.llm_calls.RunLLM): the reply streams to the run
 page while it is written, it may take as long as it keeps streaming up to the end of the run's
 wall-time budget (where the text so far is kept and paid for), and a model that goes silent
 fails the step once instead of being asked again and again.
@@ -22,10 +22,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from autocoder import realtime
-from autocoder.engine import services
-from autocoder.engine.llm_port import STREAM_EVENT, RunLLM
 from autocoder.llm import LLMTimeout, Message
-from projects.models import LLMCall, Run
+from runs.llm_calls import STREAM_EVENT, RunLLM
+from runs.models import LLMCall, Run
+from runs.services import lifecycle as services
 from tests.engine.conftest import DispatchRecorder, greeter_spec
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.llm.fakeserver import FakeServer, Reply

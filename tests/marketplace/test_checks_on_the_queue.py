@@ -15,7 +15,6 @@ import redis
 from django.urls import reverse
 
 from autocoder import heartbeat
-from autocoder.engine import services as engine
 from autocoder.testing.workers import in_process_worker
 from marketplace.models import PluginVersion, TryRequest
 from marketplace.services.checking import (
@@ -28,7 +27,8 @@ from marketplace.services.checking import (
 )
 from marketplace.services.trying import TRY_KEEP_S, plugin_try_perform, plugin_try_request
 from marketplace.services.uploads import plugin_upload_store
-from projects.models import StepOutbox
+from runs.models import StepOutbox
+from runs.services import outbox
 from tests.marketplace.conftest import client_for, plugin_tree, zip_bytes
 
 WRONG = '''class Plugin:
@@ -53,7 +53,7 @@ class Sent:
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> Sent:
     recorder = Sent()
-    monkeypatch.setattr(engine, "_actor_send", recorder)
+    monkeypatch.setattr(outbox, "_actor_send", recorder)
     return recorder
 
 
@@ -244,7 +244,7 @@ def test_an_upload_while_redis_is_down_is_stored_and_its_check_sent_later(
         ("plugin_version_check", [version.pk])]
 
     sent.down = False
-    engine.outbox_send()  # what the workers' watchdog does every few seconds
+    outbox.outbox_send()  # what the workers' watchdog does every few seconds
     assert sent.messages == [("plugin_version_check", [version.pk])]
     assert not StepOutbox.objects.exists()
 

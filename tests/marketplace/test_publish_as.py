@@ -10,14 +10,15 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
-from autocoder.engine import services as engine
 from marketplace.models import Plugin, PluginVersion
 from marketplace.selectors.visibility import plugin_for_viewer, viewer_for
 from marketplace.services.gate import plugin_version_decide
 from marketplace.services.publishing import plugin_version_publish
-from projects.models import ApprovalRequest, AuditEntry, Project, Run
-from projects.selectors.approvals import approval_candidate
-from projects.services.approvals import StaleCandidate, approval_vote_cast
+from projects.models import AuditEntry, Project
+from runs.approval_rules import approval_candidate
+from runs.models import ApprovalRequest, Run
+from runs.services import lifecycle as engine
+from runs.services.approvals import StaleCandidate, approval_vote_cast
 from tests.marketplace.conftest import client_for
 from tests.marketplace.test_publish_run import approve_on_the_approval_screen, publish_request
 

@@ -211,7 +211,7 @@ def test_the_upload_page_shows_every_error_and_keeps_nothing(market: dict) -> No
 
 def test_the_upload_page_accepts_a_good_zip_and_shows_the_version_being_checked(
         market: dict, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("autocoder.engine.services._actor_send", lambda *args: None)
+    monkeypatch.setattr("runs.services.outbox._actor_send", lambda *args: None)
     client = client_for(market["requester"])
     response = client.post(reverse("marketplace:upload"), {
         "team": market["acme"].pk, "package": _upload_file(zip_bytes(plugin_tree())),

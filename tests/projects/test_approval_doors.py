@@ -1,7 +1,7 @@
 """The same decision gets the same answer whichever door it comes through: the review page, the
 `approve` command, the engine's `approval_decide` and the marketplace's version decision (a
 generated version's publish request, an uploaded version's gate). The rules are in
-projects/approval_rules.py; a refused decision changes nothing in the database."""
+runs/approval_rules.py; a refused decision changes nothing in the database."""
 
 from __future__ import annotations
 
@@ -16,20 +16,13 @@ from django.core.exceptions import PermissionDenied
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from autocoder.engine import services as engine
 from marketplace.models import Plugin, PluginVersion, VersionDecision
 from marketplace.services.gate import plugin_version_decide
-from projects import approval_rules as rules
-from projects.models import (
-    ApprovalRequest,
-    ApprovalVote,
-    AuditEntry,
-    Membership,
-    Notification,
-    Project,
-    Run,
-)
-from projects.selectors.approvals import approvals_awaiting
+from projects.models import AuditEntry, Membership, Notification, Project
+from runs import approval_rules as rules
+from runs.models import ApprovalRequest, ApprovalVote, Run
+from runs.selectors.approvals import approvals_awaiting
+from runs.services import lifecycle as engine
 from tests.projects.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
 

@@ -14,10 +14,11 @@ import dramatiq
 import pytest
 from django.urls import reverse
 
-from autocoder.engine import services as engine
 from autocoder.testing.workers import in_process_worker
-from projects.models import ApprovalRequest, Notification, Project, Run
-from projects.selectors.approvals import approval_candidate
+from projects.models import Notification, Project
+from runs.approval_rules import approval_candidate
+from runs.models import ApprovalRequest, Run
+from runs.services import lifecycle as engine
 from tests.projects.conftest import Portal
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]

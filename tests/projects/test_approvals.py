@@ -10,17 +10,10 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from projects.models import (
-    ApprovalRequest,
-    ApprovalVote,
-    AuditEntry,
-    Iteration,
-    Notification,
-    Project,
-    Run,
-)
-from projects.selectors.approvals import approval_candidate
-from projects.services import approvals as services
+from projects.models import AuditEntry, Notification, Project
+from runs.approval_rules import approval_candidate
+from runs.models import ApprovalRequest, ApprovalVote, Iteration, Run
+from runs.services import approvals as services
 from tests.projects.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
 

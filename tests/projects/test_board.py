@@ -11,8 +11,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from projects.models import AuditEntry, Iteration, Project, Run
+from projects.models import AuditEntry, Project
 from projects.selectors.board import queued_projects
+from runs.models import Iteration, Run
 from tests.projects.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, RunFactory, approval_for
 
@@ -122,8 +123,8 @@ def test_needs_my_review_drops_a_request_once_i_voted(portal: Portal) -> None:
     project = ProjectFactory(team=portal.team, name="two-approvals", requester=portal.requester,
                              status=S.AWAITING_APPROVAL)
     approval = approval_for(RunFactory(project=project, status=Run.Status.AWAITING_APPROVAL))
-    from projects.selectors.approvals import approval_candidate
-    from projects.services.approvals import approval_vote_cast
+    from runs.approval_rules import approval_candidate
+    from runs.services.approvals import approval_vote_cast
 
     approval_vote_cast(approval=approval, user=portal.reviewer, decision="approve",
                        candidate=approval_candidate(approval))

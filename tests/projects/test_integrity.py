@@ -18,10 +18,12 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from autocoder import realtime
-from projects.models import ApprovalRequest, AuditEntry, Membership, Project, Run
-from projects.selectors.approvals import approval_candidate, approvals_awaiting
+from projects.models import AuditEntry, Membership, Project
 from projects.selectors.board import my_review_project_ids
 from projects.services.audit import audit_record
+from runs.approval_rules import approval_candidate
+from runs.models import ApprovalRequest, Run
+from runs.selectors.approvals import approvals_awaiting
 from tests.factories import PASSWORD, UserFactory
 from tests.live import LiveServer, live_asgi_server
 from tests.projects.conftest import Portal
@@ -108,7 +110,7 @@ def test_whoever_retried_a_run_cannot_approve_its_gates_alone(portal: Portal) ->
 def test_the_engine_refuses_the_starter_too(portal: Portal) -> None:
     from django.core.exceptions import PermissionDenied
 
-    from autocoder.engine import services as engine
+    from runs.services import lifecycle as engine
 
     run = run_with_history(project=ProjectFactory(team=portal.team, requester=portal.requester),
                            status=Run.Status.AWAITING_APPROVAL, started_by=portal.reviewer)

@@ -20,7 +20,8 @@ from django.urls import reverse
 
 from autocoder.engine.scaffold import scaffold_files
 from autocoder.engine.spec import spec_from_dict
-from projects.models import AuditEntry, Interview, LLMCall, Project, Run
+from projects.models import AuditEntry, Interview, Project
+from runs.models import LLMCall, Run
 from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -104,7 +104,7 @@ def test_list_is_paginated(portal: Portal) -> None:
 
 def test_the_requester_hears_the_decision_with_the_reviewers_words(portal: Portal,
                                                                    approval: Any) -> None:
-    from projects.selectors.approvals import approval_candidate
+    from runs.approval_rules import approval_candidate
 
     portal.client(portal.reviewer).post(reverse("approval_decide", args=[approval.pk]), {
         "decision": "request_changes", "candidate": approval_candidate(approval),
@@ -119,7 +119,7 @@ def test_the_requester_hears_the_decision_with_the_reviewers_words(portal: Porta
 
 def test_a_long_comment_is_shortened_to_fit_and_whole_on_the_page(portal: Portal,
                                                                   approval: Any) -> None:
-    from projects.selectors.approvals import approval_candidate
+    from runs.approval_rules import approval_candidate
 
     words = "Please rename the command and keep the old name working for a while. " * 10
     portal.client(portal.reviewer).post(reverse("approval_decide", args=[approval.pk]), {

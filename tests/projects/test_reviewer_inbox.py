@@ -18,9 +18,10 @@ from django.urls import reverse
 from marketplace.models import Plugin, PluginVersion
 from marketplace.services.checking import plugin_version_check
 from marketplace.services.gate import plugin_version_decide
-from projects import approval_rules as rules
-from projects.models import ApprovalRequest, Membership, Notification, Project, Run
-from projects.selectors.approvals import inbox_count, inbox_page
+from projects.models import Membership, Notification, Project
+from projects.selectors.inbox import inbox_count, inbox_page
+from runs import approval_rules as rules
+from runs.models import ApprovalRequest, Run
 from tests.marketplace.conftest import plugin_tree, zip_bytes
 from tests.projects.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
@@ -206,7 +207,7 @@ def succeeded(portal: Portal, version: str = "0.1.0") -> ApprovalRequest:
     """quinn's word-count run as the engine leaves it after success: the tested iteration and
     a pending publish request proposing the defaults."""
     from marketplace.proposals import publish_payload_default
-    from projects.models import Iteration
+    from runs.models import Iteration
 
     files = plugin_tree(version=version)
     project = ProjectFactory(team=portal.team, requester=portal.requester, name="Word count",

@@ -10,7 +10,8 @@ import pytest
 from django.urls import reverse
 
 from projects.diffs import code_lines, split_rows, unified_rows
-from projects.models import AuditEntry, Project, Run
+from projects.models import AuditEntry, Project
+from runs.models import Run
 from tests.projects.conftest import Portal
 from tests.projects.portal_factories import (
     PLUGIN_V1,

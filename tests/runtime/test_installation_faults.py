@@ -14,9 +14,10 @@ import pytest
 from django.conf import settings as django_settings
 
 from autocoder import health
-from autocoder.engine import services
 from autocoder.lessons.models import Lesson
-from projects.models import LoopEvent, Notification, Project, Run
+from projects.models import Notification, Project
+from runs.models import LoopEvent, Run
+from runs.services import lifecycle as services
 from tests.engine.conftest import greeter_spec, load_script
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.runtime.conftest import forget_probe

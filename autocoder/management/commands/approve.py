@@ -1,7 +1,7 @@
 """`manage.py approve RUN_ID --as USERNAME [--decision D] [--comment TEXT] [--json]`.
 
 Decides the run's pending approval request (for demos and operators without the portal) through
-the review page's service, so under the same rules (projects/approval_rules.py: who may decide,
+the review page's service, so under the same rules (runs/approval_rules.py: who may decide,
 what each decision does, N approvals) and with the same refusals, and - unless --enqueue is
 given - drives the run on in this process like `generate` does.
 """
@@ -14,10 +14,11 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.engine import selectors, services
-from projects.approval_rules import ApprovalRefused, Decision, approval_candidate
-from projects.models import Run
-from projects.services.approvals import approval_vote_cast
+from runs.approval_rules import ApprovalRefused, Decision, approval_candidate
+from runs.models import Run
+from runs.selectors import results as selectors
+from runs.services import lifecycle as services
+from runs.services.approvals import approval_vote_cast
 
 
 class Command(BaseCommand):

@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.engine import humaneval
+from autocoder.benchmarks import humaneval
 from autocoder.llm import ScriptedProvider
 from autocoder.llm.types import LLMConfigError
 from autocoder.management.commands.generate import ensure_schema
@@ -95,7 +95,7 @@ class Command(BaseCommand):
         return data
 
     def _team(self, slug: str) -> tuple[Team, Any]:
-        from autocoder.engine.services import team_requester
+        from runs.services.lifecycle import team_requester
 
         if slug:
             team = Team.objects.filter(slug=slug).first()

@@ -16,12 +16,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from autocoder import config
-from autocoder.engine import selectors, services
 from autocoder.engine.spec import SpecError, spec_from_json
 from autocoder.llm import ScriptedProvider
 from autocoder.llm.types import LLMConfigError
-from projects.models import Run, Team
+from projects.models import Team
 from projects.services import demo_data_ensure
+from runs.models import Run
+from runs.selectors import results as selectors
+from runs.services import lifecycle as services
 
 # Statuses after which the command reports failure through its exit code.
 FAILED = {Run.Status.FAILED, Run.Status.ABORTED, Run.Status.CANCELLED}

@@ -1,11 +1,33 @@
-"""Reads of the generation engine: a run's result, its candidate code, its prompts."""
+"""Reads of a run's results: its candidate code, the `generate --json` summary, its prompts,
+and the run's past as the loop asks for it (RunTables)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from projects.models import ApprovalRequest, Iteration, LLMCall, Run
+from runs.models import ApprovalRequest, Iteration, LLMCall, Run
+
+
+class RunTables:
+    """The loop's RunHistory (autocoder/engine/states.py), read from the run's tables."""
+
+    def __init__(self, run: Run) -> None:
+        self.run = run
+
+    def checkpoints(self) -> Sequence[Iteration]:
+        return list(self.run.iterations.order_by("number"))
+
+    def latest(self) -> Iteration | None:
+        return self.run.iterations.order_by("-number").first()
+
+    def best(self) -> Iteration | None:
+        return self.run.best_iteration
+
+    def plan_approved(self) -> bool:
+        return self.run.approvals.filter(kind=ApprovalRequest.Kind.PLAN,
+                                         status=ApprovalRequest.Status.APPROVED).exists()
 
 
 def run_candidate(run: Run) -> Iteration | None:

@@ -1,8 +1,9 @@
-"""Projects, generation runs and their durable state (checkpoints, loop events, LLM calls,
-approval requests).
+"""Generation runs and their durable state (checkpoints, loop events, LLM calls, approval
+requests and their votes, the step outbox).
 
 A run is a state machine advanced one step at a time by workers; every field a resumed worker
-needs lives on these rows, never in process memory.
+needs lives on these rows, never in process memory. The tables keep the names they had when
+these models lived in the projects app ("projects_run", ...): the move changed no table.
 """
 
 from __future__ import annotations
@@ -10,75 +11,21 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-
-class Project(models.Model):
-    class Status(models.TextChoices):
-        INTERVIEWING = "interviewing", "Interviewing"
-        QUEUED = "queued", "Queued"
-        GENERATING = "generating", "Generating"
-        AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
-        SUCCEEDED = "succeeded", "Succeeded"
-        PUBLISHED = "published", "Published"
-        ESCALATED = "escalated", "Escalated"
-        FAILED = "failed", "Failed"
-
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="projects")
-    requester = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="requested_projects"
-    )
-    name = models.CharField(max_length=120)
-    spec = models.JSONField(default=dict, blank=True, help_text="The interview's result (spec).")
-    status = models.CharField(max_length=24, choices=Status.choices, default=Status.INTERVIEWING)
-    # Position on the board's queue column; 0 once the project has left the queue.
-    queue_position = models.PositiveIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-    status_changed_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        ordering = ["-created_at"]
-        indexes = [models.Index(fields=["team", "status"], name="project_team_status")]
-
-    def __str__(self) -> str:
-        return self.name
+from autocoder.engine import states
+from projects.models import Project
 
 
 class Run(models.Model):
-    class Status(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        PAUSED = "paused", "Paused"
-        AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
-        # Paused on an escalation: a human's answer (guidance) lets it go on.
-        ESCALATED = "escalated", "Escalated"
-        SUCCEEDED = "succeeded", "Succeeded"
-        FAILED = "failed", "Failed"
-        ABORTED = "aborted", "Aborted"
-        CANCELLED = "cancelled", "Cancelled"
-        # Stopped by the installation, not by the model or the request (no model set up, a
-        # broken plugin runtime or sandbox): it goes on by itself once that part works again.
-        HELD = "held", "Waiting for the installation"
+    # The loop's words (autocoder/engine/states.py), so both sides name states alike.
+    Status = states.RunStatus
 
     TERMINAL = frozenset({"succeeded", "failed", "aborted", "cancelled"})
     # States in which no step is queued or executing: a human (or resume) must act.
     WAITING = frozenset({"paused", "awaiting_approval", "escalated", "held"})
 
-    class Phase(models.TextChoices):
-        PLAN = "plan", "Plan"
-        IMPLEMENT = "implement", "Implement"
-        TEST_WRITE = "test_write", "Write tests"
-        GATE = "gate", "Safety gate"
-        SANDBOX = "sandbox", "Run tests"
-        VERIFY = "verify", "Verify"
-        REFLECT = "reflect", "Reflect"
-        LEARN = "learn", "Learn"
-        DONE = "done", "Done"
+    Phase = states.Phase
 
-    class Autonomy(models.TextChoices):
-        GUIDED = "guided", "Guided"
-        # The wizard's words (projects/interview/checklist.py): one vocabulary on every page.
-        SEMI = "semi", "Semi-automatic"
-        FULL = "full", "Fully automatic"
+    Autonomy = states.Autonomy
 
     project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="runs")
     status = models.CharField(max_length=24, choices=Status.choices, default=Status.QUEUED)
@@ -108,7 +55,7 @@ class Run(models.Model):
     approaches = models.JSONField(default=list, blank=True, help_text="Earlier plans, in order.")
     guidance = models.TextField(blank=True, help_text="What humans told the loop.")
     best_iteration = models.ForeignKey(
-        "projects.Iteration", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "runs.Iteration", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     cancel_requested = models.BooleanField(default=False)
     pause_requested = models.BooleanField(default=False)
@@ -123,7 +70,7 @@ class Run(models.Model):
 
     error = models.TextField(blank=True)
     # Who started (or retried) the run: treated like the project's author at its gates, so they
-    # cannot approve what they set going on their own (projects.approval_rules.gate_authorship).
+    # cannot approve what they set going on their own (runs.approval_rules.gate_authorship).
     started_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
     # While HELD: which part of the installation it waits for (see autocoder/installation.py).
@@ -138,6 +85,7 @@ class Run(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "projects_run"
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
@@ -181,6 +129,7 @@ class Iteration(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "projects_iteration"
         ordering = ["run", "number"]
         constraints = [
             models.UniqueConstraint(fields=["run", "number"], name="unique_iteration_number"),
@@ -204,6 +153,7 @@ class LoopEvent(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "projects_loopevent"
         ordering = ["run", "id"]
 
     def __str__(self) -> str:
@@ -230,6 +180,7 @@ class LLMCall(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "projects_llmcall"
         ordering = ["id"]
 
     def __str__(self) -> str:
@@ -237,11 +188,7 @@ class LLMCall(models.Model):
 
 
 class ApprovalRequest(models.Model):
-    class Kind(models.TextChoices):
-        PLAN = "plan", "Plan"
-        CHANGE = "change", "Change"
-        ESCALATION = "escalation", "Escalation"
-        PUBLISH = "publish", "Publish"
+    Kind = states.GateKind
 
     class Status(models.TextChoices):
         PENDING = "pending", "Pending"
@@ -266,11 +213,43 @@ class ApprovalRequest(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "projects_approvalrequest"
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["project", "status"], name="approval_project_status")]
 
     def __str__(self) -> str:
         return f"{self.kind} approval for run {self.run_id} ({self.status})"
+
+
+class ApprovalVote(models.Model):
+    """One reviewer's decision on one approval request; the gate opens at N approvals."""
+
+    class Decision(models.TextChoices):
+        APPROVE = "approve", "Approve"
+        REJECT = "reject", "Reject"
+        REQUEST_CHANGES = "request_changes", "Request changes"
+        ANSWER = "answer", "Answer with guidance"
+
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="votes")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
+                             related_name="approval_votes")
+    decision = models.CharField(max_length=16, choices=Decision.choices)
+    comment = models.TextField(blank=True)
+    # Fingerprint of the candidate the reviewer looked at: a vote for an older candidate no
+    # longer counts once the loop replaced it (approvals reset on a new iteration).
+    candidate = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "projects_approvalvote"
+        ordering = ["created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["request", "user"], name="unique_vote_per_user"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} {self.decision} on {self.request_id}"
 
 
 class StepOutbox(models.Model):
@@ -291,6 +270,7 @@ class StepOutbox(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "projects_stepoutbox"
         ordering = ["id"]
 
     def __str__(self) -> str:

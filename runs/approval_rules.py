@@ -2,12 +2,12 @@
 candidate is stale, how many approvals a gate needs and which votes count.
 
 Every door uses these functions and nothing else: the review pages (projects/views/approvals.py
-and the listing in projects/selectors/approvals.py), `manage.py approve`, the engine's
-`approval_decide`, the marketplace (a generated version's publish request and an uploaded
-version's gate) and the tools app's activations (`activation_refusal`). A refusal is always an
-`ApprovalRefused` whose message says why in plain words, the same whichever door the decision
-came through. The intended rules are described for
-operators in docs/operating.md ("Approval gates").
+and the listings in runs/selectors/approvals.py and projects/selectors/inbox.py), `manage.py
+approve`, `approval_decide` (runs/services/lifecycle.py), the marketplace (a generated
+version's publish request and an uploaded version's gate) and the tools app's activations
+(`activation_refusal`). A refusal is always an `ApprovalRefused` whose message says why in
+plain words, the same whichever door the decision came through. The intended rules are
+described for operators in docs/operating.md ("Approval gates").
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 
-from projects.models import ApprovalRequest, ApprovalVote, Iteration, Membership, Project, Run, Team
+from projects.models import Membership, Project, Team
+from runs.models import ApprovalRequest, ApprovalVote, Iteration, Run
 
 Decision = ApprovalVote.Decision
 Kind = ApprovalRequest.Kind

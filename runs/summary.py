@@ -4,7 +4,7 @@ A requester should know in ten seconds where a run stands: "Attempt 2 of 6: the 
 that your example 1 stops with an error ("ValueError: a full day was refused"); fixing that."
 Everything here is a pure function of facts (the run's status and phase, the attempt against the
 budget, the last attempt's test outcomes and safety findings, the loop detector's events, what
-waits for a person); projects/selectors/runs.py gathers them. Codes, hashes, confidence and
+waits for a person); runs/selectors/runs.py gathers them. Codes, hashes, confidence and
 timings are not for these sentences: the page keeps them behind "Details".
 """
 

@@ -1,5 +1,6 @@
-"""Writes of the generation engine: starting runs, performing their steps, cancel, pause,
-resume and the engine side of approvals.
+"""A run's lifecycle: starting runs, performing their steps (the loop in autocoder/engine
+decides what a step does, this module commits it), retry, cancel, pause, resume, hold and
+release, the watchdog's re-sends, and deciding approval requests.
 
 Durability rules (docs/engine.md, "Durable runs"), enforced here:
 - a step is keyed by the run's `step_token`; a message carrying another token is stale and
@@ -28,31 +29,22 @@ from django.utils import timezone
 
 from autocoder import heartbeat, realtime
 from autocoder.engine import loop
-from autocoder.engine.llm_port import (
+from autocoder.engine.spec import spec_from_dict
+from autocoder.installation import InstallationFault, fault_of
+from autocoder.llm.types import LLMAuthError, LLMConfigError, LLMError
+from projects.models import Membership, Project, Team
+from runs import approval_rules, signals
+from runs.llm_calls import (
     ProviderFactory,
     RunLLM,
     default_provider_factory,
     run_provider_choice,
 )
-from autocoder.engine.spec import spec_from_dict
-from autocoder.installation import InstallationFault, fault_of
-from autocoder.llm.types import LLMAuthError, LLMConfigError, LLMError
-from projects import approval_rules
-from projects.models import (
-    ApprovalRequest,
-    Iteration,
-    LoopEvent,
-    Membership,
-    Project,
-    Run,
-    StepOutbox,
-    Team,
-)
+from runs.models import ApprovalRequest, Iteration, LoopEvent, Run
+from runs.selectors.results import RunTables
+from runs.services.outbox import Dispatch, enqueue_step, outbox_send, outbox_step_add
 
 logger = logging.getLogger(__name__)
-
-# run_id, token, delay in milliseconds
-Dispatch = Callable[[int, str, int], None]
 
 LLM_PHASES = frozenset({Run.Phase.PLAN, Run.Phase.IMPLEMENT, Run.Phase.TEST_WRITE,
                         Run.Phase.REFLECT})
@@ -64,17 +56,9 @@ class RunStateError(Exception):
 
 
 # The approval rules' refusals under the names this module's callers know (the rules, and the
-# one refusal type they all are, live in projects/approval_rules.py).
+# one refusal type they all are, live in runs/approval_rules.py).
 ApprovalConflict = approval_rules.AlreadyDecided  # somebody else decided the request first
 ApprovalInputError = approval_rules.DecisionNotAccepted  # e.g. an answer without guidance
-
-
-def enqueue_step(run_id: int, token: str, delay_ms: int = 0) -> None:
-    """The default dispatch: one Dramatiq message for the next step (raises when the broker
-    is unreachable; callers go through the outbox, which keeps the message then)."""
-    from autocoder.tasks import run_step
-
-    run_step.send_with_options(args=(run_id, token), delay=delay_ms or None)
 
 
 def _new_token() -> str:
@@ -210,8 +194,8 @@ def run_step_perform(*, run_id: int, token: str, dispatch: Dispatch | None = enq
                  factory=provider_factory or default_provider_factory)
     try:
         transition = _budget_transition(run) or loop.perform(loop.Step(
-            run=run, spec=spec_from_dict(run.project.spec), llm=llm,
-            cancelled=_cancel_check(run_id)))
+            run=run, team_id=run.project.team_id, history=RunTables(run),
+            spec=spec_from_dict(run.project.spec), llm=llm, cancelled=_cancel_check(run_id)))
     except InstallationFault as fault:
         run_hold(run_id=run_id, token=token, fault=fault)
         return None
@@ -382,7 +366,7 @@ def _after_commit(run: Run, dispatch: Dispatch | None, token: str, delay_ms: int
         return
     run.claimed_by = ""  # queued again: nobody holds the step until a worker claims it
     Run.objects.filter(id=run.id).update(claimed_by="")
-    row = _outbox_add(run.id, token, delay_ms)
+    row = outbox_step_add(run.id, token, delay_ms)
     transaction.on_commit(lambda: outbox_send(ids=[row.id], dispatch=dispatch))
 
 
@@ -432,25 +416,24 @@ def _request_publish(run: Run) -> None:
         "files": sorted(best.files) if best else [],
         "test_report": best.test_report if best else {},
         "safety": best.safety_report if best else {},
-        "permissions": loop._permissions(best.files.get("plugin.toml", "")) if best else None,
+        "permissions": loop.manifest_permissions(best.files.get("plugin.toml", ""))
+        if best else None,
         **_second_opinion_on(run, best),
         **_publish_proposal(run, best),
     })
 
 
 def _publish_proposal(run: Run, best: Iteration | None) -> dict[str, Any]:
-    """The version, visibility and category the reviewer approves, and the exact files the
-    marketplace would serve; the requester's publish form may ask for others, which goes back
-    to the reviewers. An unreadable plugin.toml leaves them out (publishing says why)."""
+    """What the apps built on runs add to the publish request: the marketplace proposes the
+    version, visibility and category the reviewer approves, and the exact files it would serve
+    (runs/signals.py, publish_payload_wanted)."""
     if best is None or not best.files:
         return {}
-    from marketplace.proposals import publish_payload_default  # the marketplace builds on us
-
-    try:
-        return publish_payload_default(team=run.project.team, files=best.files)
-    except ValueError:
-        logger.info("run %s: no publish proposal, plugin.toml is not readable", run.id)
-        return {}
+    payload: dict[str, Any] = {}
+    for _, extra in signals.publish_payload_wanted.send(Run, run=run, files=best.files):
+        if isinstance(extra, dict):
+            payload.update(extra)
+    return payload
 
 
 def _second_opinion_on(run: Run, best: Iteration | None) -> dict[str, Any]:
@@ -515,6 +498,17 @@ def run_cancel(*, run: Run) -> Run:
         else:
             _notify(locked, {"kind": "run.cancel_requested"})
     return Run.objects.get(id=run.id)
+
+
+def run_retry(*, run: Run, started_by: User | None) -> Run:
+    """A new run of the same project with the same settings, started by `started_by` (treated
+    like the author at its gates); the old one stays as history."""
+    if not run.is_terminal:
+        raise RunStateError("Only a finished run can be retried; cancel it first.")
+    return run_start(project=run.project, provider=run.provider, script=run.script,
+                     autonomy=run.autonomy, max_iterations=run.max_iterations,
+                     max_tokens=run.max_tokens, max_wall_s=run.max_wall_s,
+                     use_lessons=run.use_lessons, started_by=started_by)
 
 
 def run_pause(*, run: Run) -> Run:
@@ -607,72 +601,9 @@ def _resend(guard: Any, run_id: int, token: str, dispatch: Dispatch) -> bool:
     with transaction.atomic():
         if not guard.update(claimed_by="", updated_at=timezone.now()):
             return False
-        row = _outbox_add(run_id, token, 0)
+        row = outbox_step_add(run_id, token, 0)
     outbox_send(ids=[row.id], dispatch=dispatch)
     return True
-
-
-# -- the outbox: step messages that survive a Redis outage ---------------------------------------
-
-
-def _outbox_add(run_id: int, token: str, delay_ms: int) -> StepOutbox:
-    return StepOutbox.objects.create(run_id=run_id, token=token, delay_ms=delay_ms)
-
-
-def outbox_message_queue(*, actor: str, args: list[Any]) -> None:
-    """Send a message to the Dramatiq actor named `actor` once the caller's transaction
-    commits, through the same outbox as the steps: a commit always carries its message, even
-    if Redis is down then (the watchdog sends it once Redis answers). The actor must be
-    idempotent (a message may be sent twice)."""
-    row = StepOutbox.objects.create(actor=actor, args=list(args))
-    transaction.on_commit(lambda: outbox_send(ids=[row.id]))
-
-
-def _actor_send(actor: str, args: list[Any], delay_ms: int) -> None:
-    import dramatiq
-
-    dramatiq.get_broker().get_actor(actor).send_with_options(args=tuple(args),
-                                                             delay=delay_ms or None)
-
-
-def outbox_send(*, ids: list[int] | None = None, dispatch: Dispatch = enqueue_step,
-                limit: int = 500) -> list[int]:
-    """Send the outbox's messages (those in `ids`, or all, oldest first) and delete each one
-    the broker took; stop at the first failure (Redis down: the rest waits for the next try).
-    A row another sender is sending is skipped, so one message goes out once. Never raises.
-    Returns the runs whose step was sent."""
-    rows = StepOutbox.objects.all() if ids is None else StepOutbox.objects.filter(id__in=ids)
-    sent: list[int] = []
-    for row_id in list(rows.order_by("id").values_list("id", flat=True)[:limit]):
-        outcome = _outbox_send_one(row_id, dispatch)
-        if outcome is False:
-            break
-        if isinstance(outcome, int):
-            sent.append(outcome)
-    if ids is None and sent:
-        logger.info("sent %s step message(s) the outbox held, for runs %s", len(sent), sent)
-    return sent
-
-
-def _outbox_send_one(row_id: int, dispatch: Dispatch) -> int | bool | None:
-    """The run id when a step was sent, None when someone else has the row or it was another
-    actor's message, False when sending failed."""
-    with transaction.atomic():
-        row = StepOutbox.objects.select_for_update(skip_locked=True).filter(id=row_id).first()
-        if row is None:
-            return None
-        waited_ms = int((timezone.now() - row.created_at).total_seconds() * 1000)
-        delay_ms = max(0, row.delay_ms - waited_ms)
-        try:
-            if row.actor:
-                _actor_send(row.actor, row.args, delay_ms)
-            else:
-                dispatch(int(row.run_id or 0), row.token, delay_ms)
-        except Exception as error:  # the broker is down: the row stays for the next try
-            logger.warning("could not send %s (%s); the outbox keeps it", row, error)
-            return False
-        row.delete()
-        return row.run_id if not row.actor else None
 
 
 # -- held by the installation --------------------------------------------------------------------
@@ -690,13 +621,12 @@ def run_hold(*, run_id: int, token: str, fault: InstallationFault) -> None:
 
 
 def _hold(run: Run, fault: InstallationFault) -> None:
-    from projects.services.notifications import notifications_installation_fault
-
     run.status, run.held_by, run.error = Run.Status.HELD, fault.part, str(fault)
     run.step_attempts, run.waiting_since = 0, timezone.now()
     run.save()
     _project_set_status(run.project, Project.Status.QUEUED, queue=True)
-    notifications_installation_fault(team=run.project.team, fault=fault)
+    # The portal tells the team's admins what to fix (projects/receivers.py).
+    signals.run_held.send(Run, team=run.project.team, fault=fault)
     _notify(run, {"kind": "run.held", "part": fault.part, "headline": fault.headline})
 
 
@@ -748,13 +678,13 @@ def _continue(run: Run, dispatch: Dispatch | None) -> None:
     _notify(run, {"kind": "run.resumed"})
 
 
-# -- approvals (the engine's side) ---------------------------------------------------------------
+# -- deciding an approval request -----------------------------------------------------------------
 
 
 def approval_decide(*, approval: ApprovalRequest, user: User, decision: str,
                     comment: str = "", dispatch: Dispatch | None = enqueue_step) -> ApprovalRequest:
     """Decide `approval` as `user` and move the run on, under the approval rules
-    (projects/approval_rules.py): who may decide, what the decision does, a candidate changed
+    (runs/approval_rules.py): who may decide, what the decision does, a candidate changed
     since `approval` was read, and N approvals (a decision made here counts as the decider's
     own vote). A refusal is an ApprovalRefused and changes nothing. Exactly one of two
     concurrent decisions wins; the other gets ApprovalConflict naming the decision made."""

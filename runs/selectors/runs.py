@@ -9,9 +9,11 @@ from typing import Any, TypedDict
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from autocoder.engine.states import Phase
 from autocoder.safety import finding_applies
-from projects.models import ApprovalRequest, Iteration, LoopEvent, Project, Run
-from projects.run_summary import (
+from projects.models import Project
+from runs.models import ApprovalRequest, Iteration, LoopEvent, Run
+from runs.summary import (
     AttemptFacts,
     FindingFact,
     LoopFact,
@@ -28,7 +30,7 @@ from projects.run_summary import (
 TIMELINE_FIELDS = ("id", "run_id", "number", "pass_rate", "acceptance_passed", "tests_ran",
                    "succeeded", "safety_verdict", "tokens", "timings", "diff_stats",
                    "error_signature", "code_hash", "reply_hash", "created_at")
-PHASES: list[Run.Phase] = [phase for phase in Run.Phase if phase != Run.Phase.DONE]
+PHASES: list[Phase] = [phase for phase in Phase if phase != Phase.DONE]
 # After which step a run waiting on a request stopped: the step that asked.
 _ASKED_AFTER = {ApprovalRequest.Kind.PLAN: Run.Phase.PLAN,
                 ApprovalRequest.Kind.CHANGE: Run.Phase.VERIFY,
@@ -123,7 +125,7 @@ def _with_reports(latest: Iteration | None) -> Iteration | None:
 
 def run_facts(run: Run, *, latest: Iteration | None, events: list[LoopEvent],
               approvals: list[ApprovalRequest], waiting_for: str = "") -> RunFacts:
-    """What the summary is written from (projects/run_summary.py)."""
+    """What the summary is written from (runs/summary.py)."""
     rejected = next((a.kind for a in reversed(approvals)
                      if a.status == ApprovalRequest.Status.REJECTED
                      and a.kind in (ApprovalRequest.Kind.CHANGE,

@@ -18,10 +18,12 @@ from typing import Any
 
 from django.contrib.auth.models import User
 
-from autocoder.engine import selectors, services
-from autocoder.engine.llm_port import ProviderFactory
 from autocoder.engine.spec import package_name
-from projects.models import Run, Team
+from projects.models import Team
+from runs.llm_calls import ProviderFactory
+from runs.models import Run
+from runs.selectors import results as selectors
+from runs.services import lifecycle as services
 
 MODES = {
     # mode: (max_iterations or None for the bench's --iterations, use_lessons)

@@ -1,11 +1,11 @@
-"""Deciding approval requests the way trusted review systems do: one vote per reviewer, kept
-in the audit log; the request is decided through the engine when a vote settles it.
+"""Deciding approval requests the way trusted review systems do: one vote per reviewer; the
+request is decided (runs.services.lifecycle.approval_decide) when a vote settles it.
 
 The rules themselves (who may decide, what each decision does, stale candidates, N approvals,
-which votes count) are in projects/approval_rules.py. Concurrent decisions are serialised on
-the request's row, and the engine's guarded update makes exactly one of them the decision; the
-run resumes as soon as the decision commits (the engine's approval_decide enqueues its next
-step).
+which votes count) are in runs/approval_rules.py. Concurrent decisions are serialised on
+the request's row, and approval_decide's guarded update makes exactly one of them the
+decision; the run resumes as soon as the decision commits. The audit log, the notifications
+and the marketplace's publish step answer the signals sent here (runs/signals.py).
 """
 
 from __future__ import annotations
@@ -15,12 +15,12 @@ from dataclasses import dataclass
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from autocoder.engine import services as engine
-from projects import approval_rules as rules
-from projects.approval_rules import AlreadyDecided, StaleCandidate, Tally, approval_tally
-from projects.models import ApprovalRequest, ApprovalVote
-from projects.services.audit import audit_record
-from projects.services.notifications import notification_decision_send
+from runs import approval_rules as rules
+from runs import signals
+from runs.approval_rules import AlreadyDecided, StaleCandidate, Tally, approval_tally
+from runs.models import ApprovalRequest, ApprovalVote
+from runs.services import lifecycle
+from runs.services.outbox import Dispatch, enqueue_step
 
 Decision = ApprovalVote.Decision
 # Every refusal of the rules (who, what, stale, already decided) is one of these.
@@ -46,9 +46,9 @@ class VoteOutcome:
 
 def approval_vote_cast(*, approval: ApprovalRequest, user: User, decision: str,
                        comment: str = "", candidate: str,
-                       dispatch: engine.Dispatch | None = engine.enqueue_step) -> VoteOutcome:
+                       dispatch: Dispatch | None = enqueue_step) -> VoteOutcome:
     """Record `user`'s decision on the candidate fingerprinted `candidate` (from the page the
-    reviewer saw) and, when it settles the request, decide it through the engine.
+    reviewer saw) and, when it settles the request, decide it (the run moves on).
 
     `dispatch` sends the run's next step (to the workers by default; None when the caller
     drives the run itself, as `manage.py approve` does)."""
@@ -66,23 +66,18 @@ def approval_vote_cast(*, approval: ApprovalRequest, user: User, decision: str,
         if settles:
             locked = _decide(locked, user=user, decision=decision, comment=comment,
                              dispatch=dispatch)
-        _audit(locked, user=user, decision=decision, comment=comment, tally=tally,
-               decided=settles)
+        signals.approval_voted.send(ApprovalVote, approval=locked, user=user, decision=decision,
+                                    comment=comment, tally=tally, decided=settles)
     return VoteOutcome(approval=locked, vote=vote, tally=tally, decided=settles)
 
 
 def _decide(locked: ApprovalRequest, *, user: User, decision: str,
-            comment: str, dispatch: engine.Dispatch | None) -> ApprovalRequest:
-    # The engine applies the same rules again (it is a door of its own) and moves the run on.
-    decided = engine.approval_decide(approval=locked, user=user, decision=decision,
-                                     comment=_decision_comment(locked, decision, comment),
-                                     dispatch=dispatch)
-    notification_decision_send(approval=decided, actor=user)
-    if decided.kind == ApprovalRequest.Kind.PUBLISH:
-        # Imported here: the marketplace builds on these services.
-        from marketplace.services.gate import publish_approval_decided
-
-        publish_approval_decided(approval=decided)
+            comment: str, dispatch: Dispatch | None) -> ApprovalRequest:
+    # approval_decide applies the same rules again (it is a door of its own) and moves the run on.
+    decided = lifecycle.approval_decide(approval=locked, user=user, decision=decision,
+                                        comment=_decision_comment(locked, decision, comment),
+                                        dispatch=dispatch)
+    signals.approval_decided.send(ApprovalRequest, approval=decided, actor=user)
     return decided
 
 
@@ -96,17 +91,6 @@ def _decision_comment(approval: ApprovalRequest, decision: str, comment: str) ->
     return "\n".join(notes) if len(notes) > 1 else comment
 
 
-def _audit(approval: ApprovalRequest, *, user: User, decision: str, comment: str,
-           tally: Tally, decided: bool) -> None:
-    audit_record(
-        actor=user, action=f"approval.{decision}", team=approval.project.team, target=approval,
-        before={"status": ApprovalRequest.Status.PENDING},
-        after={"status": approval.status if decided else ApprovalRequest.Status.PENDING,
-               "kind": approval.kind, "iteration": approval.iteration, "comment": comment,
-               "approvals": tally.approvals, "required": tally.needed,
-               "project": approval.project.name, "run": approval.run_id})
-
-
 def approvals_supersede(*, approval: ApprovalRequest) -> int:
     """A new request replaces the run's older pending ones: they become stale, so nobody
     approves a candidate the loop has already moved past. Returns how many were replaced."""
@@ -114,15 +98,12 @@ def approvals_supersede(*, approval: ApprovalRequest) -> int:
                                             status=ApprovalRequest.Status.PENDING,
                                             created_at__lte=approval.created_at)
              .exclude(pk=approval.pk))
-    replaced = 0
+    replaced: list[int] = []
     for pk in older.values_list("pk", flat=True):
         # Guarded per row: one decided meanwhile keeps its decision.
         if ApprovalRequest.objects.filter(pk=pk, status=ApprovalRequest.Status.PENDING).update(
                 status=ApprovalRequest.Status.STALE):
-            replaced += 1
-            audit_record(actor=None, action="approval.superseded", team=approval.project.team,
-                         target_type="approvalrequest", target_id=str(pk),
-                         target_repr=f"approval {pk} of run {approval.run_id}",
-                         before={"status": "pending"},
-                         after={"status": "stale", "replaced_by": approval.pk})
-    return replaced
+            replaced.append(pk)
+    if replaced:
+        signals.approvals_superseded.send(ApprovalRequest, approval=approval, replaced=replaced)
+    return len(replaced)

@@ -1,0 +1,2 @@
+"""Reads of the runs app: the run page (runs), approval requests (approvals), a run's result
+(results)."""
