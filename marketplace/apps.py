@@ -14,7 +14,11 @@ class MarketplaceConfig(AppConfig):
             plugin_checks_orphaned_kick,
             plugin_checks_stalled_kick,
         )
+        from marketplace.services.trying import plugin_tries_orphaned_kick, plugin_tries_stalled_end
 
-        # The watchdog hands a dead worker's check to another one, and re-sends stalled ones.
+        # The watchdog hands a dead worker's check or try to another one, re-sends stalled
+        # checks and ends tries that never finished.
         heartbeat.sweep_register(plugin_checks_orphaned_kick, quick=True)
         heartbeat.sweep_register(plugin_checks_stalled_kick, quick=False)
+        heartbeat.sweep_register(plugin_tries_orphaned_kick, quick=True)
+        heartbeat.sweep_register(plugin_tries_stalled_end, quick=False)

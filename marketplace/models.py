@@ -298,6 +298,11 @@ class TryRequest(models.Model):
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
     result = models.JSONField(default=dict, blank=True, help_text="ok, output, error, stdout,"
                               " duration_ms")
+    # The worker running it (host:pid, its heartbeat key; empty outside a beating worker), so
+    # the watchdog can tell a try whose worker died (services/trying.py).
+    claimed_by = models.CharField(max_length=200, blank=True, default="")
+    attempts = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

@@ -1,5 +1,12 @@
 """The "Try it" button: one command of a plugin run in the sandbox, queued for a worker
 (the `plugin_try_run` actor), rate limited per user.
+
+A worker running a try names itself on it (claimed_by, its heartbeat, as for the upload checks).
+A worker killed mid-try leaves the try "running": the watchdog sees its heartbeat gone and sends
+the try again once (`plugin_tries_orphaned_kick`); a try whose worker dies again ends with a
+plain-words error. Whatever is left waiting or running past TRY_STALL_S (a lost message, an
+in-process caller that died) ends the same way (`plugin_tries_stalled_end`), so the page never
+waits forever.
 """
 
 from __future__ import annotations
@@ -14,8 +21,10 @@ import redis
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
+from autocoder import heartbeat
 from autocoder.sandbox import Limits, SandboxError
 from autocoder.sandbox import run as sandbox_run
 from marketplace.models import PluginVersion, TryRequest
@@ -32,6 +41,16 @@ TRY_RESULT = ".autocoder-try-result.json"
 TRY_ACTOR = "plugin_try_run"
 TRY_KEEP_S = 24 * 60 * 60  # a try's result is kept for a day, then deleted
 TRY_MAX_RESULT_CHARS = 16_000
+# A try whose worker died is run again until it has been started this often (a try is a short
+# sandboxed command with no effect outside the sandbox, so running it again is safe).
+TRY_MAX_ATTEMPTS = 2
+# Far longer than a try takes (TRY_LIMITS: 15 s) plus a busy queue.
+TRY_STALL_S = 5 * 60
+TRY_INTERRUPTED = ("The worker running your try stopped before it finished (it was restarted,"
+                   " or ran out of memory), twice. Nothing was found wrong with your input:"
+                   " try again, and tell your admin if this repeats.")
+TRY_STALLED = ("Your try did not finish: no worker completed it within {minutes} minutes (the"
+               " workers may be busy or stopped). Try again later.")
 
 
 class TryRateLimited(Exception):
@@ -88,9 +107,11 @@ def plugin_try_request(*, version: PluginVersion, user: User, command: str,
 
 def plugin_try_perform(*, try_id: int) -> TryRequest | None:
     """Run a queued try once (a guarded update: a duplicate message does nothing) and store
-    its result, cut to a few KB."""
+    its result, cut to a few KB. The worker's name goes on the try, so the watchdog can tell
+    when it died."""
     if not TryRequest.objects.filter(pk=try_id, status=TryRequest.Status.PENDING).update(
-            status=TryRequest.Status.RUNNING):
+            status=TryRequest.Status.RUNNING, claimed_by=heartbeat.current_worker_id(),
+            started_at=timezone.now(), attempts=F("attempts") + 1):
         return None
     asked = TryRequest.objects.select_related("version").get(pk=try_id)
     try:
@@ -104,10 +125,64 @@ def plugin_try_perform(*, try_id: int) -> TryRequest | None:
         stored["output"] = None
         stored["error"] = stored["error"] or "The output was too large to show here."
         stored["ok"] = False
-    TryRequest.objects.filter(pk=try_id).update(status=TryRequest.Status.DONE, result=stored,
-                                                finished_at=timezone.now())
+    _try_finish(TryRequest.objects.filter(pk=try_id), stored)
     asked.refresh_from_db()
     return asked
+
+
+def _try_finish(guard: QuerySet[TryRequest], stored: dict[str, Any]) -> int:
+    return guard.exclude(status=TryRequest.Status.DONE).update(
+        status=TryRequest.Status.DONE, result=stored, claimed_by="", finished_at=timezone.now())
+
+
+def _try_failed(error: str) -> dict[str, Any]:
+    return {"ok": False, "output": None, "error": error, "stdout": "", "duration_ms": 0}
+
+
+def plugin_tries_orphaned_kick(*, live: set[str] | None = None) -> list[int]:
+    """The watchdog's quick sweep: a try running on a worker whose heartbeat expired (killed
+    mid-try) is sent again, or ends with TRY_INTERRUPTED once it was started TRY_MAX_ATTEMPTS
+    times; one sweeper wins each (guarded update). Returns the tries moved on."""
+    alive = live if live is not None else heartbeat.live_worker_ids()
+    held = (TryRequest.objects.filter(status=TryRequest.Status.RUNNING)
+            .exclude(claimed_by="").values_list("id", "claimed_by"))
+    moved = [try_id for try_id, worker in held if worker not in alive
+             and _try_recover(TryRequest.objects.filter(
+                 pk=try_id, status=TryRequest.Status.RUNNING, claimed_by=worker))]
+    if moved:
+        logger.warning("tries %s: their worker died; sent again or ended", moved)
+    return moved
+
+
+def _try_recover(guard: QuerySet[TryRequest]) -> bool:
+    from runs.services.outbox import outbox_message_queue
+
+    with transaction.atomic():
+        asked = guard.select_for_update(skip_locked=True).first()
+        if asked is None:
+            return False
+        if asked.attempts >= TRY_MAX_ATTEMPTS:
+            return bool(_try_finish(guard, _try_failed(TRY_INTERRUPTED)))
+        if not guard.update(status=TryRequest.Status.PENDING, claimed_by=""):
+            return False
+        outbox_message_queue(actor=TRY_ACTOR, args=[asked.pk])
+    return True
+
+
+def plugin_tries_stalled_end(*, stalled_for_s: float | None = None) -> list[int]:
+    """The watchdog's slow sweep: a try still waiting or running TRY_STALL_S after it was asked
+    for (a lost message, an in-process caller that died) ends with TRY_STALLED, so the page
+    stops waiting. Returns the tries ended."""
+    limit = stalled_for_s if stalled_for_s is not None else TRY_STALL_S
+    stalled = TryRequest.objects.filter(
+        status__in=[TryRequest.Status.PENDING, TryRequest.Status.RUNNING],
+        created_at__lt=timezone.now() - timedelta(seconds=limit))
+    error = TRY_STALLED.format(minutes=max(1, round(limit / 60)))
+    ended = [try_id for try_id in stalled.values_list("id", flat=True)
+             if _try_finish(stalled.filter(pk=try_id), _try_failed(error))]
+    if ended:
+        logger.warning("tries %s did not finish in time; ended", ended)
+    return ended
 
 
 def _try_validate(version: PluginVersion, command: str, payload: Any) -> None:

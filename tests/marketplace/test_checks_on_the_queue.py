@@ -25,7 +25,15 @@ from marketplace.services.checking import (
     plugin_checks_stalled_kick,
     plugin_version_check,
 )
-from marketplace.services.trying import TRY_KEEP_S, plugin_try_perform, plugin_try_request
+from marketplace.services.trying import (
+    TRY_INTERRUPTED,
+    TRY_KEEP_S,
+    TRY_MAX_ATTEMPTS,
+    plugin_tries_orphaned_kick,
+    plugin_tries_stalled_end,
+    plugin_try_perform,
+    plugin_try_request,
+)
 from marketplace.services.uploads import plugin_upload_store
 from runs.models import StepOutbox
 from runs.services import outbox
@@ -303,6 +311,71 @@ def test_old_tries_are_deleted(market: dict, publish: Any, sent: Sent, clean_red
                        command="count-words", payload={"text": "a"})
     assert list(TryRequest.objects.values_list("command", flat=True)) == ["count-words"]
     assert not TryRequest.objects.filter(pk=old.pk).exists()
+
+
+def running_try(market: dict, publish: Any, *, worker: str, attempts: int = 1) -> TryRequest:
+    """A try as a worker leaves it when it is killed while running the plugin."""
+    version = publish(plugin_tree())
+    asked = TryRequest.objects.create(version=version, user=market["requester"],
+                                      command="count-words", payload={"text": "a b"})
+    TryRequest.objects.filter(pk=asked.pk).update(status=TryRequest.Status.RUNNING,
+                                                  claimed_by=worker, attempts=attempts)
+    return asked
+
+
+@pytest.mark.django_db
+def test_a_try_whose_worker_died_is_sent_again_once_and_then_run(
+        market: dict, publish: Any, sent: Sent, clean_redis: Any,
+        django_capture_on_commit_callbacks: Any) -> None:
+    asked = running_try(market, publish, worker="worker-a:1")
+    assert plugin_tries_orphaned_kick(live={"worker-a:1"}) == []  # alive: left alone
+    with django_capture_on_commit_callbacks(execute=True):
+        assert plugin_tries_orphaned_kick(live={"worker-b:2"}) == [asked.pk]
+    assert sent.messages == [("plugin_try_run", [asked.pk])]
+    assert plugin_tries_orphaned_kick(live={"worker-b:2"}) == []  # sent once
+    requeued = TryRequest.objects.get(pk=asked.pk)
+    assert (requeued.status, requeued.claimed_by) == (TryRequest.Status.PENDING, "")
+    url = reverse("marketplace:try_result", args=["word-count", "0.1.0", asked.pk])
+    page = client_for(market["requester"]).get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "stopped before it finished; waiting for another worker to run it again" in page
+
+    done = plugin_try_perform(try_id=asked.pk)  # worker b
+    assert done is not None and done.result["output"] == {"words": 2}
+    assert done.attempts == 2 and done.status == TryRequest.Status.DONE
+
+
+@pytest.mark.django_db
+def test_a_try_that_keeps_losing_its_worker_ends_with_a_plain_reason_on_the_page(
+        market: dict, publish: Any, sent: Sent, clean_redis: Any) -> None:
+    asked = running_try(market, publish, worker="worker-a:1", attempts=TRY_MAX_ATTEMPTS)
+    assert plugin_tries_orphaned_kick(live=set()) == [asked.pk]
+    ended = TryRequest.objects.get(pk=asked.pk)
+    assert ended.status == TryRequest.Status.DONE and sent.messages == []
+    assert ended.result == {"ok": False, "output": None, "error": TRY_INTERRUPTED,
+                            "stdout": "", "duration_ms": 0}
+    assert plugin_try_perform(try_id=asked.pk) is None  # a late message changes nothing
+    url = reverse("marketplace:try_result", args=["word-count", "0.1.0", asked.pk])
+    page = client_for(market["requester"]).get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "The worker running your try stopped before it finished" in page
+    assert "every 1s" not in page  # the page stops asking
+
+
+@pytest.mark.django_db
+def test_a_try_nobody_finishes_ends_after_the_stall_limit(
+        market: dict, publish: Any, sent: Sent, clean_redis: Any) -> None:
+    """A lost message or an in-process caller that died: no heartbeat tells, the clock does."""
+    waiting = running_try(market, publish, worker="")
+    TryRequest.objects.filter(pk=waiting.pk).update(status=TryRequest.Status.PENDING)
+    assert plugin_tries_stalled_end() == []
+    assert plugin_tries_stalled_end(stalled_for_s=-1) == [waiting.pk]
+    ended = TryRequest.objects.get(pk=waiting.pk)
+    assert ended.status == TryRequest.Status.DONE
+    assert ended.result["error"].startswith("Your try did not finish: no worker completed it")
+
+
+def test_the_watchdog_knows_the_try_sweeps() -> None:
+    assert plugin_tries_orphaned_kick in heartbeat.QUICK_SWEEPS
+    assert plugin_tries_stalled_end in heartbeat.SLOW_SWEEPS
 
 
 # -- a real worker on Redis ----------------------------------------------------------------------
