@@ -52,3 +52,17 @@ class TeamCreateForm(forms.ModelForm):
         fields = ["name", "slug"]
         labels = {"name": "Team name", "slug": "Short name for links"}
         help_texts = {"slug": "Letters, digits and hyphens, e.g. finance-team."}
+
+
+class InsightsPeriodForm(forms.Form):
+    """The period of "How generation is going": the last N weeks, or chosen dates."""
+
+    WEEKS = [(4, "Last 4 weeks"), (12, "Last 12 weeks"), (26, "Last 26 weeks"),
+             (52, "Last 52 weeks")]
+
+    weeks = forms.TypedChoiceField(choices=WEEKS, coerce=int, required=False, initial=12,
+                                   label="Period")
+    since = forms.DateField(required=False, label="Or from",
+                            widget=forms.DateInput(attrs={"type": "date"}))
+    until = forms.DateField(required=False, label="until",
+                            widget=forms.DateInput(attrs={"type": "date"}))

@@ -3,7 +3,16 @@ from __future__ import annotations
 from django.contrib.auth import views as auth_views
 from django.urls import path
 
-from projects.views import approvals, audit, board, interviews, notifications, runs, teams
+from projects.views import (
+    approvals,
+    audit,
+    board,
+    insights,
+    interviews,
+    notifications,
+    runs,
+    teams,
+)
 
 urlpatterns = [
     path("", teams.home, name="home"),
@@ -21,6 +30,7 @@ urlpatterns = [
     path("t/<slug:slug>/board/", board.board, name="board"),
     path("t/<slug:slug>/board/queue/<int:pk>/move/", board.queue_move, name="board_queue_move"),
     path("t/<slug:slug>/audit/", audit.audit_log, name="audit_log"),
+    path("t/<slug:slug>/insights/", insights.team_insights_page, name="team_insights"),
     path("runs/<int:pk>/", runs.run_detail, name="run_detail"),
     path("runs/<int:pk>/control/<str:action>/", runs.run_control, name="run_control"),
     path("approvals/", approvals.approval_list, name="approval_list"),

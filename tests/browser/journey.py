@@ -142,6 +142,7 @@ def journey_pages(data: dict[str, Any]) -> list[JourneyPage]:
         JourneyPage("upload", reverse("marketplace:upload"), "quinn"),
         JourneyPage("lessons", reverse("lessons:list"), "rob"),
         JourneyPage("audit log", reverse("audit_log", args=["acme"]), "rob"),
+        JourneyPage("how generation is going", reverse("team_insights", args=["acme"]), "rob"),
         JourneyPage("team", reverse("team_detail", args=["acme"]), "alice"),
         JourneyPage("notifications", reverse("notification_list"), "rob"),
         JourneyPage("error: 404", "/no-such-page/", "rob", 404),
