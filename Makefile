@@ -62,7 +62,7 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/lint-imports
 
 typecheck: $(TEST_STAMP)
-	$(VENV)/bin/mypy autocoder projects runs marketplace
+	$(VENV)/bin/mypy autocoder projects runs marketplace tools
 
 clean-var:
 	rm -rf var

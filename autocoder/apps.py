@@ -7,3 +7,10 @@ class AutocoderConfig(AppConfig):
     name = "autocoder"
     label = "autocoder"
     verbose_name = "Autocoder"
+
+    def ready(self) -> None:
+        from django.conf import settings
+
+        from autocoder import metrics
+
+        metrics.configure(settings.METRICS_DIR)

@@ -123,9 +123,10 @@ def _cursor() -> CursorWrapper:
         return connection.cursor()
     connection.ensure_connection()
     raw = _PreparingCursor(connection.connection)
+    # django-stubs types the argument as a CursorWrapper; Django passes the driver's cursor.
     if connection.queries_logged:
-        return connection.make_debug_cursor(raw)
-    return connection.make_cursor(raw)
+        return connection.make_debug_cursor(raw)  # type: ignore[arg-type]
+    return connection.make_cursor(raw)  # type: ignore[arg-type]
 
 
 def prepared_statements() -> bool:

@@ -241,6 +241,14 @@ EMBEDDER_THREADS = env.int("EMBEDDER_THREADS", default=1)
 # "onnx" (ONNX Runtime, falling back to PyTorch when it cannot be used) or "torch".
 EMBEDDER_RUNTIME = env.str("EMBEDDER_RUNTIME", default="onnx")
 
+# Prometheus metrics (docs/operating.md, "Metrics"). Every process of the stack writes its values
+# under METRICS_DIR (autocoder/metrics.py). /metrics answers a request with METRICS_TOKEN as its
+# bearer token, or, without a token, one from this machine when METRICS_FROM_LOOPBACK (compose
+# turns that off).
+METRICS_DIR = Path(env.str("METRICS_DIR", default="") or VAR_DIR / "metrics")
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_FROM_LOOPBACK = env.bool("METRICS_FROM_LOOPBACK", default=True)
+
 # Activated plugins (docs/tools.md): how long the invocation log keeps a call.
 TOOLS_LOG_RETENTION_DAYS = env.int("TOOLS_LOG_RETENTION_DAYS", default=30)
 

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from autocoder import metrics
+
 # A child that lived shorter than this crashed at start-up: wait longer before each retry.
 QUICK_EXIT_S = 10.0
 MAX_RESTART_DELAY_S = 30.0
@@ -107,6 +109,8 @@ def restart_exited(children: list[Child], say: Callable[[str], None]) -> None:
             continue
         code = child.exited()
         if code is not None:
+            if child.process is not None:
+                metrics.process_gone(settings.METRICS_DIR, child.process.pid)
             delay = child.schedule_restart()
             say(f"{child.name} exited (code {code}); starting it again"
                 + (f" in {delay:.0f}s" if delay else ""))

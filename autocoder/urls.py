@@ -7,6 +7,7 @@ from autocoder import views
 
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
+    path("metrics", views.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("simple/", include("marketplace.index_urls")),
     path("marketplace/", include("marketplace.urls")),

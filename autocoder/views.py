@@ -1,6 +1,10 @@
 from __future__ import annotations
 
-from django.http import HttpRequest, JsonResponse
+import ipaddress
+import secrets
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 
@@ -15,3 +19,40 @@ def healthz(request: HttpRequest) -> JsonResponse:
     body = {"status": "ok" if healthy else "unhealthy",
             "checks": {check.name: check.as_dict() for check in results}}
     return JsonResponse(body, status=200 if healthy else 503)
+
+
+@never_cache
+@require_GET
+def metrics(request: HttpRequest) -> HttpResponse:
+    """Prometheus metrics of the whole stack (autocoder/metrics.py), for a scraper with the
+    token, or from this machine when that is allowed; anyone else is refused."""
+    from prometheus_client import CONTENT_TYPE_LATEST
+
+    from autocoder.metrics import exposition
+
+    refusal = _metrics_refusal(request)
+    if refusal is not None:
+        return refusal
+    return HttpResponse(exposition(settings.METRICS_DIR), content_type=CONTENT_TYPE_LATEST)
+
+
+def _metrics_refusal(request: HttpRequest) -> HttpResponse | None:
+    given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+    if settings.METRICS_TOKEN and given:
+        if secrets.compare_digest(given.encode(), settings.METRICS_TOKEN.encode()):
+            return None
+        return HttpResponse("Wrong metrics token.\n", status=403, content_type="text/plain")
+    if settings.METRICS_FROM_LOOPBACK and _loopback(request.META.get("REMOTE_ADDR", "")):
+        return None
+    answer = HttpResponse("Metrics need a token: send it as \"Authorization: Bearer <token>\" "
+                          "(METRICS_TOKEN, see docs/operating.md).\n", status=401,
+                          content_type="text/plain")
+    answer["WWW-Authenticate"] = 'Bearer realm="metrics"'
+    return answer
+
+
+def _loopback(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).is_loopback
+    except ValueError:
+        return False

@@ -14,7 +14,7 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
-from autocoder import realtime
+from autocoder import metrics, realtime
 from projects.models import Membership, Team
 from projects.permissions import membership_for
 from runs.models import Run
@@ -47,6 +47,7 @@ class TeamConsumer(AsyncJsonWebsocketConsumer):
     group: str | None = None
     team_id: int | None = None
     checked_at: float = 0.0
+    kind = "team"  # the label of the open-connections metric
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -63,9 +64,11 @@ class TeamConsumer(AsyncJsonWebsocketConsumer):
         self.group, self.team_id, self.checked_at = group, team_id, time.monotonic()
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
+        metrics.WEBSOCKETS.labels(kind=self.kind).inc()
 
     async def disconnect(self, code: int) -> None:
         if self.group:
+            metrics.WEBSOCKETS.labels(kind=self.kind).dec()
             await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def event_message(self, event: dict[str, Any]) -> None:
@@ -92,6 +95,8 @@ class TeamConsumer(AsyncJsonWebsocketConsumer):
 class RunConsumer(TeamConsumer):
     """Live events of one run (phases, iterations, loop events, approvals), for its team's
     members; relaying and leaving work as for the team."""
+
+    kind = "run"
 
     async def connect(self) -> None:
         user = self.scope.get("user")

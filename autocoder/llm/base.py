@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from autocoder import metrics
 from autocoder.llm.retry import with_retries
 from autocoder.llm.types import (
     DEADLINE,
@@ -338,6 +339,8 @@ class BaseProvider:
                    "completion_tokens=%d latency_ms=%d attempt=%d error=%s", call.role,
                    call.provider, call.model, call.prompt_tokens, call.completion_tokens,
                    call.latency_ms, call.attempts, call.error)
+        metrics.observe_llm_call(call.provider, call.role, call.latency_ms / 1000,
+                                 failed=call.error is not None)
         if record is not None:
             record(call)
 

@@ -36,6 +36,7 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
+from autocoder import metrics
 from autocoder.sandbox import launcher, memory, process, standby
 from autocoder.sandbox.types import Limits, PluginRuntimeError, RunResult, SandboxError
 from autocoder.sandbox.userns import (
@@ -285,7 +286,8 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
         in_process: bool = False) -> RunResult:
     layout = host_layout()
     memory.configured_choice()  # a bad SANDBOX_MEMORY_BOUND fails before anything starts
-    sandbox = _ready_sandbox(limits)
+    with metrics.sandbox_start("bwrap"):
+        sandbox = _ready_sandbox(limits)
     bound: memory.JobBound | None = None
     try:
         workdir = sandbox.workdir

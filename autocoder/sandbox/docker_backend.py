@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from autocoder import metrics
 from autocoder.sandbox.output import CappedStream
 from autocoder.sandbox.process import verdict
 from autocoder.sandbox.types import Limits, RunResult, SandboxError
@@ -114,6 +115,7 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
 
     marker = f"@@autocoder-frame-{secrets.token_hex(8)}@@"
     argv = entry_command(files, command, limits, collect or [], marker)
+    requested = time.monotonic()
     try:
         client = client or from_env()
         container = client.containers.create(**container_kwargs(
@@ -121,7 +123,7 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
     except DockerException as exc:
         raise SandboxError(f"docker could not create the sandbox container: {exc}") from exc
     try:
-        return _drive(container, limits, marker, cancel_check)
+        return _drive(container, limits, marker, cancel_check, requested)
     except DockerException as exc:
         raise SandboxError(f"docker failed during the run: {exc}") from exc
     finally:
@@ -132,9 +134,10 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
 
 
 def _drive(container: Any, limits: Limits, marker: str,
-           cancel_check: Callable[[], bool] | None) -> RunResult:
+           cancel_check: Callable[[], bool] | None, requested: float) -> RunResult:
     started = time.monotonic()
     container.start()
+    metrics.sandbox_started("docker", time.monotonic() - requested)
     stop = _wait(container, started + limits.timeout_s, cancel_check)
     if stop is not None:
         container.kill()

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
+from autocoder import metrics
 from autocoder.supervisor import (
     Child,
     Stop,
@@ -81,6 +82,7 @@ class Command(BaseCommand):
 
     def _prepare(self) -> tuple[str, ...]:
         """Runtime, migrations, static files and the demo data; returns the demo users."""
+        metrics.forget_processes(settings.METRICS_DIR)  # counted afresh from this start
         self._ensure_plugin_runtime()
         call_command("migrate", interactive=False, verbosity=0)
         call_command("collectstatic", interactive=False, verbosity=0)

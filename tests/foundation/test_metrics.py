@@ -1,0 +1,134 @@
+"""Prometheus /metrics: refused without a token in production settings; values of other
+processes (a live ASGI server, a command) are added up; queue depth is read from Redis."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from django.conf import settings
+from django.test import Client, override_settings
+
+from autocoder.tasks import team_event_publish
+from tests.foundation.test_security_settings import compose_environment
+from tests.live import LiveServer, live_asgi_server
+from tests.projects.test_live import open_socket
+
+TOKEN = "scrape-" + "k" * 30
+
+
+def sample(text: str, name: str, **labels: str) -> float | None:
+    """The value of metric `name` with exactly `labels` in a Prometheus text exposition."""
+    wanted = ",".join(f'{key}="{value}"' for key, value in sorted(labels.items()))
+    for line in text.splitlines():
+        found = re.fullmatch(rf"{re.escape(name)}(?:\{{(.*)\}})? (\S+)", line)
+        if found and ",".join(sorted((found[1] or "").split(","))) == wanted:
+            return float(found[2])
+    return None
+
+
+@override_settings(METRICS_TOKEN="", METRICS_FROM_LOOPBACK=False)
+def test_anonymous_scrapes_are_refused_in_production_settings() -> None:
+    answer = Client().get("/metrics")
+    assert answer.status_code == 401
+    assert answer["WWW-Authenticate"].startswith("Bearer")
+    assert "METRICS_TOKEN" in answer.content.decode()
+
+
+def test_compose_turns_the_loopback_allowance_off_and_the_settings_are_documented() -> None:
+    assert compose_environment("web")["METRICS_FROM_LOOPBACK"] == "false"
+    example = (settings.BASE_DIR / ".env.example").read_text()
+    for name in ("METRICS_TOKEN", "METRICS_FROM_LOOPBACK", "METRICS_DIR"):
+        assert re.search(rf"^#? ?{name}=", example, flags=re.MULTILINE), name
+
+
+@override_settings(METRICS_TOKEN=TOKEN, METRICS_FROM_LOOPBACK=False)
+def test_the_token_opens_it_and_a_wrong_one_does_not() -> None:
+    client = Client()
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 403
+    answer = client.get("/metrics", HTTP_AUTHORIZATION=f"Bearer {TOKEN}")
+    assert answer.status_code == 200
+    assert answer["Content-Type"].startswith("text/plain")
+    assert sample(answer.content.decode(), "autocoder_broker_up") == 1.0
+
+
+@override_settings(METRICS_TOKEN=TOKEN, METRICS_FROM_LOOPBACK=True)
+def test_this_machine_may_scrape_without_a_token_when_allowed_others_may_not() -> None:
+    assert Client().get("/metrics").status_code == 200  # the test client is 127.0.0.1
+    assert Client(REMOTE_ADDR="10.1.2.3").get("/metrics").status_code == 401
+
+
+@pytest.mark.usefixtures("clean_redis")
+def test_queue_depth_is_counted_per_actor() -> None:
+    for _ in range(3):
+        team_event_publish.send(0, "nothing", {})
+    team_event_publish.send_with_options(args=(0, "later", {}), delay=60_000)
+    text = Client().get("/metrics").content.decode()
+    assert sample(text, "autocoder_queue_messages", queue="default",
+                  actor="team_event_publish", state="waiting") == 3.0
+    assert sample(text, "autocoder_queue_messages", queue="default",
+                  actor="team_event_publish", state="delayed") == 1.0
+
+
+def test_model_calls_of_another_process_are_added_up() -> None:
+    """A command in its own process makes a model call; the web process's scrape shows it."""
+    before = _llm_calls(Client().get("/metrics").content.decode())
+    script = ("from autocoder.llm.scripted import ScriptedProvider\n"
+              "from autocoder.llm.types import Message\n"
+              "provider = ScriptedProvider({'architect': ['hello']})\n"
+              "provider.complete([Message('user', 'hi')], role='architect')\n")
+    done = subprocess.run([sys.executable, "manage.py", "shell", "-c", script],
+                          cwd=settings.BASE_DIR, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert _llm_calls(Client().get("/metrics").content.decode()) == before + 1
+
+
+def _llm_calls(text: str) -> float:
+    return sample(text, "autocoder_llm_call_seconds_count", provider="scripted",
+                  role="architect") or 0.0
+
+
+@pytest.fixture
+def server(clean_redis: object) -> Iterator[LiveServer]:
+    with live_asgi_server() as live:
+        yield live
+
+
+@pytest.mark.django_db(transaction=True)
+def test_open_websockets_of_the_web_server_are_counted(server: LiveServer,
+                                                       team_with_roles: dict) -> None:
+    def open_now() -> float | None:
+        text = httpx.get(f"{server.url}metrics", timeout=10).text
+        return sample(text, "autocoder_websocket_connections", kind="team")
+
+    with open_socket(server, "ws/teams/acme/", team_with_roles["member"]):
+        assert _soon(lambda: open_now() == 1.0)
+    assert _soon(lambda: open_now() == 0.0)
+
+
+def _soon(condition: object, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():  # type: ignore[operator]
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def test_sandbox_starts_are_counted_with_their_latency() -> None:
+    from autocoder.sandbox import run
+
+    def started(text: str) -> float:
+        return sample(text, "autocoder_sandbox_starts_total", backend="bwrap") or 0.0
+
+    before = started(Client().get("/metrics").content.decode())
+    result = run({"job.py": "print('hi')\n"}, ["python", "job.py"], backend="bwrap")
+    text = Client().get("/metrics").content.decode()
+    assert result.exit_code == 0, result.stderr
+    assert started(text) == before + 1
+    assert (sample(text, "autocoder_sandbox_start_seconds_count", backend="bwrap") or 0) >= 1
