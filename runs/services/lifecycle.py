@@ -27,7 +27,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from autocoder import heartbeat, realtime
+from autocoder import heartbeat, metrics, realtime
 from autocoder.engine import loop
 from autocoder.engine.spec import spec_from_dict
 from autocoder.installation import InstallationFault, fault_of
@@ -188,8 +188,16 @@ def run_step_perform(*, run_id: int, token: str, dispatch: Dispatch | None = enq
     run = _claim(run_id, token)
     if run is None:
         return None
-    phase = run.phase
-    started = time.monotonic()
+    phase, started = run.phase, time.monotonic()
+    outcome, following = _perform(run, token, dispatch, provider_factory)
+    metrics.observe_step(phase, outcome, time.monotonic() - started)
+    return following
+
+
+def _perform(run: Run, token: str, dispatch: Dispatch | None,
+             provider_factory: ProviderFactory | None) -> tuple[str, str | None]:
+    """(how the step ended: committed, held or failed; the token of the next step or None)."""
+    run_id, phase, started = run.id, run.phase, time.monotonic()
     llm = RunLLM(run=run, iteration=run.iteration + 1,
                  factory=provider_factory or default_provider_factory)
     try:
@@ -198,21 +206,22 @@ def run_step_perform(*, run_id: int, token: str, dispatch: Dispatch | None = enq
             spec=spec_from_dict(run.project.spec), llm=llm, cancelled=_cancel_check(run_id)))
     except InstallationFault as fault:
         run_hold(run_id=run_id, token=token, fault=fault)
-        return None
+        return "held", None
     except (LLMConfigError, LLMAuthError) as error:
         # The model's set-up is wrong (no key, a bad key, a missing file): an admin's to fix.
         run_hold(run_id=run_id, token=token, fault=InstallationFault(
             "model", str(error), "check the model's settings on the Model page "
             "(see docs/llm.md)"))
-        return None
+        return "held", None
     except LLMError as error:
-        return _step_failed(run_id, token, phase, error, retryable=error.retryable,
-                            dispatch=dispatch)
+        return "failed", _step_failed(run_id, token, phase, error, retryable=error.retryable,
+                                      dispatch=dispatch)
     except Exception as error:  # a bug or an infrastructure failure: retried, then failed
         logger.exception("step %s of run %s failed", phase, run_id)
-        return _step_failed(run_id, token, phase, error, retryable=True, dispatch=dispatch)
+        return "failed", _step_failed(run_id, token, phase, error, retryable=True,
+                                      dispatch=dispatch)
     elapsed_ms = int((time.monotonic() - started) * 1000)
-    return _commit(run_id, token, phase, transition, llm, elapsed_ms, dispatch)
+    return "committed", _commit(run_id, token, phase, transition, llm, elapsed_ms, dispatch)
 
 
 def _cancel_check(run_id: int, every_s: float = 1.0) -> Callable[[], bool]:

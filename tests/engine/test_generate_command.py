@@ -153,3 +153,21 @@ def test_generate_on_a_broken_runtime_says_which_part_and_exits_3(
     assert result["loop_events"] == []
     assert "the plugin runtime is broken" in err.getvalue()
     assert "No module named pytest" in err.getvalue() and "make run" in err.getvalue()
+
+
+@pytest.mark.slow
+def test_every_step_of_a_run_is_timed_for_the_metrics(engine_settings: Any) -> None:
+    from django.test import Client
+
+    from tests.foundation.test_metrics import sample
+
+    def steps(phase: str) -> float:
+        text = Client().get("/metrics").content.decode()
+        return sample(text, "autocoder_run_step_seconds_count", phase=phase,
+                      outcome="committed") or 0.0
+
+    before = {phase: steps(phase) for phase in ("plan", "implement", "sandbox")}
+    result, _ = generate(str(SCRIPTS / "greeter.spec.json"), "--provider", "scripted",
+                         "--script", str(SCRIPTS / "success.json"))
+    assert result["status"] == "succeeded"
+    assert all(steps(phase) > before[phase] for phase in before)
