@@ -10,6 +10,7 @@ class RunsConfig(AppConfig):
     def ready(self) -> None:
         from autocoder import heartbeat
         from autocoder.llm import services as llm_services
+        from runs import tasks  # noqa: F401  (declares the run_step actor in every process)
         from runs.services import lifecycle, outbox
 
         # The watchdog: what the outbox still holds and the steps of dead workers every
