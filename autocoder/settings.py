@@ -233,6 +233,9 @@ LLM_SCRIPT = env.str("LLM_SCRIPT", default="")
 LLM_N_CTX = env.int("LLM_N_CTX", default=4096)
 # Where local model files (GGUF) are downloaded to (docs/llm.md, "Local model").
 MODELS_DIR = Path(env.str("MODELS_DIR", default="") or VAR_DIR / "models")
+# The currency of the Prices page (/settings/model/prices/) and of every cost and budget shown:
+# one code for the whole site (docs/llm.md, "Prices").
+COST_CURRENCY = env.str("COST_CURRENCY", default="USD").strip().upper() or "USD"
 # LLM_<FIELD>_<ROLE> (LLM_MODEL_IMPLEMENTER, LLM_PROVIDER_REFLECTOR, ...): see docs/llm.md.
 LLM_ROLE_OVERRIDES = llm_env.role_env_overrides()
 EMBEDDER = env.str("EMBEDDER", default="minilm")

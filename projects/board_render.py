@@ -21,6 +21,7 @@ CARD = ('<li class="{css}" id="card-{key}"{drag}>'
         '<dl class="card-stats"><div><dt>Attempt</dt><dd>{iteration}</dd></div>'
         '<div><dt>Pass rate</dt><dd>{pass_rate}</dd></div>'
         '<div><dt>Tokens</dt><dd>{tokens}</dd></div>'
+        '<div><dt>Cost</dt><dd>{cost}</dd></div>'
         '<div><dt>In column</dt><dd>{age}</dd></div></dl>{badge}{controls}</li>\n')
 MOVE = ('<form method="post" action="{url}" hx-post="{url}" hx-target="#board" '
         'hx-swap="outerHTML" hx-include="#board-filters">'
@@ -62,7 +63,7 @@ def card_html(card: Card, ctx: CardContext, *, reorderable: bool = False, first:
         css=card.css, key=card.key, title=title, requester=card.requester,
         drag=f' draggable="true" data-project="{card.key}"' if reorderable else "",
         iteration=card.iteration_text, pass_rate=card.pass_text, tokens=card.tokens_text,
-        age=card.age_text, badge=_badge(card),
+        cost=card.cost_text, age=card.age_text, badge=_badge(card),
         controls=_controls(card, ctx, first, last) if reorderable else "")
 
 

@@ -12,11 +12,14 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from django.utils import timezone
 
 from autocoder import realtime
+from autocoder.llm.models import ModelPrice
+from autocoder.llm.pricing import prices_for
 from autocoder.llm.types import DEADLINE, CallRecord, Completion, LLMError, Message, Provider
 from runs.models import LLMCall, Run
 
@@ -134,16 +137,22 @@ class RunLLM:
         if not records:
             records = [_record_from(role, completion, failure)]
         sent = [{"role": m.role, "content": m.content} for m in messages]
+        prices = prices_for(rec.model for rec in records
+                            if rec.prompt_tokens or rec.completion_tokens)
         rows = [LLMCall(
             run=self.run, iteration=self.iteration, role=role, provider=rec.provider,
             model=rec.model, prompt_tokens=rec.prompt_tokens,
             completion_tokens=rec.completion_tokens, latency_ms=rec.latency_ms,
             attempts=rec.attempts, error=rec.error or "", messages=sent,
             reply=reply if rec.error is None else "",
+            cost=_priced(prices, rec),
         ) for rec in records]
         LLMCall.objects.bulk_create(rows)
         prompt = sum(rec.prompt_tokens for rec in records)
         completion_tokens = sum(rec.completion_tokens for rec in records)
+        cost = sum((row.cost for row in rows if row.cost is not None), Decimal(0))
+        unpriced = sum(row.prompt_tokens + row.completion_tokens for row in rows
+                       if row.cost is None)
         self.prompt_tokens += prompt
         self.completion_tokens += completion_tokens
         if prompt or completion_tokens:
@@ -152,6 +161,7 @@ class RunLLM:
             Run.objects.filter(id=self.run.id).update(
                 tokens_prompt=F("tokens_prompt") + prompt,
                 tokens_completion=F("tokens_completion") + completion_tokens,
+                cost=F("cost") + cost, tokens_unpriced=F("tokens_unpriced") + unpriced,
             )
 
 
@@ -203,6 +213,17 @@ class ReplyStream:
             self._broken = True
             logger.warning("could not publish the %s reply of run %s as it streams",
                            self.role, self.run_id, exc_info=True)
+
+
+def _priced(prices: dict[str, ModelPrice], rec: CallRecord) -> Decimal | None:
+    """The call's cost at its model's price; None for a model without a price (a call that
+    spent no tokens costs nothing)."""
+    if not (rec.prompt_tokens or rec.completion_tokens):
+        return Decimal(0)
+    price = prices.get(rec.model)
+    if price is None:
+        return None
+    return price.cost(prompt_tokens=rec.prompt_tokens, completion_tokens=rec.completion_tokens)
 
 
 def _record_from(role: str, completion: Completion | None, failure: LLMError | None) -> CallRecord:

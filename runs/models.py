@@ -43,6 +43,10 @@ class Run(models.Model):
     iteration = models.PositiveIntegerField(default=0, help_text="Last completed iteration.")
     tokens_prompt = models.PositiveIntegerField(default=0)
     tokens_completion = models.PositiveIntegerField(default=0)
+    # What the calls cost in the site's currency (COST_CURRENCY), each priced when it was made
+    # (autocoder.llm.pricing); tokens of models without a price are counted apart.
+    cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    tokens_unpriced = models.PositiveIntegerField(default=0)
 
     phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.PLAN)
     # The message allowed to perform the next step; a message with another token is stale.
@@ -98,6 +102,15 @@ class Run(models.Model):
     @property
     def tokens_total(self) -> int:
         return self.tokens_prompt + self.tokens_completion
+
+    @property
+    def cost_text(self) -> str:
+        """The run's cost in the site's currency, or "no price set" for tokens of models
+        without a price (autocoder.llm.pricing)."""
+        from autocoder.llm.pricing import cost_text
+
+        return cost_text(self.cost, unpriced_tokens=self.tokens_unpriced,
+                         tokens=self.tokens_total)
 
 
 class Iteration(models.Model):
@@ -172,6 +185,8 @@ class LLMCall(models.Model):
     model = models.CharField(max_length=120, blank=True)
     prompt_tokens = models.PositiveIntegerField(default=0)
     completion_tokens = models.PositiveIntegerField(default=0)
+    # Priced when recorded; null: the model had no price then ("no price set").
+    cost = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
     latency_ms = models.PositiveIntegerField(default=0)
     attempts = models.PositiveSmallIntegerField(default=1)
     error = models.TextField(blank=True)

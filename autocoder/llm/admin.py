@@ -7,7 +7,7 @@ from typing import Any
 from django import forms
 from django.contrib import admin
 
-from autocoder.llm.models import TeamModelOverride
+from autocoder.llm.models import ModelPrice, TeamModelOverride
 
 
 class TeamModelOverrideForm(forms.ModelForm):
@@ -55,3 +55,20 @@ class TeamModelOverrideAdmin(admin.ModelAdmin):
     @admin.display(description="API key")
     def api_key_status(self, obj: TeamModelOverride) -> str:
         return obj.api_key_status
+
+
+@admin.register(ModelPrice)
+class ModelPriceAdmin(admin.ModelAdmin):
+    """The price table (also on the Prices page, /settings/model/prices/): per million tokens,
+    in the site's currency (COST_CURRENCY)."""
+
+    list_display = ["model", "prompt_per_million", "completion_per_million", "updated_at",
+                    "updated_by"]
+    search_fields = ["model"]
+    readonly_fields = ["updated_at", "updated_by"]
+    fields = ["model", "prompt_per_million", "completion_per_million", "updated_at",
+              "updated_by"]
+
+    def save_model(self, request: Any, obj: ModelPrice, form: Any, change: bool) -> None:
+        obj.updated_by = request.user
+        super().save_model(request, obj, form, change)

@@ -186,3 +186,15 @@ class SiteModelSaveForm(SiteModelForm):
             raise forms.ValidationError(f"This set-up cannot work: {fault.problem}. "
                                         f"To fix it, {fault.fix}.")
         return cleaned
+
+
+class ModelPriceForm(forms.Form):
+    """One row of the Prices page: a model's prompt and completion price per million tokens."""
+
+    model = forms.CharField(max_length=200, strip=True,
+                            help_text="The model name exactly as the calls report it (the run "
+                                      "page's model calls show it), e.g. gpt-4o-mini.")
+    prompt_per_million = forms.DecimalField(min_value=0, max_digits=12, decimal_places=4,
+                                            label="Prompt, per million tokens")
+    completion_per_million = forms.DecimalField(min_value=0, max_digits=12, decimal_places=4,
+                                                label="Completion, per million tokens")

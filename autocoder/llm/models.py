@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import PurePath
 from typing import ClassVar
 from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MinValueValidator
 from django.db import models
 
 from autocoder.llm.types import ROLES, LLMConfigError, safe_url
@@ -155,3 +157,38 @@ class SiteModelConfig(SealedApiKey, models.Model):
 
     def model_for(self, role: str | None) -> str:
         return (self.role_models.get(role, "") if role else "") or self.model
+
+
+class ModelPrice(models.Model):
+    """What a model costs, per million tokens, in the site's currency (COST_CURRENCY). Set by
+    site admins on the Prices page (/settings/model/prices/) or in the admin.
+
+    A call is priced when it is made (runs.llm_calls): a new price counts from the next call,
+    and a call to a model without a row keeps its tokens only ("no price set")."""
+
+    model = models.CharField(max_length=200, unique=True,
+                             help_text="The model name exactly as calls report it, e.g. "
+                                       "gpt-4o-mini or claude-sonnet-4-5.")
+    prompt_per_million = models.DecimalField(
+        max_digits=12, decimal_places=4, verbose_name="prompt price per million tokens",
+        validators=[MinValueValidator(0)])
+    completion_per_million = models.DecimalField(
+        max_digits=12, decimal_places=4, verbose_name="completion price per million tokens",
+        validators=[MinValueValidator(0)])
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["model"]
+        verbose_name = "model price"
+
+    def __str__(self) -> str:
+        return f"{self.model}: {self.prompt_per_million} / {self.completion_per_million}"
+
+    def cost(self, *, prompt_tokens: int, completion_tokens: int) -> Decimal:
+        return (self.prompt_per_million * prompt_tokens
+                + self.completion_per_million * completion_tokens) / MILLION
+
+
+MILLION = Decimal(1_000_000)

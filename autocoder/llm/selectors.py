@@ -7,12 +7,13 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from autocoder.llm.config import ENV_SETTINGS, normalize_provider
-from autocoder.llm.models import SiteModelConfig, TeamModelOverride
+from autocoder.llm.models import ModelPrice, SiteModelConfig, TeamModelOverride
 from autocoder.llm.types import ROLES
 from projects.models import AuditEntry
 
 # The audit log's actions for the Model page (site-wide: recorded without a team).
 SITE_MODEL_ACTION = "model.settings_update"
+MODEL_PRICE_ACTION = "model.price_update"
 
 
 def team_model_override_get(*, team_id: int, role: str) -> TeamModelOverride | None:
@@ -61,3 +62,7 @@ def site_model_history(*, limit: int = 10) -> list[AuditEntry]:
     """The latest changes made on the Model page, newest first."""
     return list(AuditEntry.objects.filter(team=None, action=SITE_MODEL_ACTION)
                 .order_by("-created_at", "-id")[:limit])
+
+
+def model_price_list() -> list[ModelPrice]:
+    return list(ModelPrice.objects.order_by("model"))

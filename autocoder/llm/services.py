@@ -5,13 +5,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from autocoder.llm.models import SiteModelConfig, TeamModelOverride
-from autocoder.llm.selectors import SITE_MODEL_ACTION
+from autocoder.llm.models import ModelPrice, SiteModelConfig, TeamModelOverride
+from autocoder.llm.selectors import MODEL_PRICE_ACTION, SITE_MODEL_ACTION
 from autocoder.llm.types import ROLES, safe_url
 from projects.models import Team
 from projects.services.audit import audit_record
@@ -119,3 +120,42 @@ def _audit_view(site: SiteModelConfig, *, new_key: bool = False) -> dict[str, An
             "model": site.model, "role_models": {role: site.role_models[role] for role in ROLES
                                                  if role in site.role_models},
             "api_key": f"{key} (new key entered)" if new_key else key}
+
+
+# -- prices (the Prices page) --------------------------------------------------------------------
+
+
+def model_price_set(*, actor: User, model: str, prompt_per_million: Decimal,
+                    completion_per_million: Decimal) -> ModelPrice:
+    """Create or change a model's price (validated: ValidationError saves nothing); the change
+    goes to the audit log. It counts from the next call: calls already made keep their cost."""
+    with transaction.atomic():
+        price = (ModelPrice.objects.select_for_update().filter(model=model.strip()).first()
+                 or ModelPrice(model=model.strip()))
+        before = _price_view(price) if price.pk else None
+        price.prompt_per_million = prompt_per_million
+        price.completion_per_million = completion_per_million
+        price.updated_by = actor
+        price.full_clean()
+        price.save()
+        after = _price_view(price)
+        if after != before:
+            audit_record(actor=actor, action=MODEL_PRICE_ACTION, team=None, target=price,
+                         before=before, after=after)
+    return price
+
+
+def model_price_delete(*, actor: User, model: str) -> bool:
+    with transaction.atomic():
+        price = ModelPrice.objects.select_for_update().filter(model=model).first()
+        if price is None:
+            return False
+        audit_record(actor=actor, action=MODEL_PRICE_ACTION, team=None, target=price,
+                     before=_price_view(price), after=None)
+        price.delete()
+    return True
+
+
+def _price_view(price: ModelPrice) -> dict[str, str]:
+    return {"model": price.model, "prompt_per_million": str(price.prompt_per_million),
+            "completion_per_million": str(price.completion_per_million)}

@@ -10,18 +10,20 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AnonymousUser, User
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.template import TemplateDoesNotExist
 from django.template.loader import get_template
 from django.views.decorators.http import require_POST
 
-from autocoder.llm import readiness, selectors, services
-from autocoder.llm.forms import SiteModelForm, SiteModelSaveForm
+from autocoder.llm import pricing, readiness, selectors, services
+from autocoder.llm.forms import ModelPriceForm, SiteModelForm, SiteModelSaveForm
 from autocoder.llm.types import LLMConfigError
 from projects.http import AuthenticatedHttpRequest
 
 PAGE = "llm/model_settings.html"
+PRICES_PAGE = "llm/model_prices.html"
 # Provided by the local-model download (autocoder/llm/local); until it exists the page shows
 # how to use a local file by hand.
 LOCAL_MODEL_PARTIAL = "llm/_local_model.html"
@@ -58,6 +60,35 @@ def model_test(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.htmx:
         return render(request, f"{PAGE}#test_result", context)
     return render(request, PAGE, context)
+
+
+@login_required
+def model_prices(request: AuthenticatedHttpRequest) -> HttpResponse:
+    """The price table: what each model costs per million tokens, in the site's currency."""
+    require_site_admin(request.user)
+    form = ModelPriceForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            price = services.model_price_set(actor=request.user, **form.cleaned_data)
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        else:
+            messages.success(request, f"Saved the price of {price.model}; it counts from the "
+                                      "next call.")
+            return redirect("llm:model_prices")
+    return render(request, PRICES_PAGE, {"form": form, "prices": selectors.model_price_list(),
+                                         "currency": pricing.currency()})
+
+
+@login_required
+@require_POST
+def model_price_delete(request: AuthenticatedHttpRequest) -> HttpResponse:
+    require_site_admin(request.user)
+    model = request.POST.get("model", "")
+    if services.model_price_delete(actor=request.user, model=model):
+        messages.success(request, f"Removed the price of {model}: its next calls show "
+                                  f"tokens only ({pricing.NO_PRICE}).")
+    return redirect("llm:model_prices")
 
 
 def _saved_message(saved: services.SiteModelSaved) -> str:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
 
 from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, Subquery, Value, When
@@ -19,6 +20,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString
 
 from autocoder.compiled_queries import fetch_rows
+from autocoder.llm.pricing import NO_PRICE, money
 from projects.models import Membership, Project, Team
 from runs.approval_rules import decidable_projects_q, started_gates_q
 from runs.models import ApprovalRequest, ApprovalVote, Iteration, Run
@@ -50,6 +52,7 @@ class Card:
     iteration_text: SafeString
     pass_text: SafeString
     tokens_text: SafeString
+    cost_text: SafeString
     age_text: SafeString
     needs_human: bool
     needs_my_review: bool
@@ -137,6 +140,7 @@ def _latest_run_json() -> Subquery:
                  .values("pass_rate")[:1])
     figures = JSONObject(id="id", iteration="iteration", max_iterations="max_iterations",
                          tokens=F("tokens_prompt") + F("tokens_completion"),
+                         cost="cost", unpriced="tokens_unpriced",
                          pass_rate=Subquery(pass_rate))
     return Subquery(_latest_run().annotate(figures=figures).values("figures")[:1])
 
@@ -289,10 +293,20 @@ def _card(row: dict[str, Any], now: datetime, urls: _UrlPatterns, needs_my_revie
                                   else "–"),
         pass_text=SafeString(f"{pass_rate:.0%}" if pass_rate is not None else "–"),
         tokens_text=SafeString(f"{run['tokens']:,}" if run else "–"),
+        cost_text=escape(_cost_text(run)) if run and run["tokens"] else SafeString("–"),
         age_text=SafeString(age_text(now - row["status_changed_at"])),
         needs_human=needs_human, needs_my_review=needs_my_review,
         css=SafeString("board-card needs-human" if needs_human else "board-card"),
     )
+
+
+def _cost_text(run: dict[str, Any]) -> str:
+    """The latest run's cost, from the card's JSON (the cost arrives as a JSON number)."""
+    unpriced = run.get("unpriced") or 0
+    if unpriced >= run["tokens"]:
+        return NO_PRICE
+    text = money(Decimal(str(run.get("cost") or 0)))
+    return f"{text}, part: {NO_PRICE}" if unpriced else text
 
 
 def age_text(age: timedelta) -> str:

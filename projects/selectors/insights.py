@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 from typing import Any
 
 from django.db.models import (
@@ -31,6 +32,7 @@ from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
 from autocoder.lessons.models import LessonOutcome
+from autocoder.llm.pricing import cost_text, currency
 from projects.models import Team
 from runs.models import ApprovalRequest, Iteration, LoopEvent, Run
 
@@ -96,6 +98,10 @@ class Figures:
     stumbled: int = 0
     auto_fixed: int = 0
     tokens: int = 0
+    # Money in the site's currency (each call priced when made) and the tokens of models
+    # without a price, which no cost includes.
+    cost: Decimal = Decimal(0)
+    tokens_unpriced: int = 0
     human_decisions: int = 0
     median_attempts: float | None = None
     median_wall: timedelta | None = None
@@ -121,6 +127,19 @@ class Figures:
     @property
     def tokens_per_success(self) -> float | None:
         return _ratio(self.tokens, self.succeeded)
+
+    @property
+    def cost_per_success(self) -> Decimal | None:
+        return self.cost / self.succeeded if self.succeeded else None
+
+    @property
+    def cost_per_success_text(self) -> str:
+        """The cost per plugin that succeeded as a page says it ("no price set" for tokens of
+        models without a price)."""
+        if not self.succeeded:
+            return "–"
+        return cost_text(self.cost_per_success, unpriced_tokens=self.tokens_unpriced,
+                         tokens=self.tokens)
 
     @property
     def lessons_help_rate(self) -> float | None:
@@ -184,6 +203,8 @@ def _outcome_counts() -> dict[str, Any]:
         "auto_fixed": Count("id", filter=stumbled & Q(status=Run.Status.SUCCEEDED)
                             & ~helped_by_person),
         "tokens": Sum(F("tokens_prompt") + F("tokens_completion")),
+        "cost": Sum("cost"),
+        "tokens_unpriced": Sum("tokens_unpriced"),
         "median_attempts": Median("iteration", filter=Q(status=Run.Status.SUCCEEDED),
                                   output_field=FloatField()),
         "median_wall": Median(ExpressionWrapper(F("finished_at") - F("started_at"),
@@ -216,9 +237,11 @@ def _period_figures(runs: QuerySet[Run], weeks: list[tuple[date, Figures]]) -> F
                              median_wall=counts["median_wall"])
     summed = {name: sum(getattr(figures, name) for _, figures in weeks)
               for name in ("started", "succeeded", "failed", "cancelled", "escalated",
-                           "stumbled", "auto_fixed", "tokens", "human_decisions",
+                           "stumbled", "auto_fixed", "tokens", "tokens_unpriced",
+                           "human_decisions",
                            "lessons_retrieved", "lessons_helped")}
-    return Figures(**summed, median_attempts=medians["median_attempts"],
+    return Figures(**summed, cost=sum((figures.cost for _, figures in weeks), Decimal(0)),
+                   median_attempts=medians["median_attempts"],
                    median_wall=medians["median_wall"])
 
 
@@ -250,8 +273,8 @@ def _loop_events(runs: QuerySet[Run]) -> list[tuple[str, int]]:
 def _week_figures(row: dict[str, Any], decisions: int, lessons: tuple[int, int]) -> Figures:
     counted = {name: int(row.get(name) or 0) for name in
                ("started", "succeeded", "failed", "cancelled", "escalated", "stumbled",
-                "auto_fixed", "tokens")}
-    return Figures(**counted, human_decisions=decisions,
+                "auto_fixed", "tokens", "tokens_unpriced")}
+    return Figures(**counted, cost=row.get("cost") or Decimal(0), human_decisions=decisions,
                    median_attempts=row.get("median_attempts"),
                    median_wall=row.get("median_wall"),
                    lessons_retrieved=lessons[0], lessons_helped=lessons[1])
@@ -270,6 +293,10 @@ def _figures_dict(figures: Figures) -> dict[str, Any]:
         "lessons_retrieved": figures.lessons_retrieved,
         "lessons_helped": figures.lessons_helped, "tokens": figures.tokens,
         "tokens_per_succeeded_plugin": figures.tokens_per_success,
+        "cost": str(figures.cost), "currency": currency(),
+        "tokens_without_price": figures.tokens_unpriced,
+        "cost_per_succeeded_plugin": None if figures.cost_per_success is None
+        else str(round(figures.cost_per_success, 6)),
     }
 
 

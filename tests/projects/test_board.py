@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from decimal import Decimal
 
 import pytest
 from django.db import connection
@@ -77,6 +78,24 @@ def test_cards_sit_in_their_status_column_with_their_figures(portal: Portal) -> 
     assert "Needs a human" in failed_col  # an escalation waits for a person
     assert "published-one" in column_html(html, "published")
     assert "csv-cleaner" not in column_html(html, "queued")
+
+
+def test_cards_show_the_latest_runs_cost_or_that_no_price_is_set(portal: Portal) -> None:
+    team = portal.team
+    priced = ProjectFactory(team=team, name="priced-one", status=S.GENERATING)
+    RunFactory(project=priced, tokens_prompt=9000, tokens_completion=1000,
+               cost=Decimal("0.0315"))
+    unpriced = ProjectFactory(team=team, name="unpriced-one", status=S.SUCCEEDED)
+    RunFactory(project=unpriced, tokens_prompt=500, tokens_completion=500, tokens_unpriced=1000)
+    mixed = ProjectFactory(team=team, name="mixed-one", status=S.FAILED)
+    RunFactory(project=mixed, tokens_prompt=500, tokens_completion=500, tokens_unpriced=200,
+               cost=Decimal("12.5"))
+    html = portal.client(portal.reviewer).get(board_url()).content.decode()
+
+    assert "<dt>Cost</dt><dd>0.0315 USD</dd>" in column_html(html, "generating")
+    assert "<dt>Cost</dt><dd>no price set</dd>" in column_html(html, "succeeded")
+    assert "<dt>Cost</dt><dd>12.50 USD, part: no price set</dd>" in column_html(
+        html, "escalated_failed")
 
 
 def test_pending_approval_shows_a_badge_linking_to_the_request(portal: Portal) -> None:

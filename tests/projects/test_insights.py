@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import date, datetime, timedelta
+from decimal import Decimal
 from io import StringIO
 from typing import Any
 
@@ -65,19 +66,23 @@ def history() -> dict[str, Any]:
     # Week A: a success after one failed attempt (fixed by the loop alone), a first-time
     # success, a failure that was escalated (one human decision), a cancelled run.
     fixed = _run(team, WEEK_A, Run.Status.SUCCEEDED, attempts=[False, True], minutes=10,
-                 tokens=(1000, 500))
-    _run(team, WEEK_A, Run.Status.SUCCEEDED, attempts=[True], minutes=4, tokens=(300, 100))
+                 tokens=(1000, 500), cost=Decimal("0.30"))
+    _run(team, WEEK_A, Run.Status.SUCCEEDED, attempts=[True], minutes=4, tokens=(300, 100),
+         cost=Decimal("0.05"))
     failed = _run(team, WEEK_A, Run.Status.FAILED, attempts=[False, False, False], minutes=60,
-                  tokens=(2000, 1000))
+                  tokens=(2000, 1000), cost=Decimal("1.00"))
     _decided(failed, ApprovalRequest.Kind.ESCALATION, ApprovalRequest.Status.REJECTED, lead)
     _run(team, WEEK_A, Run.Status.CANCELLED, attempts=[], minutes=None, tokens=(0, 0))
     # Week B: a success a person rescued (an answered escalation) after a plan approval, and a
     # run still going after a failed attempt.
     rescued = _run(team, WEEK_B, Run.Status.SUCCEEDED, attempts=[False, False, True],
-                   minutes=30, tokens=(4000, 2000), escalations_answered=1)
+                   minutes=30, tokens=(4000, 2000), escalations_answered=1,
+                   cost=Decimal("2.00"))
     _decided(rescued, ApprovalRequest.Kind.PLAN, ApprovalRequest.Status.APPROVED, lead)
     _decided(rescued, ApprovalRequest.Kind.ESCALATION, ApprovalRequest.Status.ANSWERED, lead)
-    _run(team, WEEK_B, Run.Status.RUNNING, attempts=[False], minutes=None, tokens=(100, 0))
+    # Its model has no price: its tokens count, its cost cannot.
+    _run(team, WEEK_B, Run.Status.RUNNING, attempts=[False], minutes=None, tokens=(100, 0),
+         tokens_unpriced=100)
     for kind in ("no_progress", "no_progress", "repeated_error"):
         LoopEvent.objects.create(run=failed if kind == "no_progress" else fixed, iteration=1,
                                  type=kind, action="reset_context")
@@ -85,7 +90,7 @@ def history() -> dict[str, Any]:
     _lesson_outcomes(rescued, [True])
     # Not counted: another team's run in the period, and this team's run before it.
     _run(TeamFactory(slug="other"), WEEK_B, Run.Status.FAILED, attempts=[False], minutes=5,
-         tokens=(9, 9))
+         tokens=(9, 9), cost=Decimal("9"))
     _run(team, WEEK_A - timedelta(days=3), Run.Status.FAILED, attempts=[False], minutes=5,
          tokens=(9, 9))
     return {"team": team, "lead": lead}
@@ -119,6 +124,37 @@ def test_the_figures_equal_the_hand_computed_values(history: dict[str, Any]) -> 
     assert total.tokens_per_success == pytest.approx(11000 / 3)
     assert total.lessons_help_rate == pytest.approx(2 / 3)
     assert insights.loop_events == [("no_progress", 2), ("repeated_error", 1)]
+
+
+def test_cost_per_succeeded_plugin_is_computed_next_to_tokens(
+        history: dict[str, Any]) -> None:
+    insights = team_insights(team=history["team"], period=PERIOD)
+    a, b, total = insights.weeks[0][1], insights.weeks[1][1], insights.total
+    # Week A: 0.30 + 0.05 + 1.00 for two successes.
+    assert (a.cost, a.cost_per_success, a.tokens_unpriced) == (
+        Decimal("1.35"), Decimal("0.675"), 0)
+    assert a.cost_per_success_text == "0.6750 USD"
+    # Week B: 2.00 for one success, and 100 tokens of a model without a price.
+    assert (b.cost, b.tokens_unpriced) == (Decimal("2.00"), 100)
+    assert b.cost_per_success_text == "2.00 USD (+100 tokens: no price set)"
+    assert (total.cost, total.tokens_unpriced) == (Decimal("3.35"), 100)
+    assert total.cost_per_success == Decimal("3.35") / 3
+    report = insights.as_dict()["total"]
+    assert (Decimal(report["cost"]), report["currency"], report["tokens_without_price"]) == (
+        Decimal("3.35"), "USD", 100)
+
+
+def test_a_team_whose_models_have_no_price_sees_tokens_only(client: Client) -> None:
+    team = TeamFactory(slug="unpriced")
+    lead = UserFactory()
+    MembershipFactory(team=team, user=lead, role=Membership.Role.ADMIN)
+    _run(team, WEEK_A, Run.Status.SUCCEEDED, attempts=[True], minutes=4, tokens=(300, 100),
+         tokens_unpriced=400)
+    total = team_insights(team=team, period=PERIOD).total
+    assert (total.tokens_per_success, total.cost_per_success_text) == (400, "no price set")
+    client.force_login(lead)
+    html = client.get("/t/unpriced/insights/?since=2026-11-02&until=2026-11-15").content.decode()
+    assert "Cost per plugin that succeeded" in html and "no price set" in html
 
 
 def test_a_week_without_runs_is_shown_as_zeros_not_left_out(history: dict[str, Any]) -> None:
@@ -168,6 +204,7 @@ def test_the_team_report_command_in_words(history: dict[str, Any]) -> None:
     text = out.getvalue()
     assert "Build success rate: 75% (target 95%)" in text
     assert "Runs started: 6" in text
+    assert "Cost per plugin that succeeded: 1.12 USD (+100 tokens: no price set)" in text
 
 
 def test_the_page_shows_the_figures_with_charts_and_their_numbers(

@@ -71,6 +71,7 @@ def _in_words(report: Insights) -> list[str]:
         f"Decisions by people per run: {decimal(t.decisions_per_run, 2)}",
         f"Lessons used: {t.lessons_retrieved}, helped: {t.lessons_helped}",
         f"Tokens per plugin that succeeded: {decimal(t.tokens_per_success, 0)}",
+        f"Cost per plugin that succeeded: {t.cost_per_success_text}",
         "Loop-detector events: " + (", ".join(f"{kind} {n}" for kind, n in report.loop_events)
                                     or "none"),
         "",
