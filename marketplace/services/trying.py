@@ -25,8 +25,7 @@ from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from autocoder import heartbeat
-from autocoder.sandbox import Limits, SandboxError
-from autocoder.sandbox import run as sandbox_run
+from autocoder.runtime.invoke import InvokeLimits, PluginCall, call_plugin
 from marketplace.models import PluginVersion, TryRequest
 from marketplace.validation import PackageError
 
@@ -35,9 +34,10 @@ logger = logging.getLogger(__name__)
 
 TRY_PER_MINUTE = 10
 TRY_WINDOW_S = 60
-TRY_LIMITS = Limits(timeout_s=15, memory_mb=512, cpu_s=10, output_kb=64, collect_kb=512)
+# A try is an invocation like a tool's (one runner for both: autocoder/runtime/invoke.py), with
+# a smaller answer: the page shows it.
+TRY_LIMITS = InvokeLimits(timeout_s=15, memory_mb=512, cpu_s=10, output_kb=64)
 TRY_MAX_PAYLOAD_CHARS = 20_000
-TRY_RESULT = ".autocoder-try-result.json"
 TRY_ACTOR = "plugin_try_run"
 TRY_KEEP_S = 24 * 60 * 60  # a try's result is kept for a day, then deleted
 TRY_MAX_RESULT_CHARS = 16_000
@@ -65,7 +65,9 @@ class TryResult:
     ok: bool
     output: Any = None
     error: str = ""
-    stdout: str = ""
+    # What the plugin logged (api.log) and, on a failure, the end of its traceback.
+    log: str = ""
+    detail: str = ""
     duration_ms: int = 0
 
 
@@ -120,7 +122,8 @@ def plugin_try_perform(*, try_id: int) -> TryRequest | None:
         logger.exception("try %s failed", try_id)
         result = TryResult(ok=False, error=f"The sandbox could not run the plugin: {exc}")
     stored = {"ok": result.ok, "output": result.output, "error": result.error[-3000:],
-              "stdout": result.stdout[-4000:], "duration_ms": result.duration_ms}
+              "log": result.log[-4000:], "detail": result.detail[-3000:],
+              "duration_ms": result.duration_ms}
     if len(json.dumps(stored)) > TRY_MAX_RESULT_CHARS:
         stored["output"] = None
         stored["error"] = stored["error"] or "The output was too large to show here."
@@ -136,7 +139,7 @@ def _try_finish(guard: QuerySet[TryRequest], stored: dict[str, Any]) -> int:
 
 
 def _try_failed(error: str) -> dict[str, Any]:
-    return {"ok": False, "output": None, "error": error, "stdout": "", "duration_ms": 0}
+    return {"ok": False, "output": None, "error": error, "log": "", "detail": "", "duration_ms": 0}
 
 
 def plugin_tries_orphaned_kick(*, live: set[str] | None = None) -> list[int]:
@@ -199,73 +202,9 @@ def _try_validate(version: PluginVersion, command: str, payload: Any) -> None:
 
 
 def _try_execute(version: PluginVersion, command: str, payload: Any) -> TryResult:
-    request = json.dumps({"entry": version.manifest.get("entry", ""), "command": command,
-                          "payload": payload})
-    files = {**version.files, "_autocoder_try.py": TRY_RUNNER, "_autocoder_try.json": request}
-    try:
-        result = sandbox_run(files, ["python", "-I", "_autocoder_try.py"], TRY_LIMITS,
-                             collect=[TRY_RESULT])
-    except (SandboxError, ValueError) as exc:
-        return TryResult(ok=False, error=f"The sandbox could not run the plugin: {exc}")
-    return _try_result(result)
-
-
-def _try_result(result: Any) -> TryResult:
-    stdout = (result.stdout or "")[-4000:]
-    if result.timed_out:
-        return TryResult(ok=False, error=f"Timed out after {TRY_LIMITS.timeout_s:g} seconds.",
-                         stdout=stdout, duration_ms=result.duration_ms)
-    if result.killed_reason == "cpu_limit":
-        seconds = f"{TRY_LIMITS.cpu_s} second{'s' if TRY_LIMITS.cpu_s != 1 else ''}"
-        return TryResult(ok=False, error=f"Stopped: it used all of its {seconds} of CPU time.",
-                         stdout=stdout, duration_ms=result.duration_ms)
-    raw = result.files.get(TRY_RESULT)
-    if raw is None:
-        why = result.killed_reason or f"exit code {result.exit_code}"
-        return TryResult(ok=False, error=f"The plugin stopped without an answer ({why}).\n"
-                         f"{(result.stderr or '')[-2000:]}".strip(), stdout=stdout,
-                         duration_ms=result.duration_ms)
-    try:
-        answer = json.loads(raw)
-    except ValueError:
-        return TryResult(ok=False, error="The plugin's answer was not readable.", stdout=stdout)
-    if answer.get("ok"):
-        return TryResult(ok=True, output=answer.get("output"), stdout=stdout,
-                         duration_ms=result.duration_ms)
-    return TryResult(ok=False, error=str(answer.get("error", "")), stdout=stdout,
-                     duration_ms=result.duration_ms)
-
-
-# Runs inside the sandbox (-I: isolated, so only the workdir added below is importable).
-TRY_RUNNER = '''import json, sys, traceback
-sys.path.insert(0, ".")
-RESULT = ".autocoder-try-result.json"
-
-
-def answer(data):
-    with open(RESULT, "w", encoding="utf-8") as stream:
-        json.dump(data, stream)
-
-
-def main():
-    with open("_autocoder_try.json", encoding="utf-8") as stream:
-        request = json.load(stream)
-    module_name, _, class_name = request["entry"].partition(":")
-    try:
-        module = __import__(module_name, fromlist=[class_name])
-        output = getattr(module, class_name)().on_command(request["command"], request["payload"])
-    except Exception as exc:
-        lines = traceback.format_exception(type(exc), exc, exc.__traceback__)
-        answer({"ok": False, "error": "".join(lines[-6:])[-3000:]})
-        return
-    try:
-        text = json.dumps({"ok": True, "output": output})
-    except (TypeError, ValueError) as exc:
-        answer({"ok": False, "error": "the command returned something that is not JSON: %s" % exc})
-        return
-    with open(RESULT, "w", encoding="utf-8") as stream:
-        stream.write(text)
-
-
-main()
-'''
+    outcome = call_plugin(PluginCall(files=version.files,
+                                     entry=str(version.manifest.get("entry", "")),
+                                     command=command, payload=payload), TRY_LIMITS)
+    return TryResult(ok=outcome.ok, output=outcome.output, error=outcome.error,
+                     log="\n".join(outcome.log_lines), detail=outcome.detail,
+                     duration_ms=outcome.duration_ms)

@@ -73,7 +73,7 @@ def no_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr("marketplace.checks.tests_run", refuse)
     monkeypatch.setattr("marketplace.checks.safety_scan", refuse)
-    monkeypatch.setattr("marketplace.services.trying.sandbox_run", refuse)
+    monkeypatch.setattr("marketplace.services.trying.call_plugin", refuse)
 
 
 def upload(client: Any, market: dict, files: dict[str, str] | None = None) -> Any:
@@ -352,7 +352,7 @@ def test_a_try_that_keeps_losing_its_worker_ends_with_a_plain_reason_on_the_page
     ended = TryRequest.objects.get(pk=asked.pk)
     assert ended.status == TryRequest.Status.DONE and sent.messages == []
     assert ended.result == {"ok": False, "output": None, "error": TRY_INTERRUPTED,
-                            "stdout": "", "duration_ms": 0}
+                            "log": "", "detail": "", "duration_ms": 0}
     assert plugin_try_perform(try_id=asked.pk) is None  # a late message changes nothing
     url = reverse("marketplace:try_result", args=["word-count", "0.1.0", asked.pk])
     page = client_for(market["requester"]).get(url, HTTP_HX_REQUEST="true").content.decode()

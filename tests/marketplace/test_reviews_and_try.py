@@ -10,7 +10,7 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
-from autocoder.sandbox import Limits
+from autocoder.runtime.invoke import InvokeLimits
 from marketplace.models import Plugin, Review, TryRequest
 from marketplace.services import trying
 from marketplace.services.gate import plugin_version_decide
@@ -153,15 +153,18 @@ def test_try_it_shows_the_plugin_error(market: dict, publish: Any, clean_redis: 
         return done.result
 
     crash = tried({"other": 1})
-    assert not crash["ok"] and "KeyError: 'text'" in crash["error"]
+    assert not crash["ok"] and "KeyError" in crash["error"] + crash["detail"]
+    assert "'text'" in crash["error"] + crash["detail"]
     not_json = tried({"text": "set"})
     assert not not_json["ok"] and "not JSON" in not_json["error"]
-    monkeypatch.setattr(trying, "TRY_LIMITS", Limits(timeout_s=2, cpu_s=30))
+    monkeypatch.setattr(trying, "TRY_LIMITS", InvokeLimits(timeout_s=2, cpu_s=30))
     spin = tried({"text": "spin"})
-    assert not spin["ok"] and spin["error"] == "Timed out after 2 seconds."
-    monkeypatch.setattr(trying, "TRY_LIMITS", Limits(timeout_s=30, cpu_s=1))
+    assert not spin["ok"]
+    assert spin["error"] == "The plugin took longer than 2 seconds and was stopped."
+    monkeypatch.setattr(trying, "TRY_LIMITS", InvokeLimits(timeout_s=30, cpu_s=1))
     spin = tried({"text": "spin"})
-    assert not spin["ok"] and spin["error"] == "Stopped: it used all of its 1 second of CPU time."
+    assert not spin["ok"]
+    assert spin["error"] == "The plugin used all of its 1 second of processor time and was stopped."
     with pytest.raises(PackageError, match="'nope' is not one of count-words"):
         tried({}, command="nope")
 
