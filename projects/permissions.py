@@ -9,7 +9,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
-from projects.models import Interview, Membership, Project, Team
+from projects.models import Comment, Interview, Membership, Project, Team
 from runs.models import ApprovalRequest, Run
 
 
@@ -91,3 +91,13 @@ def get_interview_for_editor(user: User | AnonymousUser,
         raise PermissionDenied("Only the person who made this request, or a reviewer, can "
                                "change it.")
     return interview, membership
+
+
+def get_comment_for_member(user: User | AnonymousUser, pk: int) -> tuple[Comment, Membership]:
+    """The comment `pk` (with its thread's project, run and approval) and the user's membership
+    of its team, or 404 for outsiders. Who may edit or delete it: projects/services/comments.py."""
+    comment = (Comment.objects.select_related("team", "project__team", "run", "approval")
+               .filter(pk=pk).first())
+    if comment is None:
+        raise Http404("No such comment")
+    return comment, _membership_or_404(user, comment.team)

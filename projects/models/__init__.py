@@ -1,6 +1,8 @@
-"""Models of the projects app (teams, projects, interviews, the audit log, notifications), one
-module per area; import them from here. Runs and approvals are the runs app's (runs/models.py)."""
+"""Models of the projects app (teams, projects, interviews, the audit log, notifications,
+comments), one module per area; import them from here. Runs and approvals are the runs app's
+(runs/models.py)."""
 
+from projects.models.comments import Comment
 from projects.models.interviews import Interview
 from projects.models.projects import Project
 from projects.models.reviews import AuditEntry, Notification
@@ -8,6 +10,7 @@ from projects.models.teams import Membership, Team
 
 __all__ = [
     "AuditEntry",
+    "Comment",
     "Interview",
     "Membership",
     "Notification",

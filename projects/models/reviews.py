@@ -71,6 +71,8 @@ class Notification(models.Model):
         DECIDED = "decided", "Decision made"
         # A part of the installation keeps runs from working (for the team's admins).
         INSTALLATION = "installation", "Installation problem"
+        # Someone mentioned you, replied in a thread you wrote in, or asked about your run.
+        COMMENT = "comment", "Comment"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                              related_name="notifications")

@@ -122,3 +122,18 @@ def notification_mark_read(*, notification: Notification, user: User) -> bool:
 
 def notifications_mark_all_read(*, user: User) -> int:
     return Notification.objects.filter(user=user, read_at=None).update(read_at=timezone.now())
+
+
+def notifications_comment_send(*, team: Team, messages: dict[int, str], url: str) -> int:
+    """Tell people about a comment (`messages`: user id -> what they are told: a mention, a
+    reply in a thread they wrote in, a requester's question). The caller names only members
+    of `team`; members are checked again here, so nobody of another team is ever told."""
+    members = set(Membership.objects.filter(team=team, user_id__in=list(messages))
+                  .values_list("user_id", flat=True))
+    new = [Notification(user_id=user_id, team=team, kind=Kind.COMMENT,
+                        message=message[:MESSAGE_CHARS], url=url[:300])
+           for user_id, message in messages.items() if user_id in members]
+    Notification.objects.bulk_create(new)
+    if new:
+        _publish_user_change(team.pk, [n.user_id for n in new])
+    return len(new)
