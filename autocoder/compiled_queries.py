@@ -117,16 +117,14 @@ class _PreparingCursor(psycopg.Cursor[Any]):
 
 def _cursor() -> CursorWrapper:
     """A cursor for compiled SQL: prepared when connections are pooled (a prepared statement
-    lives as long as its connection, so without a pool it would be planned every time anyway),
-    wrapped like Django's own so query logging and counting in tests still see it."""
-    if not prepared_statements():
+    lives as long as its connection, so without a pool it would be planned every time anyway).
+    While queries are logged (DEBUG, a test counting them) Django's own cursor runs it, so the
+    log shows the SQL with its values, which a prepared statement does not keep."""
+    if not prepared_statements() or connection.queries_logged:
         return connection.cursor()
     connection.ensure_connection()
-    raw = _PreparingCursor(connection.connection)
     # django-stubs types the argument as a CursorWrapper; Django passes the driver's cursor.
-    if connection.queries_logged:
-        return connection.make_debug_cursor(raw)  # type: ignore[arg-type]
-    return connection.make_cursor(raw)  # type: ignore[arg-type]
+    return connection.make_cursor(_PreparingCursor(connection.connection))  # type: ignore[arg-type]
 
 
 def prepared_statements() -> bool:
