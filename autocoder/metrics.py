@@ -12,6 +12,7 @@ The names, their labels and how to scrape them: docs/operating.md, "Metrics".
 from __future__ import annotations
 
 import os
+import re
 import socket
 import time
 from collections import Counter as Tally
@@ -95,10 +96,30 @@ def configure(directory: Path) -> None:
     values.ValueClass = values.MultiProcessValue(process_identifier)
 
 
+# A process's file: <kind>_<host>-<pid>.db (see process_identifier).
+_PROCESS_FILE = re.compile(
+    r"^(?:counter|histogram|summary|gauge_[a-z]+)_(?P<host>.+)-(?P<pid>\d+)\.db$")
+
+
 def forget_processes(directory: Path) -> None:
-    """Remove every process's files: the stack starts afresh (`up` calls it first)."""
-    for stale in directory.glob("*.db"):
-        stale.unlink(missing_ok=True)
+    """Remove the files of this host's processes that are gone: the stack counts afresh from
+    its start (`up` calls it first). A process still running here (a command, another stack
+    on the same directory) keeps its files: it still writes to them."""
+    host = socket.gethostname()
+    for path in directory.glob("*.db"):
+        found = _PROCESS_FILE.match(path.name)
+        if found and found["host"] == host and not _alive(int(found["pid"])):
+            path.unlink(missing_ok=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process
+        return True
+    return True
 
 
 def process_gone(directory: Path, pid: int) -> None:

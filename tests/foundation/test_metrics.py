@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -132,3 +133,18 @@ def test_sandbox_starts_are_counted_with_their_latency() -> None:
     assert result.exit_code == 0, result.stderr
     assert started(text) == before + 1
     assert (sample(text, "autocoder_sandbox_start_seconds_count", backend="bwrap") or 0) >= 1
+
+
+def test_a_new_stack_forgets_the_processes_that_are_gone_but_not_the_living(
+        tmp_path: Path) -> None:
+    from autocoder.metrics import forget_processes, process_identifier
+
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    dead = tmp_path / f"counter_{process_identifier(gone.pid)}.db"
+    living = tmp_path / f"gauge_livesum_{process_identifier()}.db"
+    elsewhere = tmp_path / "counter_another-host-1.db"
+    for path in (dead, living, elsewhere):
+        path.write_bytes(b"")
+    forget_processes(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([living.name, elsewhere.name])
