@@ -25,6 +25,14 @@ ORDER = [Decision.APPROVE, Decision.ANSWER, Decision.REQUEST_CHANGES, Decision.R
 
 
 PUBLISH_LABELS = {Decision.APPROVE: "Approve and publish"}
+
+
+def budget_labels(approval: ApprovalRequest) -> dict[Decision, str]:
+    """"Continue with 2.00 USD more" / "Stop the run": the question the request asks."""
+    budget = (approval.payload or {}).get("budget") or {}
+    more = f"{budget.get('more', '')} {budget.get('currency', '')}".strip()
+    return {Decision.APPROVE: f"Continue with {more} more" if more else "Continue",
+            Decision.REJECT: "Stop the run"}
 PUBLISH_FIELDS = ("version", "visibility", "category")
 
 
@@ -43,6 +51,8 @@ class ApprovalDecisionForm(forms.Form):
         labels: dict[Decision, str] = {}
         if approval.kind == ApprovalRequest.Kind.ESCALATION:
             labels = ESCALATION_LABELS
+        elif approval.kind == ApprovalRequest.Kind.BUDGET:
+            labels = budget_labels(approval)
         elif approval.kind == ApprovalRequest.Kind.PUBLISH and publish is not None:
             labels = PUBLISH_LABELS
         decision = cast(forms.ChoiceField, self.fields["decision"])
@@ -50,7 +60,7 @@ class ApprovalDecisionForm(forms.Form):
         if approval.kind == ApprovalRequest.Kind.ESCALATION:
             self.fields["comment"].label = "Your guidance for the run"
             self.fields["comment"].help_text = "Required to answer: what should it try instead?"
-        elif approval.kind == ApprovalRequest.Kind.PUBLISH:
+        elif approval.kind in (ApprovalRequest.Kind.PUBLISH, ApprovalRequest.Kind.BUDGET):
             self.fields["comment"].help_text = "The requester reads it with your decision."
         else:
             self.fields["comment"].help_text = ("Required when you request changes; given to "

@@ -1,26 +1,58 @@
 from __future__ import annotations
 
+from decimal import Decimal
+from typing import Any
+
 from django import forms
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 
+from autocoder.llm.pricing import currency
 from projects.models import Membership, Team
 
 
 class TeamSettingsForm(forms.ModelForm):
     class Meta:
         model = Team
-        fields = ["requester_may_approve", "required_approvals"]
+        fields = ["requester_may_approve", "required_approvals", "monthly_budget",
+                  "run_budget"]
         labels = {
             "requester_may_approve": "Requesters may approve their own projects",
             "required_approvals": "Approvals needed at each gate",
         }
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        money = currency()
+        self.fields["monthly_budget"].label = f"Monthly budget ({money})"
+        self.fields["monthly_budget"].help_text = (
+            "What all the team's runs together may cost per calendar month. At 80% the team's "
+            "admins are told; at 100% a run waits until an admin allows more. Empty: no limit.")
+        self.fields["run_budget"].label = f"Budget per run ({money})"
+        self.fields["run_budget"].help_text = (
+            "What one run may cost before it waits for an admin to allow more. It applies to "
+            "runs started from now on. Empty: no limit.")
+        for name in ("monthly_budget", "run_budget"):
+            self.fields[name].widget.attrs.update({"min": "0.01", "step": "0.01",
+                                                   "inputmode": "decimal"})
 
     def clean_required_approvals(self) -> int:
         value = self.cleaned_data["required_approvals"]
         if not 1 <= value <= 5:
             raise forms.ValidationError("Choose between 1 and 5 approvals.")
         return value
+
+    def clean_monthly_budget(self) -> Decimal | None:
+        return _budget(self.cleaned_data["monthly_budget"])
+
+    def clean_run_budget(self) -> Decimal | None:
+        return _budget(self.cleaned_data["run_budget"])
+
+
+def _budget(value: Decimal | None) -> Decimal | None:
+    if value is not None and value <= 0:
+        raise forms.ValidationError("A budget is more than zero; leave it empty for no limit.")
+    return value.quantize(Decimal("0.01")) if value is not None else None
 
 
 ROLE_CHOICES = [(role.value, role.label) for role in Membership.Role]

@@ -6,7 +6,8 @@ run or an approval moves is connected here:
   that created it has committed (a rolled-back step notifies nobody);
 - votes, decisions and superseded requests are written to the audit log; a decision is
   announced to the requester; a decided publish request goes on to the marketplace;
-- a run held for a broken part of the installation tells the team's admins;
+- a run held for a broken part of the installation tells the team's admins, and so does
+  generation that spent most of a budget;
 - a run's publish request carries the marketplace's proposal (version, visibility, category,
   the files it would serve).
 """
@@ -26,6 +27,7 @@ from projects.models import Team
 from projects.services.audit import audit_record
 from runs import signals
 from runs.approval_rules import Tally
+from runs.budgets import BudgetState
 from runs.models import ApprovalRequest, Run
 
 logger = logging.getLogger(__name__)
@@ -93,6 +95,22 @@ def run_held(sender: Any, team: Team, fault: InstallationFault, **kwargs: Any) -
     from projects.services.notifications import notifications_installation_fault
 
     notifications_installation_fault(team=team, fault=fault)
+
+
+@receiver(signals.budget_nearly_spent, dispatch_uid="projects.budget_nearly_spent")
+def budget_nearly_spent(sender: Any, run: Run, state: BudgetState, **kwargs: Any) -> None:
+    from django.urls import reverse
+
+    from projects.services.notifications import notifications_budget_nearly_spent
+
+    figures = f"{state.spent_text} of {state.limit_text}"
+    message = (f"Run {run.pk} of “{run.project.name}” has spent {state.share}% of its budget "
+               f"({figures})." if state.scope == "run" else
+               f"The team's runs have spent {state.share}% of this month's budget ({figures}).")
+    team = run.project.team
+    url = (reverse("run_detail", args=[run.pk]) if state.scope == "run"
+           else reverse("team_insights", args=[team.slug]))
+    notifications_budget_nearly_spent(team=team, message=message, url=url)
 
 
 @receiver(signals.publish_payload_wanted, dispatch_uid="projects.publish_payload_wanted")

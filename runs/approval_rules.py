@@ -96,18 +96,31 @@ def refusal_to_decide(*, membership: Membership | None, team: Team, authorship: 
     return ""
 
 
+BUDGET_ADMINS_ONLY = "Only admins of {team} decide whether a run may spend more."
+
+
+def budget_refusal(*, membership: Membership | None, team: Team) -> str:
+    """Why this member may not decide a budget request of `team` ("" when they may).
+
+    Spending more is the team's money, not a review of code: its admins decide, whoever
+    started the run (a solo founder is admin and requester at once), and one admin's
+    decision is enough (`approvals_needed_for`)."""
+    if membership is None:
+        return f"Only members of {team.name} decide its approval requests."
+    if not membership.is_admin:
+        return BUDGET_ADMINS_ONLY.format(team=team.name)
+    return ""
+
+
 def gate_refusal(*, membership: Membership | None, approval: ApprovalRequest) -> str:
-    """`refusal_to_decide` for one approval request ("" when the member may decide it)."""
+    """`refusal_to_decide` for one approval request ("" when the member may decide it); a
+    budget request follows `budget_refusal`."""
+    if approval.kind == Kind.BUDGET:
+        return budget_refusal(membership=membership, team=approval.project.team)
     user_id = membership.user_id if membership is not None else None
     return refusal_to_decide(membership=membership, team=approval.project.team,
                              authorship=gate_authorship(user_id, project=approval.project,
                                                         run=approval.run))
-
-
-def may_decide(*, membership: Membership, project: Project, team: Team, run: Run | None) -> bool:
-    """Whether the member may decide the gates of `run` (None: of the project as a whole)."""
-    authorship = gate_authorship(membership.user_id, project=project, run=run)
-    return not refusal_to_decide(membership=membership, team=team, authorship=authorship)
 
 
 def check_may_decide(approval: ApprovalRequest, user: User) -> Membership:
@@ -178,7 +191,7 @@ def _decidable_q(*, membership: Membership, team: Team, own: Q) -> Q | None:
 
 
 def decidable_projects_q(*, membership: Membership, team: Team) -> Q | None:
-    """`may_decide` as a filter of the team's projects (None: no project), for lists of what
+    """`refusal_to_decide` as a filter of the team's projects (None: no project), for lists of what
     waits for someone. Runs the member started are left out with `started_gates_q`."""
     return _decidable_q(membership=membership, team=team,
                         own=Q(requester_id=membership.user_id))
@@ -192,8 +205,23 @@ def decidable_uploads_q(*, membership: Membership, team: Team) -> Q | None:
 
 def started_gates_q(*, user_id: int | None) -> Q:
     """Approval requests of runs `user_id` started, where the team does not let authors decide
-    (to leave out of lists of what waits for them: `may_decide` refuses them)."""
+    (to leave out of lists of what waits for them: `gate_authorship` makes them its authors)."""
     return Q(run__started_by_id=user_id, project__team__requester_may_approve=False)
+
+
+def awaiting_member_q(*, membership: Membership, team: Team) -> Q | None:
+    """`gate_refusal` as a filter of `team`'s approval requests (None: none), for lists of
+    what waits for someone: the gates of code by `decidable_projects_q` and `started_gates_q`,
+    budget requests by `budget_refusal`."""
+    code: Q | None = None
+    decidable = decidable_projects_q(membership=membership, team=team)
+    if decidable is not None:
+        code = (Q(project_id__in=Project.objects.filter(decidable, team=team).values("pk"))
+                & ~Q(kind=Kind.BUDGET) & ~started_gates_q(user_id=membership.user_id))
+    if budget_refusal(membership=membership, team=team):
+        return code
+    money = Q(kind=Kind.BUDGET, project__team=team)
+    return money if code is None else code | money
 
 
 # -- what each decision does ---------------------------------------------------------------------
@@ -207,6 +235,8 @@ OUTCOMES: dict[str, dict[str, str]] = {
                   Decision.REQUEST_CHANGES: Status.CHANGES_REQUESTED},
     Kind.ESCALATION: {Decision.ANSWER: Status.ANSWERED, Decision.REJECT: Status.REJECTED},
     Kind.PUBLISH: {Decision.APPROVE: Status.APPROVED, Decision.REJECT: Status.REJECTED},
+    # Approve: continue with the amount the request names; reject: stop the run.
+    Kind.BUDGET: {Decision.APPROVE: Status.APPROVED, Decision.REJECT: Status.REJECTED},
 }
 # Decisions that end the request at once, whatever the other reviewers think.
 CLOSING = frozenset({Decision.REJECT, Decision.REQUEST_CHANGES, Decision.ANSWER})
@@ -289,6 +319,12 @@ def approvals_needed(team: Team) -> int:
     return max(team.required_approvals, 1)
 
 
+def approvals_needed_for(approval: ApprovalRequest, *, team: Team) -> int:
+    """`approvals_needed` for one request: a budget request needs one admin's (the team's
+    number of approvals is about reviewing code)."""
+    return 1 if approval.kind == Kind.BUDGET else approvals_needed(team)
+
+
 @dataclass(frozen=True)
 class Tally:
     """What a gate's votes add up to now (see `approval_tally`)."""
@@ -315,12 +351,12 @@ def approval_tally(approval: ApprovalRequest, *, team: Team) -> Tally:
     lapsed: list[ApprovalVote] = []
     for vote in votes:
         membership = memberships.get(vote.user_id)
-        still = membership is not None and may_decide(
-            membership=membership, project=approval.project, team=team, run=approval.run)
+        still = membership is not None and not gate_refusal(membership=membership,
+                                                            approval=approval)
         (counted if still else lapsed).append(vote)
     approvals = sum(vote.decision == Decision.APPROVE for vote in counted)
-    return Tally(approvals=approvals, needed=approvals_needed(team), votes=counted,
-                 lapsed=lapsed)
+    return Tally(approvals=approvals, needed=approvals_needed_for(approval, team=team),
+                 votes=counted, lapsed=lapsed)
 
 
 def settles(decision: str, tally: Tally) -> bool:

@@ -21,6 +21,7 @@ from autocoder import realtime
 from autocoder.llm.models import ModelPrice
 from autocoder.llm.pricing import prices_for
 from autocoder.llm.types import DEADLINE, CallRecord, Completion, LLMError, Message, Provider
+from runs.budgets import spend_record
 from runs.models import LLMCall, Run
 
 logger = logging.getLogger(__name__)
@@ -163,6 +164,7 @@ class RunLLM:
                 tokens_completion=F("tokens_completion") + completion_tokens,
                 cost=F("cost") + cost, tokens_unpriced=F("tokens_unpriced") + unpriced,
             )
+            spend_record(team_id=self.run.project.team_id, cost=cost)
 
 
 @dataclass

@@ -47,6 +47,10 @@ class Run(models.Model):
     # (autocoder.llm.pricing); tokens of models without a price are counted apart.
     cost = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     tokens_unpriced = models.PositiveIntegerField(default=0)
+    # What the run may cost (the team's run budget when it started, raised each time an admin
+    # lets it spend more); null: no limit. `budget_warned`: its admins heard it is nearly spent.
+    budget = models.DecimalField(max_digits=14, decimal_places=6, null=True, blank=True)
+    budget_warned = models.BooleanField(default=False)
 
     phase = models.CharField(max_length=16, choices=Phase.choices, default=Phase.PLAN)
     # The message allowed to perform the next step; a message with another token is stale.
@@ -292,3 +296,23 @@ class StepOutbox(models.Model):
         if self.actor:
             return f"message {self.actor}{tuple(self.args)}"
         return f"step {self.token} of run {self.run_id}"
+
+
+class MonthSpend(models.Model):
+    """What a team's runs cost in one calendar month, and what its admins allowed beyond the
+    monthly budget that month (runs/budgets.py). Added to as each model call is recorded, so
+    checking the budget before a step reads one row instead of summing the month's calls."""
+
+    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    month = models.DateField(help_text="The first day of the month.")
+    spent = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    extra = models.DecimalField(max_digits=14, decimal_places=6, default=0)
+    warned = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "month"], name="unique_month_spend"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.team_id} spent {self.spent} in {self.month:%Y-%m}"

@@ -29,3 +29,7 @@ approval_decided = Signal()
 # Older pending requests of a run were made stale by a newer one; kwargs: approval (the new
 # one), replaced (the ids of the stale ones).
 approvals_superseded = Signal()
+
+# Spending crossed 80% of a budget (runs/budgets.py), announced once per budget level; kwargs:
+# run, state (a budgets.BudgetState: which budget, spent, limit).
+budget_nearly_spent = Signal()

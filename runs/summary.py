@@ -60,6 +60,8 @@ _WAITING_FOR = {
     "change": "the change waits for a person's approval",
     "escalation": "it is stuck and waits for a person's guidance",
     "publish": "publishing waits for a reviewer's approval",
+    "budget": ("it has used its budget and waits for a team admin to decide whether it may "
+               "spend more"),
 }
 
 
@@ -113,7 +115,7 @@ class RunFacts:
     waiting_for: str = ""  # the kind of the pending approval request, if any
     pause_requested: bool = False
     commands: tuple[str, ...] = ()  # the spec's command names, to name an example's command
-    rejected: str = ""  # the kind of a change or escalation request a person turned down
+    rejected: str = ""  # the kind of a change, escalation or budget request turned down
     published: bool = False  # the project's plugin is in the marketplace
     tokens_used: int = 0
     max_tokens: int = 0
@@ -206,6 +208,8 @@ def ending(facts: RunFacts) -> str:
         return "it kept getting stuck on the same problem after every way out was tried"
     if facts.rejected == "change":
         return "a reviewer rejected the change"
+    if facts.rejected == "budget":
+        return "it reached its budget and a team admin chose not to spend more"
     if facts.completed >= facts.max_attempts > 0:
         return f"all {facts.max_attempts} attempts were used"
     if facts.max_tokens and facts.tokens_used >= facts.max_tokens:

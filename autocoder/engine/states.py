@@ -57,6 +57,8 @@ class GateKind(models.TextChoices):
     CHANGE = "change", "Change"
     ESCALATION = "escalation", "Escalation"
     PUBLISH = "publish", "Publish"
+    # Not the loop's: the run reached a money budget of its team (runs/budgets.py).
+    BUDGET = "budget", "Budget"
 
 
 class Checkpoint(Protocol):

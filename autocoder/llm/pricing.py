@@ -30,9 +30,12 @@ def currency() -> str:
 
 
 def money(amount: Decimal | float | int) -> str:
-    """"0.0421 USD", "12.50 USD": cents from one unit of the currency up, four places below."""
+    """"0.0421 USD", "0.50 USD", "12.50 USD": cents, with four places for a fraction of one
+    unit of the currency that is not a whole number of cents."""
     value = Decimal(amount)
-    places = Decimal("0.01") if abs(value) >= 1 or value == 0 else Decimal("0.0001")
+    cents = Decimal("0.01")
+    places = (cents if abs(value) >= 1 or value == value.quantize(cents)
+              else Decimal("0.0001"))
     return f"{value.quantize(places, rounding=ROUND_HALF_UP):,} {currency()}"
 
 

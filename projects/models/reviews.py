@@ -73,6 +73,8 @@ class Notification(models.Model):
         INSTALLATION = "installation", "Installation problem"
         # Someone mentioned you, replied in a thread you wrote in, or asked about your run.
         COMMENT = "comment", "Comment"
+        # Generation spent most of a budget (for the team's admins).
+        BUDGET = "budget", "Budget"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                              related_name="notifications")

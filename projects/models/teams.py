@@ -14,6 +14,14 @@ class Team(models.Model):
     required_approvals = models.PositiveSmallIntegerField(
         default=1, help_text="How many approvals a gate needs before the run continues."
     )
+    # What generation may cost, in the site's currency (COST_CURRENCY); empty: no limit. A run
+    # that reaches one pauses and asks the team's admins (runs/budgets.py, docs/llm.md "Budgets").
+    monthly_budget = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True,
+        help_text="What all runs together may cost per calendar month.")
+    run_budget = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True,
+        help_text="What one run may cost before a team admin is asked to allow more.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -22,7 +22,7 @@ from django.utils.safestring import SafeString
 from autocoder.compiled_queries import fetch_rows
 from autocoder.llm.pricing import NO_PRICE, money
 from projects.models import Membership, Project, Team
-from runs.approval_rules import decidable_projects_q, started_gates_q
+from runs.approval_rules import awaiting_member_q
 from runs.models import ApprovalRequest, ApprovalVote, Iteration, Run
 
 S = Project.Status
@@ -177,18 +177,15 @@ def my_review_project_ids(*, team: Team, membership: Membership) -> set[int]:
     on (the "your review" badge). A query of its own: nested inside the card query as an
     annotation, Django's alias relabelling of the nested subqueries cost more than the rest of
     the board together."""
-    decidable = decidable_projects_q(membership=membership, team=team)
-    if decidable is None:
+    allowed = awaiting_member_q(membership=membership, team=team)
+    if allowed is None:
         return set()
 
     def pending_for_me() -> QuerySet[ApprovalRequest, tuple[int]]:
         voted = ApprovalVote.objects.filter(request=OuterRef("pk"), user_id=membership.user_id)
-        allowed = Project.objects.filter(decidable, team=team).values("pk")
         return (ApprovalRequest.objects
-                .filter(project__team=team, status=ApprovalRequest.Status.PENDING,
-                        project_id__in=allowed)
-                .exclude(Exists(voted)).exclude(started_gates_q(user_id=membership.user_id))
-                .values_list("project_id"))
+                .filter(allowed, project__team=team, status=ApprovalRequest.Status.PENDING)
+                .exclude(Exists(voted)).values_list("project_id"))
 
     # Built from exactly these: the rules read the member's role and the team's setting.
     key = ("my-review", team.pk, membership.user_id, membership.role, team.requester_may_approve)

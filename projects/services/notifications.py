@@ -31,6 +31,9 @@ def notifications_approval_requested(*, approval: ApprovalRequest) -> int:
     project = approval.project
     message = (f"Review needed: {approval.get_kind_display().lower()} of “{project.name}” "
                f"(iteration {approval.iteration}).")
+    if approval.kind == ApprovalRequest.Kind.BUDGET:
+        question = (approval.payload or {}).get("question") or "Budget reached."
+        message = f"“{project.name}”, run {approval.run_id}: {question}"
     return notifications_review_requested(
         team=project.team, users=gate_deciders(approval), message=message,
         url=reverse("approval_detail", args=[approval.pk]), approval=approval)
@@ -65,6 +68,19 @@ def notifications_installation_fault(*, team: Team, fault: InstallationFault) ->
               .values_list("user_id", flat=True))
     new = [Notification(user_id=user_id, team=team, kind=Kind.INSTALLATION, message=message)
            for user_id in set(admins)]
+    Notification.objects.bulk_create(new)
+    if new:
+        _publish_user_change(team.pk, [n.user_id for n in new])
+    return len(new)
+
+
+def notifications_budget_nearly_spent(*, team: Team, message: str, url: str) -> int:
+    """Tell the team's admins that generation spent most of a budget (runs/budgets.py sends
+    this once per budget level). Returns how many notifications were created."""
+    admins = Membership.objects.filter(team=team, role=Membership.Role.ADMIN)
+    new = [Notification(user_id=user_id, team=team, kind=Kind.BUDGET,
+                        message=message[:MESSAGE_CHARS], url=url)
+           for user_id in admins.values_list("user_id", flat=True)]
     Notification.objects.bulk_create(new)
     if new:
         _publish_user_change(team.pk, [n.user_id for n in new])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
@@ -93,12 +94,17 @@ def _locked_admins(team_id: int) -> list[int]:
 
 @transaction.atomic
 def team_settings_update(*, team: Team, requester_may_approve: bool, required_approvals: int,
+                         monthly_budget: Decimal | None = None,
+                         run_budget: Decimal | None = None,
                          actor: User | None = None) -> Team:
-    fields = ["requester_may_approve", "required_approvals"]
+    """Save the team's settings; the budgets (empty: no limit) apply to runs that start from
+    now on (a run keeps the run budget it started with) and to this month's spending."""
+    fields = ["requester_may_approve", "required_approvals", "monthly_budget", "run_budget"]
     # From the database: a bound ModelForm has already copied the new values onto `team`.
     before = Team.objects.select_for_update().values(*fields).get(pk=team.pk)
     team.requester_may_approve = requester_may_approve
     team.required_approvals = required_approvals
+    team.monthly_budget, team.run_budget = monthly_budget, run_budget
     team.save(update_fields=fields)
     after = {field: getattr(team, field) for field in fields}
     if after != before:

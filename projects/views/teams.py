@@ -6,6 +6,7 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
+from autocoder.llm.pricing import money
 from projects.forms import MemberAddForm, MemberRoleForm, TeamCreateForm, TeamSettingsForm
 from projects.http import AuthenticatedHttpRequest
 from projects.middleware import SESSION_KEY
@@ -14,6 +15,7 @@ from projects.permissions import get_team_for_admin, get_team_for_member
 from projects.selectors import team_members, teams_for_user
 from projects.selectors.interviews import interviews_unfinished_for_user
 from projects.services import teams as services
+from runs.budgets import month_budget_state, month_spent
 
 
 @login_required
@@ -33,7 +35,10 @@ def team_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 def _team_page(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
                add_form: MemberAddForm, status: int = 200) -> HttpResponse:
     context = {"team": team, "membership": membership, "members": team_members(team),
-               "add_form": add_form, "role_choices": Membership.Role.choices}
+               "add_form": add_form, "role_choices": Membership.Role.choices,
+               "month_budget": month_budget_state(team),
+               "month_spent": money(month_spent(team)),
+               "run_budget": money(team.run_budget) if team.run_budget else ""}
     return render(request, "projects/team_detail.html", context, status=status)
 
 

@@ -11,8 +11,8 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from projects.models import Membership, Project
-from runs.approval_rules import decidable_projects_q, started_gates_q
+from projects.models import Membership
+from runs.approval_rules import awaiting_member_q
 from runs.models import ApprovalRequest, ApprovalVote, Iteration
 
 
@@ -30,12 +30,11 @@ def approvals_awaiting(user: User | AnonymousUser, memberships: list[Membership]
         memberships = list(Membership.objects.filter(user=user).select_related("team"))
     scope = Q(pk__in=[])
     for membership in memberships:
-        allowed = decidable_projects_q(membership=membership, team=membership.team)
+        allowed = awaiting_member_q(membership=membership, team=membership.team)
         if allowed is not None:
-            project_ids = Project.objects.filter(allowed, team=membership.team).values("pk")
-            scope |= Q(project_id__in=project_ids)
+            scope |= allowed
     return (ApprovalRequest.objects.filter(scope, status=ApprovalRequest.Status.PENDING)
-            .exclude(started_gates_q(user_id=user.pk)).exclude(_voted_by(user))
+            .exclude(_voted_by(user))
             .select_related("project__team", "project__requester", "run")
             .order_by("created_at"))
 

@@ -129,7 +129,8 @@ def run_facts(run: Run, *, latest: Iteration | None, events: list[LoopEvent],
     rejected = next((a.kind for a in reversed(approvals)
                      if a.status == ApprovalRequest.Status.REJECTED
                      and a.kind in (ApprovalRequest.Kind.CHANGE,
-                                    ApprovalRequest.Kind.ESCALATION)), "")
+                                    ApprovalRequest.Kind.ESCALATION,
+                                    ApprovalRequest.Kind.BUDGET)), "")
     return RunFacts(
         status=run.status, phase=run.phase, completed=run.iteration,
         max_attempts=run.max_iterations,

@@ -33,7 +33,7 @@ from autocoder.engine.spec import spec_from_dict
 from autocoder.installation import InstallationFault, fault_of
 from autocoder.llm.types import LLMAuthError, LLMConfigError, LLMError
 from projects.models import Membership, Project, Team
-from runs import approval_rules, signals
+from runs import approval_rules, budgets, signals
 from runs.llm_calls import (
     ProviderFactory,
     RunLLM,
@@ -111,7 +111,7 @@ def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | 
             max_wall_s=max_wall_s if max_wall_s is not None
             else int(loop.setting("ENGINE_MAX_WALL_S", 3600)),
             use_lessons=use_lessons, step_token=_new_token(), phase=Run.Phase.PLAN,
-            started_by=started_by,
+            started_by=started_by, budget=budgets.budget_start(project.team),
         )
         _project_set_status(project, Project.Status.QUEUED, queue=True)
         if fault is not None:
@@ -268,16 +268,24 @@ def _claim(run_id: int, token: str) -> Run | None:
 
 
 def _budget_transition(run: Run) -> loop.Transition | None:
-    """End the run when a budget ran out before a step that costs tokens or time."""
+    """Before a step that costs tokens or time: end the run when its time or tokens ran out;
+    when it reached a money budget, wait for the team's admins instead (runs/budgets.py), to
+    perform this same step once they allow more."""
     if run.phase not in LLM_PHASES | {Run.Phase.SANDBOX, Run.Phase.GATE}:
         return None
     reason = loop.wall_time_exhausted(run)
     if not reason and run.max_tokens and run.tokens_total >= run.max_tokens:
         reason = f"token budget exhausted: {run.tokens_total} of {run.max_tokens} tokens used"
-    if not reason:
+    if reason:
+        pending = {k: v for k, v in (run.pending or {}).items()
+                   if k in ("lesson_ids", "lessons")}
+        return loop.ending(pending, Run.Status.FAILED, reason)
+    reached = budgets.budget_reached(run)
+    if reached is None:
         return None
-    pending = {k: v for k, v in (run.pending or {}).items() if k in ("lesson_ids", "lessons")}
-    return loop.ending(pending, Run.Status.FAILED, reason)
+    return loop.Transition(phase=run.phase, pending=dict(run.pending or {}),
+                           approval=loop.Approval(kind=ApprovalRequest.Kind.BUDGET,
+                                                  payload=reached.payload()))
 
 
 def _step_failed(run_id: int, token: str, phase: str, error: BaseException, *,
@@ -308,7 +316,7 @@ def _step_failed(run_id: int, token: str, phase: str, error: BaseException, *,
 def _commit(run_id: int, token: str, phase: str, transition: loop.Transition,
             llm: RunLLM | None, elapsed_ms: int, dispatch: Dispatch | None) -> str | None:
     with transaction.atomic():
-        run = Run.objects.select_for_update().select_related("project").get(id=run_id)
+        run = Run.objects.select_for_update().select_related("project__team").get(id=run_id)
         if run.step_token != token:
             return None  # another delivery of this step already committed it
         if run.cancel_requested:
@@ -328,6 +336,8 @@ def _commit(run_id: int, token: str, phase: str, transition: loop.Transition,
             run.script_position = llm.script_position()
         run.phase, run.pending, run.step_attempts = transition.phase, transition.pending, 0
         run.step_token = _new_token()
+        for nearly in budgets.budget_notices_claim(run):
+            signals.budget_nearly_spent.send(Run, run=run, state=nearly)
         if transition.status:
             _finish(run, transition.status, run.error)
             next_token = None
@@ -723,6 +733,7 @@ def _apply_decision(run: Run, approval: ApprovalRequest, dispatch: Dispatch | No
         ApprovalRequest.Kind.CHANGE: _decide_change,
         ApprovalRequest.Kind.ESCALATION: _decide_escalation,
         ApprovalRequest.Kind.PUBLISH: _decide_publish,
+        ApprovalRequest.Kind.BUDGET: _decide_budget,
     }
     handlers[approval.kind](run, approval, dispatch)
     _notify(run, {"kind": "run.approval_decided", "approval_id": approval.id,
@@ -776,6 +787,18 @@ def _decide_escalation(run: Run, approval: ApprovalRequest, dispatch: Dispatch |
         run.escape_in_force = "escalate"
         run.since_iteration = run.iteration  # judge the guided attempts on their own
         run.phase = Run.Phase.PLAN
+    _continue(run, dispatch)
+
+
+def _decide_budget(run: Run, approval: ApprovalRequest, dispatch: Dispatch | None) -> None:
+    if approval.status == ApprovalRequest.Status.APPROVED:
+        budgets.budget_raise(run, approval.payload or {})
+    else:
+        who = approval.decided_by.get_username() if approval.decided_by else "a team admin"
+        run.phase = Run.Phase.LEARN
+        run.pending = {**run.pending, "outcome": {
+            "status": Run.Status.ABORTED,
+            "reason": f"stopped at its budget by {who}: {approval.comment}".strip(": ")}}
     _continue(run, dispatch)
 
 
