@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from django.db import connections
@@ -25,6 +26,7 @@ from marketplace.services.publishing import publish_request_approve
 from marketplace.services.uploads import plugin_upload_submit
 from projects.models import Project, Team
 from runs.approval_rules import approval_candidate
+from runs.budgets import BudgetState, spend_record
 from runs.models import ApprovalRequest, Iteration, Run
 from tests.browser.pages import answer_actions, continue_, describe, fill_example
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
@@ -98,6 +100,18 @@ def _build() -> dict[str, Any]:
         status=Run.Status.ESCALATED)
     escalation = approval_for(stuck_run, kind=ApprovalRequest.Kind.ESCALATION,
                               reason="the same error three times", question="What now?")
+    budget_run = run_with_history(project=Project.objects.create(
+        team=team, requester=users["colin"], name="price-watch",
+        status=Project.Status.AWAITING_APPROVAL, spec={"name": "price-watch"}),
+        status=Run.Status.AWAITING_APPROVAL, budget=Decimal("2.00"), cost=Decimal("2.10"))
+    budget = ApprovalRequest.objects.create(
+        run=budget_run, project=budget_run.project, kind=ApprovalRequest.Kind.BUDGET,
+        iteration=budget_run.iteration, payload=BudgetState(
+            scope="run", spent=Decimal("2.10"), limit=Decimal("2.00"),
+            more=Decimal("2.00")).payload())
+    team.monthly_budget, team.run_budget = Decimal("50.00"), Decimal("2.00")
+    team.save()
+    spend_record(team_id=team.pk, cost=Decimal("41.30"))
     publish = succeeded_run(team, users["quinn"], "word-count")
     live = succeeded_run(team, users["colin"], "meeting-digest")
     publish_request_approve(approval=live, user=users["rob"], comment="Good.",
@@ -107,7 +121,7 @@ def _build() -> dict[str, Any]:
         team=team, user=users["quinn"], filename="plugin.zip", visibility="team",
         data=zip_bytes(plugin_tree(name="text-stats")))
     assert uploaded.status == PluginVersion.Status.PENDING, uploaded.check_errors
-    return {"team": team, "demo": demo, "plan": plan, "escalation": escalation,
+    return {"team": team, "demo": demo, "plan": plan, "escalation": escalation, "budget": budget,
             "publish": publish, "uploaded": uploaded, **users}
 
 
@@ -131,6 +145,10 @@ def journey_pages(data: dict[str, Any]) -> list[JourneyPage]:
         approval("plan"),
         approval("escalation"),
         approval("publish"),
+        JourneyPage("approval: budget, as an admin",
+                    reverse("approval_detail", args=[data["budget"].pk]), "alice"),
+        JourneyPage("run waiting at its budget, as its requester",
+                    reverse("run_detail", args=[data["budget"].run_id]), "colin"),
         JourneyPage("approval: change, as its requester",
                     reverse("approval_detail", args=[change.pk]), "quinn"),
         JourneyPage("uploaded version", reverse("marketplace:version", args=[
@@ -144,6 +162,7 @@ def journey_pages(data: dict[str, Any]) -> list[JourneyPage]:
         JourneyPage("audit log", reverse("audit_log", args=["acme"]), "rob"),
         JourneyPage("how generation is going", reverse("team_insights", args=["acme"]), "rob"),
         JourneyPage("team", reverse("team_detail", args=["acme"]), "alice"),
+        JourneyPage("team settings", reverse("team_settings", args=["acme"]), "alice"),
         JourneyPage("notifications", reverse("notification_list"), "rob"),
         JourneyPage("error: 404", "/no-such-page/", "rob", 404),
         JourneyPage("error: 403", reverse("audit_log", args=["acme"]), "quinn", 403),
