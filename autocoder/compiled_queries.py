@@ -30,7 +30,7 @@ import psycopg
 from django.core.exceptions import EmptyResultSet
 from django.db import DEFAULT_DB_ALIAS, connection
 from django.db.backends.utils import CursorWrapper
-from django.db.models import QuerySet
+from django.db.models import Model, QuerySet
 
 # Per process: one entry per user and membership shape. Beyond this, the oldest goes.
 MAX_ENTRIES = 2048
@@ -115,6 +115,12 @@ class _PreparingCursor(psycopg.Cursor[Any]):
         return self
 
 
+def prepared_cursor() -> CursorWrapper:
+    """A cursor for hand-written SQL that runs on every request (the session's row): prepared
+    like the compiled queries (see `_cursor`)."""
+    return _cursor()
+
+
 def _cursor() -> CursorWrapper:
     """A cursor for compiled SQL: prepared when connections are pooled (a prepared statement
     lives as long as its connection, so without a pool it would be planned every time anyway).
@@ -139,6 +145,60 @@ def _converted(row: Any, converters: tuple[tuple[int, tuple[Any, ...], Any], ...
         for function in functions:
             values[position] = function(values[position], expression, connection)
     return tuple(values)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A value that differs between calls of one compiled query: the builder compiles with
+    `sentinel`, each call runs with `value` in its place (both as the database parameter the
+    ORM makes of them, e.g. a vector's text)."""
+
+    sentinel: Any
+    value: Any
+
+
+def fetch_rows_bound(key: Hashable, build: Callable[[], QuerySet[Any]],
+                     bound: tuple[Bound, ...]) -> list[tuple[Any, ...]]:
+    """`fetch_rows` for a queryset with values of its own per call (a search's words, its
+    embedding): compiled once with the sentinels, each sentinel parameter replaced by its
+    value. A sentinel missing from the compiled parameters is a bug of the caller."""
+    entry = _compile(key, build)
+    if entry is None:
+        return []
+    params = list(entry.params)
+    for each in bound:
+        places = [i for i, param in enumerate(params) if param == each.sentinel]
+        if not places:
+            raise ValueError(f"compiled query {key!r} has no parameter {each.sentinel!r}")
+        for i in places:
+            params[i] = each.value
+    with _cursor() as cursor:
+        cursor.execute(entry.sql, params)
+        rows = cursor.fetchall()
+    return [_converted(row, entry.converters) for row in rows]
+
+
+def fetch_instances(key: Hashable, build: Callable[[], QuerySet[Any]],
+                    models: tuple[type[Model], ...]) -> list[tuple[Model, ...]]:
+    """Model instances, as the ORM would build them, from `build()`'s `values_list()` of every
+    concrete field of each of `models` in turn (see `model_columns`), compiled only the first
+    time `key` is seen. For rows read on every page (the user's memberships and teams)."""
+    instances: list[tuple[Model, ...]] = []
+    for row in fetch_rows(key, build):
+        built: list[Model] = []
+        start = 0
+        for model in models:
+            names = [f.attname for f in model._meta.concrete_fields]
+            built.append(model.from_db(DEFAULT_DB_ALIAS, names, row[start:start + len(names)]))
+            start += len(names)
+        instances.append(tuple(built))
+    return instances
+
+
+def model_columns(model: type[Model], prefix: str = "") -> list[str]:
+    """The `values_list()` names of every concrete field of `model` (`prefix`: the relation
+    that reaches it, e.g. "team__"), in the order `fetch_instances` reads them."""
+    return [f"{prefix}{f.attname}" for f in model._meta.concrete_fields]
 
 
 def forget_all() -> None:

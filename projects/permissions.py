@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from projects.models import Comment, Interview, Membership, Project, Team
+from projects.selectors.teams import with_teams
 from runs.models import ApprovalRequest, Run
 
 
@@ -23,11 +24,14 @@ def get_team_for_member(user: User | AnonymousUser,
                         slug: str) -> tuple[Team, Membership]:
     """The team with `slug` and the user's membership, or 404 when the user is not in it
     (one query: every team page starts with it)."""
-    membership = (Membership.objects.select_related("team").filter(team__slug=slug, user=user)
-                  .first() if user.is_authenticated else None)
-    if membership is None:
+    if not user.is_authenticated:
         raise Http404("No such team")
-    return membership.team, membership
+    user_id = user.pk
+    found = with_teams(("team-member", slug, user_id), lambda: Membership.objects.filter(
+        team__slug=slug, user_id=user_id))
+    if not found:
+        raise Http404("No such team")
+    return found[0].team, found[0]
 
 
 def get_team_for_admin(user: User | AnonymousUser,

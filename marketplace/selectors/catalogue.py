@@ -7,15 +7,18 @@ from __future__ import annotations
 import functools
 import math
 import re
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from django.contrib.postgres.search import SearchQuery, SearchRank
 from django.db.models import Count, F, Func, QuerySet
+from pgvector import Vector
 from pgvector.django import CosineDistance
 
-from autocoder.compiled_queries import fetch_rows
+from autocoder.compiled_queries import Bound, fetch_rows, fetch_rows_bound
+from autocoder.lessons.embedder import DIMENSIONS
 from marketplace.models import Plugin
 from marketplace.selectors.visibility import Viewer, visible_q
 
@@ -101,7 +104,9 @@ def catalogue_search(*, viewer: Viewer, params: SearchParams,
     base = _filtered(viewer, params)
     if not params.q:
         return _ordered_page(base, SORT_ORDER[params.sort], params, per_page)
-    ranked = hybrid_ranking(base, params.q)
+    # The same SQL for everyone who sees the same teams with the same filters: compiled once.
+    key = ("catalogue", viewer.member_of, viewer.reviewer_of, params.category, params.tag)
+    ranked = hybrid_ranking(base, params.q, key=key)
     if params.sort != "relevance":
         matched = base.filter(id__in=ranked)
         return _ordered_page(matched, SORT_ORDER[params.sort], params, per_page)
@@ -147,9 +152,12 @@ def _ordered_page(queryset: QuerySet[Plugin], order: tuple[str, ...], params: Se
                       capped=capped)
 
 
-def hybrid_ranking(queryset: QuerySet[Plugin], q: str) -> list[int]:
-    """Plugin ids matching `q`, best first: RRF of the text and the embedding rankings."""
-    lists = [_text_ranking(queryset, q), _vector_ranking(queryset, q)]
+def hybrid_ranking(queryset: QuerySet[Plugin], q: str, *,
+                   key: tuple[Hashable, ...] | None = None) -> list[int]:
+    """Plugin ids matching `q`, best first: RRF of the text and the embedding rankings.
+    `key`: names everything `queryset` is built from, to compile its two queries once (each
+    search then only sends its words and its embedding); None: built by the ORM each time."""
+    lists = [_text_ranking(queryset, q, key), _vector_ranking(queryset, q, key)]
     scores: dict[int, float] = {}
     for ranking in lists:
         for position, pk in enumerate(ranking, start=1):
@@ -157,31 +165,63 @@ def hybrid_ranking(queryset: QuerySet[Plugin], q: str) -> list[int]:
     return sorted(scores, key=lambda pk: (-scores[pk], pk))
 
 
-def text_query(q: str) -> SearchQuery | None:
+def text_terms(q: str) -> str:
     """Any of the words (OR), the last one also as a prefix, so partial names match while
-    typing; the words are reduced to [a-z0-9] so the raw tsquery syntax cannot be injected."""
+    typing; the words are reduced to [a-z0-9] so the raw tsquery syntax cannot be injected.
+    "" when `q` has no word."""
     terms = re.findall(r"[a-z0-9]+", q.lower())[:MAX_QUERY_TERMS]
     if not terms:
-        return None
+        return ""
     parts = terms[:-1] + [f"{terms[-1]}:*" if len(terms[-1]) >= 3 else terms[-1]]
-    return SearchQuery(" | ".join(parts), search_type="raw", config="english")
+    return " | ".join(parts)
 
 
-def _text_ranking(queryset: QuerySet[Plugin], q: str) -> list[int]:
-    query = text_query(q)
-    if query is None:
-        return []
+def text_query(q: str) -> SearchQuery | None:
+    terms = text_terms(q)
+    return SearchQuery(terms, search_type="raw", config="english") if terms else None
+
+
+# What the compiled rankings are built with, replaced by each search's own (see
+# compiled_queries.fetch_rows_bound): no search produces them.
+_TERMS_SENTINEL = "autocoder_search_terms_sentinel"
+_VECTOR_SENTINEL = [0.000123] * DIMENSIONS
+
+
+def _text_matches(queryset: QuerySet[Plugin], terms: str) -> QuerySet[Plugin, int]:
+    query = SearchQuery(terms, search_type="raw", config="english")
     rank = SearchRank(F("search_vector"), query, weights=[0.05, 0.2, 0.5, 1.0])
     matches = queryset.filter(search_vector=query).annotate(rank=rank)
-    return list(matches.order_by("-rank", "id").values_list("id", flat=True)[:CANDIDATES])
+    return matches.order_by("-rank", "id").values_list("id", flat=True)[:CANDIDATES]
 
 
-def _vector_ranking(queryset: QuerySet[Plugin], q: str) -> list[int]:
-    vector = query_embedding(q)
-    distance = CosineDistance("summary_embedding", vector.tolist())
+def _text_ranking(queryset: QuerySet[Plugin], q: str,
+                  key: tuple[Hashable, ...] | None) -> list[int]:
+    terms = text_terms(q)
+    if not terms:
+        return []
+    if key is None:
+        return list(_text_matches(queryset, terms))
+    rows = fetch_rows_bound(("text", *key), lambda: _text_matches(queryset, _TERMS_SENTINEL),
+                            (Bound(_TERMS_SENTINEL, terms),))
+    return [pk for (pk,) in rows]
+
+
+def _near(queryset: QuerySet[Plugin], vector: list[float]) -> QuerySet[Plugin, int]:
+    distance = CosineDistance("summary_embedding", vector)
     near = (queryset.filter(summary_embedding__isnull=False).annotate(distance=distance)
             .filter(distance__lt=1.0 - MIN_SIMILARITY))
-    return list(near.order_by("distance", "id").values_list("id", flat=True)[:CANDIDATES])
+    return near.order_by("distance", "id").values_list("id", flat=True)[:CANDIDATES]
+
+
+def _vector_ranking(queryset: QuerySet[Plugin], q: str,
+                    key: tuple[Hashable, ...] | None) -> list[int]:
+    vector = query_embedding(q).tolist()
+    if key is None:
+        return list(_near(queryset, vector))
+    # The parameter CosineDistance makes of a vector: its text.
+    rows = fetch_rows_bound(("near", *key), lambda: _near(queryset, _VECTOR_SENTINEL),
+                            (Bound(Vector(_VECTOR_SENTINEL).to_text(), Vector(vector).to_text()),))
+    return [pk for (pk,) in rows]
 
 
 @functools.lru_cache(maxsize=512)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
+from autocoder.compiled_queries import count_rows
 from projects.models import Notification
 
 
@@ -17,4 +18,9 @@ def notifications_for(user: User | AnonymousUser, *,
 
 
 def unread_count(user: User | AnonymousUser) -> int:
-    return notifications_for(user, unread_only=True).count()
+    """The bell's count, on every page (compiled once per user)."""
+    if not user.is_authenticated:
+        return 0
+    user_id = user.pk
+    return count_rows(("unread", user_id), lambda: Notification.objects.filter(
+        user_id=user_id, read_at=None).values("pk"))

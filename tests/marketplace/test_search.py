@@ -172,3 +172,23 @@ def test_a_fruitless_search_offers_to_request_it_prefilled(market: dict, catalog
     assert start.status_code == 302 and "request=zzzz+qqqq" in start["Location"]
     wizard = client.get(start["Location"]).content.decode()
     assert ">zzzz qqqq</textarea>" in wizard
+
+
+def test_the_compiled_rankings_rank_exactly_as_the_orm_built_ones(market: dict,
+                                                                  catalogue: list) -> None:
+    # Each search sends only its words and its embedding to a query compiled once per viewer
+    # and filters (autocoder/compiled_queries.py, fetch_rows_bound): same ids, same order.
+    from autocoder import compiled_queries
+    from marketplace.selectors.catalogue import _filtered, hybrid_ranking
+
+    compiled_queries.forget_all()
+    viewer = viewer_for(market["loner"])
+    for category, tag in (("", ""), ("scheduling", ""), ("", "money")):
+        params = clean_params(q="x", category=category, tag=tag)
+        base = _filtered(viewer, params)
+        key = ("test", viewer.member_of, viewer.reviewer_of, category, tag)
+        for query in ("staff shifts", "invoice", "csv", "meeting notes summary", "timet",
+                      "zzzz qqqq", "!!!"):
+            assert hybrid_ranking(base, query, key=key) == hybrid_ranking(base, query), query
+    assert hybrid_ranking(_filtered(viewer, clean_params()), "staff shifts",
+                          key=("test-all", viewer.member_of, viewer.reviewer_of, "", ""))
