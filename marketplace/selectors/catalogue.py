@@ -7,20 +7,23 @@ from __future__ import annotations
 import functools
 import math
 import re
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from django.contrib.postgres.search import SearchQuery, SearchRank
+from django.db import DEFAULT_DB_ALIAS
 from django.db.models import Count, F, Func, QuerySet
+from django.db.models.expressions import RawSQL
 from pgvector import Vector
 from pgvector.django import CosineDistance
 
 from autocoder.compiled_queries import Bound, fetch_rows, fetch_rows_bound
 from autocoder.lessons.embedder import DIMENSIONS
-from marketplace.models import Plugin
+from marketplace.models import Plugin, PluginVersion
 from marketplace.selectors.visibility import Viewer, visible_q
+from projects.models import Team
 
 SORTS = {
     "relevance": "Relevance",
@@ -101,19 +104,19 @@ def catalogue_search(*, viewer: Viewer, params: SearchParams,
                      per_page: int = PER_PAGE) -> SearchPage:
     """Hybrid search: full text (name, summary, tags, README) and summary embeddings, merged by
     reciprocal rank; or, without a query, the filtered catalogue in the chosen order."""
-    base = _filtered(viewer, params)
     if not params.q:
-        return _ordered_page(base, SORT_ORDER[params.sort], params, per_page)
-    # The same SQL for everyone who sees the same teams with the same filters: compiled once.
+        return _ordered_page(_filtered(viewer, params), SORT_ORDER[params.sort], params, per_page)
+    # The same SQL for everyone who sees the same teams with the same filters: compiled once
+    # (the queryset is built only then).
     key = ("catalogue", viewer.member_of, viewer.reviewer_of, params.category, params.tag)
-    ranked = hybrid_ranking(base, params.q, key=key)
+    ranked = hybrid_ranking(lambda: _filtered(viewer, params), params.q, key=key)
     if params.sort != "relevance":
-        matched = base.filter(id__in=ranked)
+        matched = _filtered(viewer, params).filter(id__in=ranked)
         return _ordered_page(matched, SORT_ORDER[params.sort], params, per_page)
     pages = max(1, math.ceil(len(ranked) / per_page))
     page = min(params.page, pages)
     chosen = ranked[(page - 1) * per_page: page * per_page]
-    rows = {p.id: p for p in _cards(Plugin.objects.filter(id__in=chosen))}
+    rows = {p.id: p for p in card_plugins(chosen)}
     results = [rows[pk] for pk in chosen if pk in rows]
     return SearchPage(results=results, total=len(ranked), page=page, pages=pages,
                       params=params)
@@ -130,6 +133,44 @@ def _filtered(viewer: Viewer, params: SearchParams) -> QuerySet[Plugin]:
 
 def _cards(queryset: QuerySet[Plugin]) -> QuerySet[Plugin]:
     return queryset.select_related("team", "latest_version").only(*CARD_FIELDS)
+
+
+# The compiled card query is built with this list of ids, replaced by each page's own (no
+# plugin has the id -1).
+_IDS_SENTINEL = [-1]
+# In the model's field order, which Model.from_db reads them in.
+_CARD_PLUGIN = [f.attname for f in Plugin._meta.concrete_fields
+                if f.attname in {*CARD_FIELDS, "team_id", "latest_version_id"}]
+_CARD_COLUMNS = (*_CARD_PLUGIN, "team__name", "team__slug", "latest_version__version")
+
+
+def card_plugins(ids: list[int]) -> list[Plugin]:
+    """The plugins `ids` name, with what a result card shows (`_cards`' fields, the team's name
+    and slug, the latest version's number), through one query compiled once: a search's page
+    of results only sends its ids."""
+    if not ids:
+        return []
+
+    def build() -> QuerySet[Plugin, tuple[Any, ...]]:
+        among = RawSQL("SELECT unnest(%s::bigint[])", [_IDS_SENTINEL])
+        return Plugin.objects.filter(id__in=among).values_list(*_CARD_COLUMNS)
+
+    rows = fetch_rows_bound(("catalogue-cards",), build, (Bound(_IDS_SENTINEL, list(ids)),))
+    plugins = []
+    own = len(_CARD_PLUGIN)
+    team_field, version_field = Plugin._meta.get_field("team"), Plugin._meta.get_field(
+        "latest_version")
+    for row in rows:
+        plugin = Plugin.from_db(DEFAULT_DB_ALIAS, _CARD_PLUGIN, row[:own])
+        team_name, team_slug, version = row[own:]
+        # As select_related() leaves them: in the relations' caches, read without a query.
+        team_field.set_cached_value(plugin, Team.from_db(
+            DEFAULT_DB_ALIAS, ["id", "name", "slug"], (plugin.team_id, team_name, team_slug)))
+        version_field.set_cached_value(plugin, None if plugin.latest_version_id is None else
+                                       PluginVersion.from_db(DEFAULT_DB_ALIAS, ["id", "version"],
+                                                             (plugin.latest_version_id, version)))
+        plugins.append(plugin)
+    return plugins
 
 
 def _order(field: str) -> Any:
@@ -152,12 +193,13 @@ def _ordered_page(queryset: QuerySet[Plugin], order: tuple[str, ...], params: Se
                       capped=capped)
 
 
-def hybrid_ranking(queryset: QuerySet[Plugin], q: str, *,
+def hybrid_ranking(among: Callable[[], QuerySet[Plugin]], q: str, *,
                    key: tuple[Hashable, ...] | None = None) -> list[int]:
-    """Plugin ids matching `q`, best first: RRF of the text and the embedding rankings.
-    `key`: names everything `queryset` is built from, to compile its two queries once (each
-    search then only sends its words and its embedding); None: built by the ORM each time."""
-    lists = [_text_ranking(queryset, q, key), _vector_ranking(queryset, q, key)]
+    """Ids of the plugins of `among()` matching `q`, best first: RRF of the text and the
+    embedding rankings. `key`: names everything `among()` is built from, to compile its two
+    queries once (each search then only sends its words and its embedding); None: built by
+    the ORM each time."""
+    lists = [_text_ranking(among, q, key), _vector_ranking(among, q, key)]
     scores: dict[int, float] = {}
     for ranking in lists:
         for position, pk in enumerate(ranking, start=1):
@@ -194,14 +236,14 @@ def _text_matches(queryset: QuerySet[Plugin], terms: str) -> QuerySet[Plugin, in
     return matches.order_by("-rank", "id").values_list("id", flat=True)[:CANDIDATES]
 
 
-def _text_ranking(queryset: QuerySet[Plugin], q: str,
+def _text_ranking(among: Callable[[], QuerySet[Plugin]], q: str,
                   key: tuple[Hashable, ...] | None) -> list[int]:
     terms = text_terms(q)
     if not terms:
         return []
     if key is None:
-        return list(_text_matches(queryset, terms))
-    rows = fetch_rows_bound(("text", *key), lambda: _text_matches(queryset, _TERMS_SENTINEL),
+        return list(_text_matches(among(), terms))
+    rows = fetch_rows_bound(("text", *key), lambda: _text_matches(among(), _TERMS_SENTINEL),
                             (Bound(_TERMS_SENTINEL, terms),))
     return [pk for (pk,) in rows]
 
@@ -213,13 +255,13 @@ def _near(queryset: QuerySet[Plugin], vector: list[float]) -> QuerySet[Plugin, i
     return near.order_by("distance", "id").values_list("id", flat=True)[:CANDIDATES]
 
 
-def _vector_ranking(queryset: QuerySet[Plugin], q: str,
+def _vector_ranking(among: Callable[[], QuerySet[Plugin]], q: str,
                     key: tuple[Hashable, ...] | None) -> list[int]:
     vector = query_embedding(q).tolist()
     if key is None:
-        return list(_near(queryset, vector))
+        return list(_near(among(), vector))
     # The parameter CosineDistance makes of a vector: its text.
-    rows = fetch_rows_bound(("near", *key), lambda: _near(queryset, _VECTOR_SENTINEL),
+    rows = fetch_rows_bound(("near", *key), lambda: _near(among(), _VECTOR_SENTINEL),
                             (Bound(Vector(_VECTOR_SENTINEL).to_text(), Vector(vector).to_text()),))
     return [pk for (pk,) in rows]
 

@@ -185,10 +185,33 @@ def test_the_compiled_rankings_rank_exactly_as_the_orm_built_ones(market: dict,
     viewer = viewer_for(market["loner"])
     for category, tag in (("", ""), ("scheduling", ""), ("", "money")):
         params = clean_params(q="x", category=category, tag=tag)
-        base = _filtered(viewer, params)
         key = ("test", viewer.member_of, viewer.reviewer_of, category, tag)
         for query in ("staff shifts", "invoice", "csv", "meeting notes summary", "timet",
                       "zzzz qqqq", "!!!"):
-            assert hybrid_ranking(base, query, key=key) == hybrid_ranking(base, query), query
-    assert hybrid_ranking(_filtered(viewer, clean_params()), "staff shifts",
+            assert (hybrid_ranking(lambda p=params: _filtered(viewer, p), query, key=key)
+                    == hybrid_ranking(lambda p=params: _filtered(viewer, p), query)), query
+    assert hybrid_ranking(lambda: _filtered(viewer, clean_params()), "staff shifts",
                           key=("test-all", viewer.member_of, viewer.reviewer_of, "", ""))
+
+
+def test_a_page_of_results_carries_what_its_cards_show(market: dict, catalogue: list) -> None:
+    # The result cards' plugins come from one compiled query (card_plugins): the same fields,
+    # team and version as the ORM's select_related, read without a further query.
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from marketplace.selectors.catalogue import _cards, card_plugins
+
+    ids = [plugin.id for plugin in catalogue][:7]
+    with CaptureQueriesContext(connection) as queries:
+        fast = {p.id: p for p in card_plugins(ids)}
+        shown = [(p.name, p.summary, p.get_category_display(), p.tags, p.team.name,
+                  p.latest_version.version, p.install_count, p.rating_avg) for p in fast.values()]
+    assert len(queries) == 1 and len(shown) == 7
+    for plugin in _cards(Plugin.objects.filter(id__in=ids)):
+        same = fast[plugin.id]
+        assert (same.name, same.summary, same.category, same.tags, same.team.name,
+                same.team.slug, same.latest_version.version, same.updated_at) == (
+            plugin.name, plugin.summary, plugin.category, plugin.tags, plugin.team.name,
+            plugin.team.slug, plugin.latest_version.version, plugin.updated_at)
+    assert card_plugins([]) == []
