@@ -106,10 +106,12 @@ def team_settings_update(*, team: Team, requester_may_approve: bool, required_ap
     team.required_approvals = required_approvals
     team.monthly_budget, team.run_budget = monthly_budget, run_budget
     team.save(update_fields=fields)
-    after = {field: getattr(team, field) for field in fields}
-    if after != before:
+    # The audit entry names what changed, before and after.
+    changed = [field for field in fields if getattr(team, field) != before[field]]
+    if changed:
         audit_record(actor=actor, action="team.settings_update", team=team, target=team,
-                     before=before, after=after)
+                     before={field: before[field] for field in changed},
+                     after={field: getattr(team, field) for field in changed})
     return team
 
 
