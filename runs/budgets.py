@@ -125,17 +125,22 @@ def month_budget_state(team: Team, *, month: date | None = None) -> BudgetState 
     """The team's budget for `month` (default: this one; None: the team has none)."""
     if team.monthly_budget is None:
         return None
-    row = MonthSpend.objects.filter(team=team, month=month or month_of()).first()
-    spent, extra = (row.spent, row.extra) if row is not None else (Decimal(0), Decimal(0))
-    return BudgetState(scope="month", spent=Decimal(spent),
-                       limit=Decimal(team.monthly_budget) + Decimal(extra),
+    row = _month_row(team, month)
+    return BudgetState(scope="month", spent=Decimal(row.spent),
+                       limit=Decimal(team.monthly_budget) + Decimal(row.extra),
                        more=_more_for_month(team))
 
 
 def month_spent(team: Team, *, month: date | None = None) -> Decimal:
     """What `team`'s runs have cost in `month` (default: this one)."""
-    row = MonthSpend.objects.filter(team=team, month=month or month_of()).first()
-    return Decimal(row.spent) if row is not None else Decimal(0)
+    return Decimal(_month_row(team, month).spent)
+
+
+def _month_row(team: Team, month: date | None) -> MonthSpend:
+    """The team's row for `month` (default: this one); an unsaved empty one before any cost."""
+    month = month or month_of()
+    return (MonthSpend.objects.filter(team=team, month=month).first()
+            or MonthSpend(team=team, month=month))
 
 
 def budget_reached(run: Run) -> BudgetState | None:
