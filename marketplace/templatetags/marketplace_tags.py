@@ -30,3 +30,11 @@ def result_cards(results: list[Any]) -> SafeString:
     from marketplace.catalogue_render import result_cards_html
 
     return result_cards_html(results)
+
+
+@register.simple_tag
+def tag_facets(tags: list[tuple[str, int]], params: Any) -> SafeString:
+    """The catalogue's tag links with their counts (built in Python, as the result cards)."""
+    from marketplace.catalogue_render import tag_facets_html
+
+    return tag_facets_html(tags, params)

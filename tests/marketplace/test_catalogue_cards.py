@@ -1,5 +1,6 @@
-"""The catalogue's result cards, now written in Python (marketplace/catalogue_render.py): what a
-searcher reads on each card, and that nothing a publisher typed can become markup."""
+"""The catalogue's result cards and tag links, written in Python (marketplace/catalogue_render.py):
+what a searcher reads on each card and beside them, and that nothing a publisher typed can
+become markup."""
 
 from __future__ import annotations
 
@@ -18,13 +19,22 @@ from tests.marketplace.conftest import client_for
 pytestmark = pytest.mark.django_db
 
 
-def _cards(market: dict[str, Any], *entries: SeedPlugin, **params: str) -> str:
+def _page(market: dict[str, Any], *entries: SeedPlugin, **params: str) -> str:
     with transaction.atomic():
         catalogue_seed(team=market["acme"], entries=list(entries))
     page = client_for(market["reviewer"]).get(reverse("marketplace:catalogue"), params)
     assert page.status_code == 200
-    body = page.content.decode()
+    return page.content.decode()
+
+
+def _cards(market: dict[str, Any], *entries: SeedPlugin, **params: str) -> str:
+    body = _page(market, *entries, **params)
     return body.split('<ul class="mp-results">', 1)[1].split("</ul>", 1)[0]
+
+
+def _tag_links(market: dict[str, Any], *entries: SeedPlugin, **params: str) -> str:
+    body = _page(market, *entries, **params)
+    return body.split('<aside class="mp-facets"', 1)[1].split("</aside>", 1)[0]
 
 
 def test_a_card_tells_name_version_summary_category_team_installs_rating_age_and_tags(
@@ -61,6 +71,38 @@ def test_what_a_publisher_typed_is_shown_as_text_never_as_markup(market: dict[st
 
     assert "<script>" not in cards and "<img" not in cards
     assert "&lt;script&gt;alert(&quot;summary&quot;)&lt;/script&gt;" in cards
+
+
+def test_the_tag_links_count_plugins_and_keep_the_search_category_and_order(
+        market: dict[str, Any]) -> None:
+    links = _tag_links(market,
+                       SeedPlugin(name="rota-a", summary="Staff rota.", tags=("rota", "staff")),
+                       SeedPlugin(name="rota-b", summary="Another rota.", tags=("rota",)),
+                       q="staff rota", category="scheduling", sort="installs", tag="rota")
+
+    keep = "?q=staff%20rota&amp;category=scheduling&amp;sort=installs"
+    assert f'<li><a href="{keep}">All tags</a></li>' in links  # leaves the tag being browsed
+    assert (f'<li><a href="{keep}&amp;tag=rota" aria-current="true">rota</a> '
+            '<span class="muted small">2</span></li>') in links
+    assert f'<a href="{keep}&amp;tag=staff">staff</a> <span class="muted small">1</span>' in links
+    assert links.index(">rota<") < links.index(">staff<")  # the most used first
+
+
+def test_without_tags_the_list_says_so(market: dict[str, Any]) -> None:
+    links = _tag_links(market)
+
+    assert '<li class="muted small">No tags yet</li>' in links
+    assert "All tags" not in links
+
+
+def test_a_hostile_tag_is_a_link_of_text(market: dict[str, Any]) -> None:
+    links = _tag_links(market, SeedPlugin(name="odd-tags", summary="Odd.",
+                                          tags=('"><script>x</script>',)))
+
+    assert "<script>" not in links
+    assert ('href="?q=&amp;category=&amp;sort=relevance&amp;tag=%22%3E%3Cscript%3Ex%3C/script%3E"'
+            in links)
+    assert "&quot;&gt;&lt;script&gt;x&lt;/script&gt;</a>" in links
 
 
 @pytest.mark.parametrize(("seconds", "said"), [
