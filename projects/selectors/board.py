@@ -19,13 +19,18 @@ from django.utils import timezone
 from django.utils.html import escape
 from django.utils.safestring import SafeString
 
+from autocoder import realtime
 from autocoder.compiled_queries import fetch_rows
 from autocoder.llm.pricing import NO_PRICE, money
+from autocoder.shared_copies import SharedCopies
 from projects.models import Membership, Project, Team
 from runs.approval_rules import awaiting_member_q
 from runs.models import ApprovalRequest, ApprovalVote, Iteration, Run
 
 S = Project.Status
+# Every card of a team's unfiltered board, as rows, kept between the team's live events; a
+# change no event announced shows within this many seconds (a card's tokens mid-step, say).
+TEAM_CARDS: SharedCopies[list[dict[str, Any]]] = SharedCopies(max_age_s=5.0)
 
 
 @dataclass(frozen=True)
@@ -237,15 +242,19 @@ def card_rows(*, team: Team, filters: BoardFilters, user_id: int,
     """The card figures of the team's projects that pass `filters`, most recent move first.
 
     Rows, not model instances: the requester comes through the join, no object is built. The
-    unfiltered board, what nearly every look at it asks for, is compiled once per team."""
+    unfiltered board, what nearly every look at it asks for, is compiled once per team and its
+    rows are shared by the team's viewers until the team's next live event (TEAM_CARDS)."""
     def ordered() -> QuerySet[CardProject]:
         projects = _apply(board_projects(team=team), filters, user_id, my_review)
         return projects.order_by("-status_changed_at", "-id")
 
+    def every_card() -> list[dict[str, Any]]:
+        rows = fetch_rows(("board-cards", team.pk), lambda: ordered().values_list(*CARD_FIELDS))
+        return [dict(zip(CARD_FIELDS, row, strict=True)) for row in rows]
+
     if filters.active:
         return list(ordered().values(*CARD_FIELDS))
-    rows = fetch_rows(("board-cards", team.pk), lambda: ordered().values_list(*CARD_FIELDS))
-    return [dict(zip(CARD_FIELDS, row, strict=True)) for row in rows]
+    return TEAM_CARDS.get(team.pk, group=realtime.team_group(team.pk), build=every_card)
 
 
 def queue_key(card: Card) -> tuple[bool, int, datetime, int]:

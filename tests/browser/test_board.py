@@ -4,12 +4,14 @@ the queue reordered by keyboard and by dragging, and the screenshots in docs/scr
 from __future__ import annotations
 
 import re
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from playwright.sync_api import Page, expect
 
+from autocoder import realtime
 from projects.models import Membership, Project
 from projects.selectors.board import queued_projects
 from tests.browser.pages import (
@@ -134,6 +136,16 @@ def test_run_page_follows_a_decision_made_elsewhere(
     assert same_document(watcher)
 
 
+def announce(project: Project) -> None:
+    """Announce a change to the project's team as the services do (from a thread of its own:
+    Playwright runs an event loop in this one)."""
+    sender = threading.Thread(target=realtime.publish, args=(
+        realtime.team_group(project.team_id),
+        {"kind": "project.updated", "data": {"project_id": project.pk}}))
+    sender.start()
+    sender.join()
+
+
 def test_a_board_whose_socket_was_cut_catches_up_when_it_reconnects(
         server: LiveServer, demo: dict[str, Any], context_factory: Any) -> None:
     """Events sent while a socket is closed are lost; the page re-fetches once it is back."""
@@ -152,9 +164,10 @@ def test_a_board_whose_socket_was_cut_catches_up_when_it_reconnects(
 
     sockets[-1].close(code=1012)  # "service restart": the browser reconnects by itself
     expect(live).to_have_attribute("data-live", "closed")
-    # A change whose event nobody hears: it is made while the page has no socket.
+    # A change whose event nobody hears: it is made and announced while the page has no socket.
     first = demo["data"].queued[0]
     Project.objects.filter(pk=first.pk).update(name="renamed-offline")
+    announce(first)
     expect(live).to_have_attribute("data-live", "open", timeout=15_000)
     expect(page.locator("#col-queued .card-name").first).to_have_text(
         "renamed-offline", timeout=LIVE_UPDATE_MS)
