@@ -169,7 +169,7 @@ AUTH_PASSWORD_VALIDATORS = [
 ]
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    "autocoder.authentication.PreparedUserBackend",  # Django's ModelBackend, a faster read
 ]
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = env.float("LOGIN_COOLOFF_HOURS", default=0.25)
