@@ -18,12 +18,14 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from autocoder.connection_shares import ConnectionShares  # noqa: E402
 from autocoder.http_bridge import BufferedWsgiBridge  # noqa: E402
 from autocoder.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": BufferedWsgiBridge(WSGIHandler(), log_access=settings.WEB_ACCESS_LOG),
+        "http": BufferedWsgiBridge(WSGIHandler(), log_access=settings.WEB_ACCESS_LOG,
+                                   shares=ConnectionShares.from_environment()),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

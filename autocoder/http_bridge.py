@@ -21,6 +21,8 @@ from typing import Any
 from asgiref.sync import sync_to_async
 from asgiref.wsgi import WsgiToAsgiInstance
 
+from autocoder.connection_shares import ConnectionShares
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -36,13 +38,18 @@ class BufferedWsgiBridge:
     """An ASGI application that answers HTTP with a WSGI application, buffering the answer;
     with `log_access`, one line per request (client, method, path, status, size, time)."""
 
-    def __init__(self, wsgi_application: Callable[..., Any], *, log_access: bool = False) -> None:
+    def __init__(self, wsgi_application: Callable[..., Any], *, log_access: bool = False,
+                 shares: ConnectionShares | None = None) -> None:
         self.wsgi_application = wsgi_application
         self.log_access = log_access
+        self.shares = shares
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         instance = _Request(self.wsgi_application)
+        client = scope.get("client")
+        if self.shares is not None and client:
+            instance.close_connection = self.shares.should_close((client[0], client[1]))
         await instance(scope, receive, send)
         if self.log_access and instance.answered is not None:
             status, size = instance.answered
@@ -57,6 +64,7 @@ class _Request(WsgiToAsgiInstance):  # type: ignore[misc]
     """One request: asgiref's environ and start_response, our single-switch run."""
 
     answered: tuple[int, int] | None = None  # (status, body bytes) once sent
+    close_connection = False  # answer with "Connection: close" (autocoder/connection_shares.py)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         self.scope = scope
@@ -70,6 +78,8 @@ class _Request(WsgiToAsgiInstance):  # type: ignore[misc]
                     break
             body.seek(0)
             start, content = await sync_to_async(self._run)(body)
+        if self.close_connection:
+            start = {**start, "headers": [*start["headers"], (b"connection", b"close")]}
         await send(start)
         await send({"type": "http.response.body", "body": content})
         self.answered = (int(start["status"]), len(content))

@@ -26,6 +26,9 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from autocoder import metrics
+from autocoder.connection_shares import ENVIRONMENT as SHARES_ENVIRONMENT
+from autocoder.connection_shares import environment_value as shares_environment
+from autocoder.connection_shares import shares_file_create
 
 # A child that lived shorter than this crashed at start-up: wait longer before each retry.
 QUICK_EXIT_S = 10.0
@@ -189,10 +192,15 @@ def _is_ipv6(host: str) -> bool:
 
 
 def web_children(sockets: list[socket.socket]) -> list[Child]:
-    """One daphne process serving the portal on each of `sockets`."""
+    """One daphne process serving the portal on each of `sockets`, sharing the count of their
+    connections (autocoder/connection_shares.py)."""
+    port = sockets[0].getsockname()[1] if sockets else 0
+    shares = settings.VAR_DIR / "run" / f"web-shares-{port}"  # written anew at each start
+    shares_file_create(shares, len(sockets))
     # Verbosity 0: daphne's own line per request cost about 3 ms of CPU per page (measured
     # with bench_load); the HTTP bridge writes the access log instead (WEB_ACCESS_LOG).
     return [Child(f"web server {n + 1}",
                   [sys.executable, "-m", "daphne", "-v", "0", "--fd", str(sock.fileno()),
-                   "autocoder.asgi:application"], pass_fds=(sock.fileno(),))
+                   "autocoder.asgi:application"], pass_fds=(sock.fileno(),),
+                  env={SHARES_ENVIRONMENT: shares_environment(shares, n, len(sockets))})
             for n, sock in enumerate(sockets)]

@@ -48,6 +48,10 @@ def start_up(var_dir: Path, port: int, *, in_background: bool = False
             break
         lines.append(line)
         if "Press Ctrl-C to stop everything." in line:
+            # Keep reading: the access log goes to this pipe, and a full pipe would block the
+            # web processes' next log line (after some 700 requests).
+            threading.Thread(target=lambda: lines.extend(process.stdout or ()),
+                             daemon=True).start()
             return process, lines
     process.kill()
     raise AssertionError("up did not become ready:\n" + "".join(lines[-40:]))
@@ -140,6 +144,7 @@ def test_up_serves_the_portal_stops_everything_and_keeps_data(var_dir: Path) -> 
             assert page.status_code == 200 and saved.status_code == 302
 
         _a_killed_web_process_is_replaced_while_the_others_answer(process, base)
+        _kept_alive_connections_are_shared_evenly(process, base, port)
 
     children = stop_up(process, signal.SIGTERM)
     assert process.returncode == 0
@@ -204,6 +209,38 @@ def _a_killed_web_process_is_replaced_while_the_others_answer(
     assert set(answers) == {200}
     assert victim not in _web_pids(up) and len(_web_pids(up)) == len(before)
     assert replaced_s < 15
+
+
+def _kept_alive_connections_are_shared_evenly(up: subprocess.Popen[str], base: str,
+                                              port: int, clients: int = 20) -> None:
+    """Twenty clients keeping their connections: the kernel splits them at random (12/8 was
+    usual), the web processes even them out (autocoder/connection_shares.py)."""
+    statuses: list[int] = []
+    asked, counted = threading.Barrier(clients + 1), threading.Event()
+
+    def client_asking() -> None:
+        with httpx.Client(timeout=10) as client:
+            until = time.monotonic() + 5
+            while time.monotonic() < until:
+                statuses.append(client.get(f"{base}login/").status_code)
+            asked.wait(timeout=30)
+            counted.wait(timeout=30)  # the connection stays open while it is counted
+
+    askers = [threading.Thread(target=client_asking) for _ in range(clients)]
+    for asker in askers:
+        asker.start()
+    asked.wait(timeout=30)
+    held = {pid: sum(1 for c in psutil.Process(pid).net_connections("tcp")
+                     if c.status == psutil.CONN_ESTABLISHED and c.laddr.port == port)
+            for pid in _web_pids(up)}
+    counted.set()
+    for asker in askers:
+        asker.join()
+    print(f"kept-alive connections per web process: {sorted(held.values())} "
+          f"after {len(statuses)} requests")
+    assert set(statuses) == {200}
+    assert sum(held.values()) == clients
+    assert max(held.values()) == -(-clients // len(held))  # 10 and 10
 
 
 def _redis_alive(var_dir: Path) -> bool:

@@ -1,0 +1,101 @@
+"""Keeping the web processes' shares of kept-alive connections even.
+
+The kernel hands each new connection to one of the web processes at random (SO_REUSEPORT), and
+a browser or an HTTP client keeps its connection for many requests: twenty connections often
+split 12/8. A process runs one page at a time, so the busier one sets everybody's waiting time
+while the other idles (measured with bench_load: 12/8 was the usual split, and its p95 the
+busier process's). Each process counts the connections it answered lately and writes the count
+into a small file all of them share; a process holding more than an even share answers one of
+its connections with "Connection: close", and the client's next connection is handed out anew.
+See docs/operating.md, "Processes and load".
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import time
+from pathlib import Path
+
+ENVIRONMENT = "AUTOCODER_WEB_SHARES"  # "<file>:<this process's index>:<processes>"
+# (written at, on the monotonic clock the processes share; connections)
+SLOT = struct.Struct("<dq")
+# A connection silent this long no longer counts; a slot not written for twice as long belongs
+# to a process that is gone or idle.
+IDLE_S = 5.0
+PRUNE_EVERY_S = 1.0
+# A process lets go of at most one connection this often: the client reconnects within
+# milliseconds, so the next decision sees where it landed (without it, a process whose peer
+# was idle would let go of nearly all its connections before any came back).
+SHED_EVERY_S = 0.1
+
+Client = tuple[str, int]
+
+
+def shares_file_create(path: Path, processes: int) -> None:
+    """The shared file, every slot empty (the supervisor makes it before starting the web)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(bytes(SLOT.size * processes))
+
+
+def environment_value(path: Path, index: int, processes: int) -> str:
+    return f"{path}:{index}:{processes}"
+
+
+class ConnectionShares:
+    """This process's view: its own connections, and every process's count in the file."""
+
+    def __init__(self, path: Path, index: int, processes: int) -> None:
+        if not 0 <= index < processes:
+            raise ValueError(f"process {index} of {processes}")
+        self.index, self.processes = index, processes
+        descriptor = os.open(path, os.O_RDWR)
+        try:
+            self._shared = mmap.mmap(descriptor, SLOT.size * processes)
+        finally:
+            os.close(descriptor)
+        self._clients: dict[Client, float] = {}
+        self._pruned_at = 0.0
+        self._shed_at = 0.0
+
+    @classmethod
+    def from_environment(cls) -> ConnectionShares | None:
+        """The shares the supervisor set up, or None (one server process: nothing to even)."""
+        parts = os.environ.get(ENVIRONMENT, "").rsplit(":", 2)
+        if len(parts) != 3 or int(parts[2]) < 2:
+            return None
+        return cls(Path(parts[0]), int(parts[1]), int(parts[2]))
+
+    def should_close(self, client: Client) -> bool:
+        """Count `client`'s connection as answered now; True when this process holds more than
+        an even share, so this connection is to be closed after its answer."""
+        now = time.monotonic()
+        self._clients[client] = now
+        if now - self._pruned_at >= PRUNE_EVERY_S:
+            self._prune(now)
+        mine = len(self._clients)
+        total = mine + self._others(now)
+        even_share = -(-total // self.processes)
+        close = mine > even_share and now - self._shed_at >= SHED_EVERY_S
+        if close:
+            del self._clients[client]
+            mine -= 1
+            self._shed_at = now
+        SLOT.pack_into(self._shared, self.index * SLOT.size, now, mine)
+        return close
+
+    def _prune(self, now: float) -> None:
+        self._pruned_at = now
+        for client, seen in list(self._clients.items()):
+            if now - seen > IDLE_S:
+                del self._clients[client]
+
+    def _others(self, now: float) -> int:
+        total = 0
+        for index in range(self.processes):
+            if index != self.index:
+                written_at, connections = SLOT.unpack_from(self._shared, index * SLOT.size)
+                if now - written_at <= 2 * IDLE_S:
+                    total += connections
+        return total
