@@ -203,7 +203,7 @@ WORKER_HEARTBEAT_TTL_S = env.float("WORKER_HEARTBEAT_TTL_S", default=20.0)
 
 # Demo data created on first start (`manage.py up`); the password is printed there.
 DEMO_PASSWORD = env.str("AUTOCODER_DEMO_PASSWORD", default="autocoder-demo")
-# ASGI server processes behind the one port (`up`, `serve`); 0: one per core, at least two.
+# ASGI server processes behind the one port (`up`, `serve`); 0: one per core plus one.
 WEB_PROCESSES = env.int("WEB_PROCESSES", default=0)
 # A line per HTTP request on the console (autocoder.http_bridge, logger "autocoder.access").
 WEB_ACCESS_LOG = env.bool("WEB_ACCESS_LOG", default=True)

@@ -146,8 +146,9 @@ def ignore_stop_signals() -> None:
 # --- the web server ---------------------------------------------------------------------
 
 def web_process_count() -> int:
-    """WEB_PROCESSES, or one per core: Django runs a process's sync views one at a time."""
-    return settings.WEB_PROCESSES or max(2, os.cpu_count() or 1)
+    """WEB_PROCESSES, or one per core plus one: Django runs a process's sync views one at a
+    time, and while one process waits for the database another can use the core."""
+    return settings.WEB_PROCESSES or (os.cpu_count() or 1) + 1
 
 
 def listening_sockets(host: str, port: int, count: int) -> list[socket.socket]:

@@ -43,8 +43,12 @@ def test_an_ipv6_address_is_refused_with_what_to_do() -> None:
         listening_sockets("::1", free_port(), 2)
 
 
-def test_one_process_per_core_unless_set(settings: Any) -> None:
+def test_one_process_per_core_plus_one_unless_set(settings: Any,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     settings.WEB_PROCESSES = 0
-    assert web_process_count() >= 2
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert web_process_count() == 3
+    monkeypatch.setattr("os.cpu_count", lambda: None)
+    assert web_process_count() == 2
     settings.WEB_PROCESSES = 5
     assert web_process_count() == 5

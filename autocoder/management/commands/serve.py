@@ -31,7 +31,7 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--processes", type=int, default=0,
-                            help="ASGI processes (default: WEB_PROCESSES, or one per core)")
+                            help="ASGI processes (default: WEB_PROCESSES, or cores + 1)")
 
     def handle(self, *args: Any, **options: Any) -> None:
         catch_stop_signals()

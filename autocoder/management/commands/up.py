@@ -51,7 +51,7 @@ class Command(BaseCommand):
         parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--web", type=int, default=0,
-                            help="ASGI server processes (default: WEB_PROCESSES, or one per core)")
+                            help="ASGI server processes (default: WEB_PROCESSES, or cores + 1)")
         parser.add_argument("--workers", type=int, default=2, help="Dramatiq worker processes")
         parser.add_argument("--threads", type=int, default=2, help="threads per worker process")
 
