@@ -12,6 +12,7 @@ See docs/operating.md, "Processes and load".
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import struct
@@ -31,6 +32,7 @@ PRUNE_EVERY_S = 1.0
 SHED_EVERY_S = 0.1
 
 Client = tuple[str, int]
+logger = logging.getLogger(__name__)
 
 
 def shares_file_create(path: Path, processes: int) -> None:
@@ -62,10 +64,16 @@ class ConnectionShares:
     @classmethod
     def from_environment(cls) -> ConnectionShares | None:
         """The shares the supervisor set up, or None (one server process: nothing to even)."""
-        parts = os.environ.get(ENVIRONMENT, "").rsplit(":", 2)
-        if len(parts) != 3 or int(parts[2]) < 2:
+        value = os.environ.get(ENVIRONMENT, "")
+        if not value:
             return None
-        return cls(Path(parts[0]), int(parts[1]), int(parts[2]))
+        try:
+            path, index, processes = value.rsplit(":", 2)
+            return cls(Path(path), int(index), int(processes)) if int(processes) > 1 else None
+        except (OSError, ValueError) as error:  # serving matters more than evening out
+            logger.warning("connections are not evened out (%s=%r: %s)", ENVIRONMENT, value,
+                           error)
+            return None
 
     def should_close(self, client: Client) -> bool:
         """Count `client`'s connection as answered now; True when this process holds more than

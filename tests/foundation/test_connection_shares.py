@@ -108,3 +108,11 @@ def test_without_the_supervisors_file_or_with_one_process_nothing_is_closed(
     monkeypatch.setenv(connection_shares.ENVIRONMENT, environment_value(path, 1, 2))
     shares = ConnectionShares.from_environment()
     assert shares is not None and (shares.index, shares.processes) == (1, 2)
+
+
+def test_a_missing_or_garbled_file_serves_without_evening_out(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    for value in (environment_value(tmp_path / "gone", 0, 2), "no-numbers-here"):
+        monkeypatch.setenv(connection_shares.ENVIRONMENT, value)
+        assert ConnectionShares.from_environment() is None
+    assert caplog.text.count("connections are not evened out") == 2
