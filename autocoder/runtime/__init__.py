@@ -41,7 +41,9 @@ LIBRARIES: tuple[Library, ...] = (
             "the time zone database behind zoneinfo (use zoneinfo.ZoneInfo)"),
     Library("PyYAML", "6.0.3", ("yaml",), "read and write YAML (use yaml.safe_load)"),
     Library("tomli-w", "1.2.0", ("tomli_w",), "write TOML (tomllib reads it)"),
-    Library("Jinja2", "3.1.6", ("jinja2",), "fill in text templates (letters, reports)"),
+    Library("Jinja2", "3.1.6", ("jinja2",),
+            "fill in text templates (letters, reports; render them with "
+            "jinja2.sandbox.SandboxedEnvironment)"),
 )
 # Importable by a plugin's tests only.
 TEST_LIBRARIES: tuple[Library, ...] = (

@@ -7,7 +7,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
-from autocoder.safety.policy import is_test_file
+from autocoder.safety.rules import is_test_file
 from autocoder.safety.types import Finding
 
 SEVERITY = {"HIGH": "HIGH", "MEDIUM": "MEDIUM", "LOW": "LOW", "UNDEFINED": "LOW"}

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 from autocoder.runtime import LIBRARIES, Library, library_for_module, plugin_modules, test_modules
-from autocoder.safety.policy import is_test_file
+from autocoder.safety.rules import is_test_file
 from autocoder.safety.types import Finding
 
 # The runner's own module, written beside the plugin's files only while its tests run.

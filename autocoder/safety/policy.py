@@ -12,152 +12,72 @@ a human (MEDIUM: review) rather than through.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
-from dataclasses import dataclass
-from fnmatch import fnmatchcase
-from pathlib import PurePosixPath
 
 from autocoder.runtime import plugin_modules, test_modules
+from autocoder.safety.local_modules import LocalModuleChecks
 from autocoder.safety.reviewed import (
     REVIEWED_NAMES,
+    SAFE_MODULE_DUNDERS,
+    SANDBOX_HOOKS,
+    is_library_module,
     is_module_value,
     is_stdlib,
+    library_of,
     sensitive_attribute,
+    through_message,
+    through_module,
     unreviewed,
+    unreviewed_library,
+)
+from autocoder.safety.rules import (
+    ATTRIBUTE_BUILTINS,
+    BUILTIN_NAMES,
+    DUNDER_ESCAPES,
+    DYNAMIC_CODE,
+    ESCAPE_CALLS,
+    FS_FUNCTIONS,
+    FS_NAMES,
+    LOOKUP_FUNCTIONS,
+    LOOP_NETWORK_METHODS,
+    LOOP_PROCESS_METHODS,
+    MODULE_HOLDERS,
+    MODULE_RULES,
+    NAMED_LOOKUPS,
+    NAMEDTUPLE_API,
+    NAMESPACE,
+    NETWORK,
+    PATH_CONSTRUCTORS,
+    PATH_METHODS,
+    PROCESS,
+    SENSITIVE_NAMES,
+    TEMPFILE,
+    WATCHED_BUILTINS,
+    is_test_file,
+    matches,
+)
+from autocoder.safety.source import (
+    Exports,
+    annotation_problem,
+    escaping_literal,
+    fold,
+    import_bindings,
+    is_dunder,
+    module_exports,
 )
 from autocoder.safety.types import Finding, Permissions
 
-
-@dataclass(frozen=True)
-class Rule:
-    name: str
-    severity: str
-    reason: str
-    patterns: tuple[str, ...]  # qualified names; a plain name also covers its submodules
-
-
-PROCESS = Rule("process", "HIGH", "starts or controls other processes", (
-    "subprocess", "multiprocessing", "pty", "os.system", "os.popen", "os.fork", "os.forkpty",
-    "os.exec*", "os.spawn*", "os.posix_spawn*", "os.kill", "os.killpg", "os.startfile",
-    "os.chroot", "asyncio.create_subprocess_exec", "asyncio.create_subprocess_shell",
-    "asyncio.subprocess", "concurrent.futures.ProcessPoolExecutor",
-    "concurrent.futures.process", "signal.pthread_kill",
-))
-NETWORK = Rule("network", "HIGH", "uses the network, which the plugin's permissions do not "
-               "allow (plugin.toml [permissions] network = false)", (
-    "socket", "ssl", "urllib.request", "urllib.robotparser", "http.client", "http.server",
-    "http.cookiejar", "requests", "httpx", "aiohttp", "urllib3", "ftplib", "smtplib", "poplib",
-    "imaplib", "nntplib", "telnetlib", "xmlrpc", "socketserver", "websocket", "websockets",
-    "paramiko", "pycurl", "webbrowser", "asyncio.open_connection", "asyncio.start_server",
-    "asyncio.open_unix_connection", "asyncio.start_unix_server",
-))
-DYNAMIC_CODE = Rule("dynamic-code", "HIGH", "runs code that is not in the plugin's source", (
-    "builtins.eval", "builtins.exec", "builtins.compile", "builtins.__import__", "importlib",
-    "runpy", "code", "codeop", "imp", "zipimport",
-))
-NATIVE_CODE = Rule("native-code", "HIGH", "calls native code, outside Python's safety net", (
-    "ctypes", "_ctypes", "cffi",
-))
-DESERIALIZATION = Rule("deserialization", "HIGH", "unpickling runs arbitrary code", (
-    "pickle", "_pickle", "cPickle", "marshal", "shelve", "dill", "cloudpickle", "joblib",
-))
-INTROSPECTION = Rule("introspection", "HIGH", "reaches into interpreter frames and objects "
-                     "(a classic sandbox escape)", (
-    "sys._getframe", "sys._current_frames", "sys.settrace", "sys.setprofile",
-    "inspect.currentframe", "inspect.stack", "inspect.trace", "inspect.getouterframes",
-    "inspect.getinnerframes", "gc.get_referrers", "gc.get_referents", "gc.get_objects",
-))
-NAMESPACE = Rule("namespace-access", "MEDIUM", "reads namespaces by name, which can reach "
-                 "anything; needs a human look", (
-    "builtins.globals", "builtins.locals", "builtins.vars", "sys.modules",
-))
-MODULE_RULES = (PROCESS, NETWORK, DYNAMIC_CODE, NATIVE_CODE, DESERIALIZATION, INTROSPECTION,
-                NAMESPACE)
-
-# Attributes that lead from any object to globals, builtins or code objects.
-DUNDER_ESCAPES = frozenset({
-    "__globals__", "__subclasses__", "__builtins__", "__code__", "__mro__", "__bases__",
-    "__base__", "__closure__", "__getattribute__", "__loader__", "__spec__", "__import__",
-    "__reduce__", "__reduce_ex__", "__self__", "__func__", "__wrapped__",
-    "f_globals", "f_locals", "f_builtins", "f_back", "f_code", "gi_frame", "gi_code",
-    "cr_frame", "cr_code", "ag_frame", "ag_code", "tb_frame", "co_code", "func_globals",
-    # typing.get_type_hints and functools.singledispatch eval() the strings stored here.
-    "__annotations__",
-})
-# Method names that only event loops have; caught whatever the loop object is called.
-LOOP_PROCESS_METHODS = frozenset({"subprocess_exec", "subprocess_shell"})
-LOOP_NETWORK_METHODS = frozenset({
-    "create_connection", "create_server", "create_datagram_endpoint", "sock_connect",
-    "create_unix_connection", "create_unix_server", "open_connection", "start_server",
-})
-ATTRIBUTE_BUILTINS = frozenset({"getattr", "setattr", "delattr", "hasattr"})
-# Built-in names flagged wherever they are loaded, even if a local name shadows them
-# (shadowing is how one would smuggle them past a smarter-looking check).
-WATCHED_BUILTINS = frozenset({"eval", "exec", "compile", "__import__", "globals", "locals",
-                              "vars", "open"})
-
-FS_FUNCTIONS = (
-    "builtins.open", "io.open", "io.FileIO", "os.open", "os.fdopen", "codecs.open",
-    "os.remove", "os.unlink", "os.rmdir", "os.removedirs", "os.mkdir", "os.makedirs",
-    "os.rename", "os.renames", "os.replace", "os.chmod", "os.chown", "os.lchown", "os.link",
-    "os.symlink", "os.truncate", "os.utime", "os.mkfifo", "os.mknod", "os.listdir",
-    "os.scandir", "os.walk", "os.chdir", "shutil", "tempfile", "glob", "fileinput",
-    "tarfile.open", "zipfile.ZipFile", "gzip.open", "bz2.open", "lzma.open", "sqlite3.connect",
-    "dbm", "logging.FileHandler", "logging.handlers",
-)
-PATH_CONSTRUCTORS = ("pathlib.Path", "pathlib.PurePath", "pathlib.PosixPath",
-                     "pathlib.PurePosixPath", "os.path.join")
-PATH_METHODS = frozenset({"open", "write_text", "write_bytes", "read_text", "read_bytes",
-                          "touch", "mkdir", "unlink", "rmdir", "symlink_to", "hardlink_to",
-                          "chmod", "lchmod", "iterdir", "glob", "rglob"})
-ESCAPE_CALLS = ("pathlib.Path.home", "os.path.expanduser", "os.path.expandvars")
-TEMPFILE = ("tempfile",)
-# Functions that look attributes up by a name given as text; the gate cannot see the object.
-NAMED_LOOKUPS = frozenset({"operator.attrgetter", "operator.methodcaller"})
-LOOKUP_FUNCTIONS = NAMED_LOOKUPS | {f"builtins.{name}" for name in ("getattr", "setattr",
-                                                                     "delattr")}
-# Names that, given as text to getattr/attrgetter/methodcaller, reach what a rule denies
-# (`methodcaller("system", "ls")(os)`), whatever object they end up applied to.
-SENSITIVE_NAMES = frozenset(
-    {pattern.rsplit(".", 1)[1] for rule in (PROCESS, DYNAMIC_CODE, NAMESPACE)
-     for pattern in rule.patterns if "." in pattern}
-    | LOOP_PROCESS_METHODS | DUNDER_ESCAPES
-)
-FS_NAMES = frozenset({name.rsplit(".", 1)[1] for name in FS_FUNCTIONS if "." in name}
-                     | PATH_METHODS)
-# Builtins, by name, for the names a plugin loads without importing anything.
-BUILTIN_NAMES = frozenset(dir(__import__("builtins"))) | {"exit", "quit", "copyright",
-                                                          "credits", "license", "help"}
-# Node types a string annotation may hold: a type is names, attributes, subscripts and `|`.
-MAX_ANNOTATION_DEPTH = 5  # strings in strings in annotations; deeper ones block outright
-ANNOTATION_NODES = (ast.Expression, ast.Name, ast.Attribute, ast.Subscript, ast.Tuple,
-                    ast.List, ast.Constant, ast.BinOp, ast.BitOr, ast.Load)
-
-
-def matches(qualname: str, patterns: Iterable[str]) -> bool:
-    for pattern in patterns:
-        if "*" in pattern:  # compare as many dotted parts as the pattern has
-            head = ".".join(qualname.split(".")[:pattern.count(".") + 1])
-            if fnmatchcase(head, pattern):
-                return True
-        elif qualname == pattern or qualname.startswith(pattern + "."):
-            return True
-    return False
-
-
-def is_test_file(path: str) -> bool:
-    parts = PurePosixPath(path).parts
-    name = parts[-1] if parts else ""
-    return ("tests" in parts[:-1] or "test" in parts[:-1] or name == "conftest.py"
-            or name.startswith("test_") or name.endswith("_test.py"))
+__all__ = ["check_source", "is_test_file", "module_exports"]
 
 
 def check_source(path: str, source: str, permissions: Permissions,
-                 local_modules: frozenset[str] = frozenset()) -> list[Finding]:
+                 local_modules: frozenset[str] = frozenset(),
+                 exports: Exports | None = None) -> list[Finding]:
     """Findings of the AST policy for one file (a syntax error is a finding too).
 
     `local_modules` are the plugin's own top-level modules, which the reviewed list of the
-    standard library does not judge (a plugin package may be called `_tools`)."""
+    standard library does not judge (a plugin package may be called `_tools`); `exports`
+    are the modules each of the plugin's own modules binds (module_exports), which another
+    file may not take from it."""
     try:
         tree = ast.parse(source, filename=path)
     except SyntaxError as exc:
@@ -166,10 +86,12 @@ def check_source(path: str, source: str, permissions: Permissions,
     except (ValueError, RecursionError, MemoryError) as exc:
         return [Finding("syntax", "unparsable", "HIGH", path, 1,
                         f"the file cannot be parsed: {type(exc).__name__}: {exc}")]
-    return _Checker(path, permissions, is_test_file(path), tree, local_modules).run()
+    checker = _Checker(path, permissions, is_test_file(path), tree, local_modules)
+    checker.exports = exports or {}
+    return checker.run()
 
 
-class _Checker:
+class _Checker(LocalModuleChecks):
     def __init__(self, path: str, permissions: Permissions, is_test: bool,
                  tree: ast.Module, local_modules: frozenset[str] = frozenset()) -> None:
         self.path = path
@@ -178,7 +100,10 @@ class _Checker:
         self.tree = tree
         self.aliases: dict[str, str] = {}
         self.findings: dict[tuple[str, int, str], Finding] = {}
+        self.local = local_modules
         self.not_stdlib = local_modules | (test_modules() if is_test else plugin_modules())
+        self.exports: Exports = {}
+        self.local_names: dict[str, str] = {}
         self.parents: dict[ast.AST, ast.AST] = {}
         self.bound: set[str] = set()
         self.ambiguous: dict[str, list[str]] = {}
@@ -187,6 +112,7 @@ class _Checker:
         nodes = list(ast.walk(self.tree))  # iterative: deep nesting cannot overflow the stack
         self._collect_aliases(nodes)
         self._collect_structure(nodes)
+        self._collect_local_names(nodes)
         for node in nodes:
             self._check(node)
         return sorted(self.findings.values(), key=lambda f: (f.line, f.rule))
@@ -196,7 +122,7 @@ class _Checker:
     def _collect_aliases(self, nodes: list[ast.AST]) -> None:
         targets: dict[str, set[str]] = {}  # every module or name each alias is bound to
         for node in nodes:
-            for name, target in _import_bindings(node):
+            for name, target in import_bindings(node):
                 targets.setdefault(name, set()).add(target)
                 if not target.startswith("."):
                     self.aliases[name] = target
@@ -265,6 +191,10 @@ class _Checker:
                 self._judge(alias.name, node, f"import {alias.name}")
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             self._check_import_from(node)
+        if isinstance(node, ast.ImportFrom):
+            self._check_local_import(node)
+        elif isinstance(node, ast.ClassDef):
+            self._check_class(node)
         elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             self._check_name_load(node)
         elif isinstance(node, ast.Attribute):
@@ -289,6 +219,8 @@ class _Checker:
             self._add("ambiguous-name", "HIGH", node,
                       f"`{node.id}` stands for different things in this file ({shown}); the "
                       "gate cannot tell which one this use means: give each its own name")
+        if node.id in self.local_names:
+            self._check_local_module_value(node)
         if node.id in self.aliases:
             self._check_module_value(node, self.aliases[node.id])
             self._check_lookup_value(node, self.aliases[node.id])
@@ -304,8 +236,39 @@ class _Checker:
     def _judge(self, qualname: str, node: ast.AST, shown: str) -> None:
         """The named rules first (their message says why); then the reviewed list, which
         also turns a MEDIUM (`sys.modules`) into a block where the name was never reviewed."""
-        if self._check_name(qualname, node, shown) != "HIGH":
+        if self._check_name(qualname, node, shown) == "HIGH":
+            return
+        if not self._check_module_path(qualname, node):
             self._check_reviewed(qualname, node)
+
+    def _check_module_path(self, qualname: str, node: ast.AST) -> bool:
+        """A module may be used only as `module.name`: not reached through another module's
+        attribute (`shutil.os`), and not opened up by its dunders (`os.__dict__`)."""
+        if qualname.split(".", 1)[0] in self.local:
+            return False
+        module = through_module(qualname)
+        if module:
+            self._add("module-through-module", "HIGH", node, through_message(qualname, module))
+            return True
+        parts = qualname.split(".")
+        for index in range(1, len(parts)):
+            part = parts[index]
+            if (is_dunder(part) and part not in SAFE_MODULE_DUNDERS
+                    and self._is_module(".".join(parts[:index]))):
+                self._add("module-internals", "HIGH", node,
+                          f"`{qualname}` opens up the module `{'.'.join(parts[:index])}` "
+                          f"through `{part}`; use its names where they are written out")
+                return True
+        return False
+
+    def _is_module(self, qualname: str) -> bool:
+        """Whether a resolved name is a module object of the standard library or of one of
+        the runtime's libraries (the plugin's own modules are judged where they are)."""
+        if qualname.split(".", 1)[0] in self.local:
+            return False
+        if library_of(qualname):
+            return is_library_module(qualname)
+        return is_stdlib(qualname) and is_module_value(qualname)
 
     def _check_name(self, qualname: str, node: ast.AST, shown: str) -> str | None:
         for rule in MODULE_RULES:
@@ -317,6 +280,13 @@ class _Checker:
         return None
 
     def _check_reviewed(self, qualname: str, node: ast.AST) -> None:
+        if qualname.split(".", 1)[0] in self.local:
+            return
+        if library_of(qualname):
+            library_verdict = unreviewed_library(qualname)
+            if library_verdict is not None:
+                self._add(library_verdict.rule, "HIGH", node, library_verdict.message)
+            return
         if not is_stdlib(qualname) or qualname.split(".", 1)[0] in self.not_stdlib:
             return
         verdict = unreviewed(qualname, in_tests=self.is_test,
@@ -325,9 +295,10 @@ class _Checker:
             self._add(verdict.rule, "HIGH", node, verdict.message)
 
     def _check_module_value(self, node: ast.expr, qualname: str) -> None:
-        """A standard-library module handed around as a value (`run(os)`, `[os][0]`) can
-        only be judged where its names are written out, so it may not leave `os.name`."""
-        if qualname.split(".", 1)[0] in self.not_stdlib or not is_module_value(qualname):
+        """A module handed around as a value (`run(os)`, `[os][0]`, `{"m": getattr(shutil,
+        "os")}`) can only be judged where its names are written out, so it may not leave
+        `os.name`: stored, passed, returned, unpacked or compared, it is refused."""
+        if not self._is_module(qualname):
             return
         parent = self.parents.get(node)
         if isinstance(parent, ast.Attribute) and parent.value is node:
@@ -356,7 +327,10 @@ class _Checker:
                   "names it will look up cannot be checked statically")
 
     def _is_alias_assignment(self, parent: ast.AST | None, node: ast.expr) -> bool:
-        """`o = os`, `g = getattr`: an alias, resolved like the import itself."""
+        """`o = os`, `g = getattr`: an alias, resolved like the import itself (not in a class
+        body, where it would become an attribute: `C.m.system`)."""
+        if isinstance(self.parents.get(parent) if parent else None, ast.ClassDef):
+            return False
         if isinstance(parent, ast.Assign):
             targets: list[ast.expr] = parent.targets
         elif isinstance(parent, ast.NamedExpr):
@@ -368,7 +342,7 @@ class _Checker:
     def _check_annotation(self, annotation: ast.expr) -> None:
         """String annotations are code to typing.get_type_hints and functools.singledispatch,
         which eval() them, strings inside them too (`list['...']`); a type never needs a call."""
-        problem = _annotation_problem(annotation)
+        problem = annotation_problem(annotation)
         if problem:
             self._add(DYNAMIC_CODE.name, "HIGH", annotation,
                       f"the string annotation {problem!r} is more than a type: annotations "
@@ -398,6 +372,14 @@ class _Checker:
                       "on the gate's reviewed list (see docs/safety.md); import names one by one")
 
     def _check_attribute(self, node: ast.Attribute) -> None:
+        if node.attr in SANDBOX_HOOKS and not isinstance(node.ctx, ast.Load):
+            self._add_sandbox_hook(node, node.attr)
+        self._check_reexported(node)
+        if node.attr in MODULE_HOLDERS or self._is_foreign_private(node):
+            self._add("private-attribute", "HIGH", node,
+                      f"`.{node.attr}` is a private attribute of an object from the standard "
+                      "library or a library; private names were not reviewed (use its "
+                      "public interface)")
         if node.attr in DUNDER_ESCAPES:
             self._add("dunder-escape", "HIGH", node,
                       f"`.{node.attr}` reaches interpreter internals (a sandbox escape route)")
@@ -417,6 +399,33 @@ class _Checker:
             self._check_module_value(node, qualname)
             self._check_lookup_value(node, qualname)
 
+    def _is_foreign_private(self, node: ast.Attribute) -> bool:
+        """`warnings.catch_warnings()._x`: a private name of an object made by a module that
+        is not the plugin's own (namedtuple's `_replace`, `_asdict`, ... are public API)."""
+        if not node.attr.startswith("_") or is_dunder(node.attr) or node.attr in NAMEDTUPLE_API:
+            return False
+        base: ast.AST = node.value
+        while isinstance(base, ast.Attribute | ast.Call | ast.Subscript):
+            base = base.func if isinstance(base, ast.Call) else base.value
+        if not isinstance(base, ast.Name):
+            return False
+        qualname = self.aliases.get(base.id, "")
+        return bool(qualname) and qualname.split(".", 1)[0] not in self.local
+
+    def _add_sandbox_hook(self, node: ast.AST, name: str) -> None:
+        self._add("sandbox-off", "HIGH", node,
+                  f"replacing `{name}` can turn a Jinja2 sandbox off; templates are rendered "
+                  "only by jinja2.sandbox.SandboxedEnvironment as it is")
+
+    def _check_class(self, node: ast.ClassDef) -> None:
+        """A subclass of a library's class can override what its sandbox checks."""
+        for base in node.bases:
+            qualname = self.qualname(base)
+            if qualname and library_of(qualname) == "jinja2":
+                self._add("sandbox-off", "HIGH", node,
+                          f"`class {node.name}({qualname.split('.')[-1]})`: a subclass of a "
+                          "Jinja2 class can turn its sandbox off; use the sandbox as it is")
+
     def _check_string(self, node: ast.AST) -> None:
         value = fold(node)
         if isinstance(value, str) and value in DUNDER_ESCAPES:
@@ -428,6 +437,10 @@ class _Checker:
         func_name = self.qualname(node.func)
         if func_name in {f"builtins.{name}" for name in ATTRIBUTE_BUILTINS}:
             self._check_attribute_builtin(node, func_name.split(".", 1)[1])
+        if func_name == "builtins.getattr":
+            value = self.qualname(node)  # `getattr(os, "path")` is the module `os.path`
+            if value:
+                self._check_module_value(node, value)
         if func_name in NAMED_LOOKUPS:
             self._check_named_lookup(node, func_name)
         if func_name and matches(func_name, ESCAPE_CALLS):
@@ -442,6 +455,11 @@ class _Checker:
         if len(node.args) < 2:
             return
         attribute = fold(node.args[1])
+        if not isinstance(attribute, str) and self._is_module(self.qualname(node.args[0]) or ""):
+            self._add("module-as-value", "HIGH", node,
+                      f"`{name}()` looks up a computed name on a module; the gate can only "
+                      "judge a module's names where they are written out (`module.name`)")
+            return
         if not isinstance(attribute, str):
             self._add("dynamic-attribute", "MEDIUM", node,
                       f"`{name}()` with a computed attribute name cannot be checked statically")
@@ -451,6 +469,8 @@ class _Checker:
             self._judge(f"{base}.{attribute}", node, f"{name}({base}, {attribute!r})")
         elif name == "getattr":
             self._check_attribute_text(node, attribute, "getattr()")
+        if name in {"setattr", "delattr"} and attribute in SANDBOX_HOOKS:
+            self._add_sandbox_hook(node, attribute)
 
     def _check_named_lookup(self, node: ast.Call, func_name: str) -> None:
         """`operator.attrgetter("a.b")` and `operator.methodcaller("name", ...)` are getattr
@@ -533,98 +553,7 @@ class _Checker:
             self.findings[key] = Finding("ast", rule, severity, self.path, line, message)
 
 
-def _annotation_problem(annotation: ast.expr) -> str | None:
-    """The first string in an annotation that parses as more than a type, else None."""
-    pending: list[ast.AST] = [annotation]
-    for _ in range(MAX_ANNOTATION_DEPTH):
-        strings = [inner.value for tree in pending for inner in ast.walk(tree)
-                   if isinstance(inner, ast.Constant) and isinstance(inner.value, str)]
-        pending = []
-        for text in strings:
-            parsed = _parse_annotation(text)
-            if parsed is None:
-                continue
-            if not all(isinstance(node, ANNOTATION_NODES) for node in ast.walk(parsed)):
-                return text
-            pending.append(parsed)
-        if not pending:
-            return None
-    return "".join(strings[:1]) or "(nested too deeply)"
-
-
-def _parse_annotation(text: str) -> ast.Expression | None:
-    try:
-        return ast.parse(text.strip(), mode="eval")
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None  # not an expression: eval() of it fails as well
-
-
-def _import_bindings(node: ast.AST) -> list[tuple[str, str]]:
-    """(name, what it stands for) for each name an import binds; a relative import's target
-    starts with "." (the plugin's own module, never resolved as the standard library)."""
-    if isinstance(node, ast.Import):
-        return [(alias.asname or alias.name.split(".")[0],
-                 alias.name if alias.asname else alias.name.split(".")[0])
-                for alias in node.names]
-    if isinstance(node, ast.ImportFrom):
-        module = "." * node.level + (node.module or "")
-        return [(alias.asname or alias.name, f"{module}.{alias.name}")
-                for alias in node.names if alias.name != "*"]
-    return []
-
-
-def fold(node: ast.AST) -> object:
-    """The value of a string built only from literals ('a' + 'b', f'{"a"}b'), else None."""
-    stack: list[tuple[ast.AST, bool]] = [(node, False)]
-    values: list[object] = []
-    while stack:  # post-order without recursion: `'a' + 'b' + ...` may be very long
-        current, expanded = stack.pop()
-        if isinstance(current, ast.Constant):
-            values.append(current.value)
-        elif isinstance(current, ast.BinOp) and isinstance(current.op, ast.Add):
-            if expanded:
-                right, left = values.pop(), values.pop()
-                if not (isinstance(left, str) and isinstance(right, str)):
-                    return None
-                values.append(left + right)
-            else:
-                stack += [(current, True), (current.right, False), (current.left, False)]
-        elif isinstance(current, ast.JoinedStr):
-            parts = [_joined_part(part) for part in current.values]
-            if any(part is None for part in parts):
-                return None
-            values.append("".join(str(part) for part in parts))
-        else:
-            return None
-    return values[0] if len(values) == 1 else None
-
-
-def _joined_part(node: ast.AST) -> object:
-    if isinstance(node, ast.Constant):
-        return node.value
-    if isinstance(node, ast.FormattedValue) and node.format_spec is None:
-        value = fold(node.value)
-        return value if isinstance(value, str) else None
-    return None
-
-
-def escaping_literal(node: ast.AST) -> str | None:
-    """A literal path (or literal prefix of an f-string) that leaves the workdir."""
-    value = fold(node)
-    if isinstance(value, bytes):
-        value = value.decode("utf-8", "replace")
-    if value is None and isinstance(node, ast.JoinedStr) and node.values:
-        head = node.values[0]
-        value = head.value if isinstance(head, ast.Constant) else None
-    if not isinstance(value, str):
-        return None
-    if value.startswith(("/", "~", "\\")) or ".." in PurePosixPath(value).parts:
-        return value
-    return None
-
-
 def _module_and_its_namesake(name: str, bound: set[str]) -> bool:
     """`import datetime` beside `from datetime import datetime` (common in ordinary code): a
     module and its reviewed member of the same name, which the gate judges alike."""
     return bound == {name, f"{name}.{name}"} and unreviewed(f"{name}.{name}") is None
-

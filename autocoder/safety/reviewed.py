@@ -272,3 +272,139 @@ def _os_names() -> set[str]:
     if not _OS_NAMES:
         _OS_NAMES.update(dir(importlib.import_module("os")), dir(importlib.import_module("posix")))
     return _OS_NAMES
+
+
+# --- the runtime's libraries ---------------------------------------------------------------
+# Most of the runtime's libraries hold no route to code the gate cannot see, and are reviewed
+# whole (but for their private names and the standard-library modules they import). Two are
+# not: Jinja2's ordinary Environment and Template evaluate attribute lookups written inside
+# template text (`{{ cycler.__init__.__globals__.os }}`), and PyYAML's full and unsafe loaders
+# build arbitrary objects. Only these names of them were reviewed.
+LIBRARY_NAMES: dict[str, frozenset[str]] = {
+    "jinja2": frozenset({
+        "sandbox", "StrictUndefined", "Undefined", "ChainableUndefined", "DebugUndefined",
+        "DictLoader", "BaseLoader", "FunctionLoader", "TemplateError", "TemplateSyntaxError",
+        "TemplateNotFound", "TemplatesNotFound", "TemplateRuntimeError", "UndefinedError",
+        "TemplateAssertionError", "select_autoescape", "pass_context", "pass_environment",
+        "pass_eval_context", "__version__",
+    }),
+    "jinja2.sandbox": frozenset({
+        "SandboxedEnvironment", "ImmutableSandboxedEnvironment", "SecurityError",
+    }),
+    "yaml": frozenset({
+        "safe_load", "safe_load_all", "safe_dump", "safe_dump_all", "dump", "dump_all",
+        "SafeLoader", "CSafeLoader", "SafeDumper", "CSafeDumper", "Dumper", "CDumper",
+        "YAMLError", "MarkedYAMLError", "__version__",
+    }),
+}
+# Attributes of a Jinja2 sandbox that decide what templates may reach: replacing one (on the
+# class, an instance or a subclass) turns the sandbox off.
+SANDBOX_HOOKS: frozenset[str] = frozenset({
+    "is_safe_attribute", "is_safe_callable", "call", "getattr", "getitem", "call_binop",
+    "call_unop", "intercept_unop", "intercepted_binops", "intercepted_unops",
+    "unsafe_undefined", "binop_table", "unop_table", "default_binop_table",
+    "default_unop_table",
+})
+# Module dunders that only describe a module; every other one reaches its namespace or loader.
+SAFE_MODULE_DUNDERS: frozenset[str] = frozenset({"__name__", "__doc__", "__all__",
+                                                 "__version__"})
+
+
+def library_of(qualname: str) -> str | None:
+    """The runtime library (its top-level module) a name belongs to, else None."""
+    from autocoder.runtime import plugin_modules
+
+    top = qualname.split(".", 1)[0]
+    return top if top in plugin_modules() else None
+
+
+def unreviewed_library(qualname: str) -> Verdict | None:
+    """Why a name in one of the runtime's libraries is refused; None when it is fine."""
+    parts = qualname.split(".")
+    through = _library_path_to_stdlib(parts)
+    if through:
+        return Verdict("module-through-module", through_message(qualname, through))
+    if any(part.startswith("_") and not _is_plain_dunder(part) for part in parts[1:]):
+        return Verdict("unreviewed-name", f"`{qualname}` is a private name of the library "
+                       f"`{parts[0]}`, which the gate does not review (see docs/safety.md)")
+    for size in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:size])
+        if module in LIBRARY_NAMES:
+            if parts[size] in LIBRARY_NAMES[module] or _is_plain_dunder(parts[size]):
+                return None
+            return Verdict("unreviewed-name", f"`{module}.{parts[size]}` is not on the gate's "
+                           f"reviewed list for `{parts[0]}` (see docs/safety.md: "
+                           f"{_LIBRARY_ADVICE.get(parts[0], 'use its reviewed names')})")
+    return None
+
+
+_LIBRARY_ADVICE = {
+    "jinja2": "render templates with jinja2.sandbox.SandboxedEnvironment",
+    "yaml": "read YAML with yaml.safe_load",
+}
+
+
+def _library_path_to_stdlib(parts: list[str]) -> str | None:
+    """A standard-library module reached through a library's attribute (`dateutil.tz.os`)."""
+    for part in parts[1:]:
+        if part in sys.stdlib_module_names and part not in REVIEWED_MODULES:
+            return part
+    return None
+
+
+def through_module(qualname: str) -> str | None:
+    """The module a name reaches through another module's attribute, where that module is not
+    a part of the one it is read from (`shutil.os` -> `os`, `pathlib.os.system` -> `os`)."""
+    if library_of(qualname):
+        return _library_path_to_stdlib(qualname.split("."))
+    if not is_stdlib(qualname):
+        return None
+    name = canonical(qualname)
+    if name == qualname:
+        return None
+    return name
+
+
+def through_message(qualname: str, module: str) -> str:
+    top = module.split(".", 1)[0]
+    return (f"`{qualname}` reaches `{module}` through another module's attribute; the gate "
+            f"judges a module only where it is imported by its own name (`import {top}`, "
+            f"then `{top}.name`)")
+
+
+def is_library_module(qualname: str) -> bool:
+    """Whether a name in one of the runtime's libraries is a module: the library itself, a
+    module the reviewed list names, or a file of the library in the plugin runtime."""
+    if qualname in LIBRARY_NAMES or "." not in qualname:
+        return library_of(qualname) is not None
+    return qualname.replace(".", "/") in _library_module_paths()
+
+
+def _library_module_paths() -> frozenset[str]:
+    global _LIBRARY_PATHS
+    if _LIBRARY_PATHS is None:
+        _LIBRARY_PATHS = _scan_library_modules()
+    return _LIBRARY_PATHS
+
+
+_LIBRARY_PATHS: frozenset[str] | None = None
+
+
+def _scan_library_modules() -> frozenset[str]:
+    """Every module path (`dateutil/parser`) of the runtime's libraries, read from the plugin
+    runtime's site-packages; empty where no runtime is built (then only a library's top-level
+    module is known to be a module)."""
+    from autocoder.runtime import plugin_modules, runtime_dir
+
+    found: set[str] = set()
+    for site in runtime_dir().glob("lib/python3*/site-packages"):
+        for top in plugin_modules():
+            base = site / top
+            if not base.is_dir():
+                continue
+            for path in base.rglob("*.py"):
+                relative = path.relative_to(site).with_suffix("")
+                if relative.name == "__init__":
+                    relative = relative.parent
+                found.add(relative.as_posix())
+    return frozenset(found)

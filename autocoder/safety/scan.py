@@ -7,7 +7,7 @@ from pathlib import Path, PurePosixPath
 
 from autocoder.safety.bandit_gate import bandit_findings
 from autocoder.safety.imports import local_modules, unavailable_imports
-from autocoder.safety.policy import check_source
+from autocoder.safety.policy import check_source, module_exports
 from autocoder.safety.types import (
     DEFAULT_PERMISSIONS,
     Finding,
@@ -28,6 +28,8 @@ def scan_files(
     findings: list[Finding] = []
     sources: dict[str, str] = {}
     local = local_modules({name: "" for name in files if name.endswith(".py")})
+    exports = module_exports({name: source for name, source in files.items()
+                              if isinstance(source, str)}, local)
     for name, source in sorted(files.items()):
         if not name.endswith(".py"):
             continue
@@ -35,7 +37,7 @@ def scan_files(
         if problem:
             findings.append(problem)
             continue
-        findings += check_source(name, source, permissions, local)
+        findings += check_source(name, source, permissions, local, exports)
         sources[name] = source
     parseable = {name: text for name, text in sources.items()
                  if not any(f.tool == "syntax" and f.file == name for f in findings)}

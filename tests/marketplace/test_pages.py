@@ -42,6 +42,10 @@ def test_a_reviewer_finds_a_pending_upload_and_publishes_it_from_its_page(
         assert expected in html, expected
     # The command can be copied in one press (the button appears where a clipboard exists).
     assert 'id="pip-command"' in html and 'data-copy="#pip-command"' in html
+    # Beside the command, what installing means: the user's own rights, no sandbox.
+    assert "runs as ordinary Python code with your user&#x27;s rights" in html or \
+        "runs as ordinary Python code with your user's rights" in html
+    assert "outside the portal&#x27;s sandbox" in html or "outside the portal's sandbox" in html
 
 
 def test_yanking_from_the_page_marks_the_version_everywhere(market: dict, publish: Any) -> None:

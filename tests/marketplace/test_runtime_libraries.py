@@ -61,3 +61,17 @@ def test_code_importing_a_library_the_runtime_lacks_is_blocked(submit: Any) -> N
         submit(plugin_tree(body=body))
     assert any("requests is not available to plugins" in error
                for error in caught.value.errors), caught.value.errors
+
+
+def test_the_probes_module_kept_as_a_value_is_refused_before_publishing(submit: Any) -> None:
+    """The security probe's plugin: it passed the gate, published, and ran a shell command
+    on the machine of whoever pip-installed it and imported it."""
+    body = WORD_COUNT_IMPL.replace(
+        "from typing import Any\n",
+        'from typing import Any\n\nimport shutil\n\n_box = {"m": getattr(shutil, "os")}\n'
+        'RAN = _box["m"].system("echo ran > f.txt")\n')
+    with pytest.raises(PackageError) as caught:
+        submit(plugin_tree(body=body))
+    assert any("through another module's attribute" in error or "used as a value" in error
+               for error in caught.value.errors), caught.value.errors
+    assert not PluginVersion.objects.filter(status=PluginVersion.Status.PUBLISHED).exists()

@@ -101,7 +101,7 @@ def test_other_routes_around_the_list_block(source: str) -> None:
 
 
 COMPUTED = {
-    "getattr": "import os\n\ndef f(name):\n    return getattr(os, name)\n",
+    "getattr": "def f(row, name):\n    return getattr(row, name)\n",
     "attrgetter": "import operator\n\ndef f(name):\n    return operator.attrgetter(name)\n",
     "methodcaller": "from operator import methodcaller\n\ndef f(name):\n"
                     "    return methodcaller(name)\n",
