@@ -24,6 +24,7 @@ from autocoder.safety.reviewed import (
     is_stdlib,
     library_of,
     sensitive_attribute,
+    star_imports_modules,
     through_message,
     through_module,
     unreviewed,
@@ -370,6 +371,11 @@ class _Checker(LocalModuleChecks):
             self._add("unreviewed-name", "HIGH", node,
                       f"`from {module} import *` brings in names of `{module}` that are not "
                       "on the gate's reviewed list (see docs/safety.md); import names one by one")
+        elif library_of(module) or star_imports_modules(module):
+            self._add("module-through-module", "HIGH", node,
+                      f"`from {module} import *` brings in names the gate cannot see (modules "
+                      f"among them, such as the ones `{module}` imports); import names one by "
+                      "one")
 
     def _check_attribute(self, node: ast.Attribute) -> None:
         if node.attr in SANDBOX_HOOKS and not isinstance(node.ctx, ast.Load):
@@ -412,6 +418,17 @@ class _Checker(LocalModuleChecks):
         qualname = self.aliases.get(base.id, "")
         return bool(qualname) and qualname.split(".", 1)[0] not in self.local
 
+    def _check_template_extensions(self, node: ast.Call, func_name: str | None) -> None:
+        """Jinja2 imports its extensions by the names it is given (`extensions=["os.x"]`,
+        `env.add_extension("...")`): any importable callable, called with the environment."""
+        by_keyword = (func_name and library_of(func_name) == "jinja2"
+                      and any(keyword.arg in {"extensions", None} for keyword in node.keywords))
+        by_method = isinstance(node.func, ast.Attribute) and node.func.attr == "add_extension"
+        if by_keyword or by_method:
+            self._add("sandbox-off", "HIGH", node,
+                      "Jinja2 extensions are imported by name, which the gate cannot judge; "
+                      "render templates without extensions")
+
     def _add_sandbox_hook(self, node: ast.AST, name: str) -> None:
         self._add("sandbox-off", "HIGH", node,
                   f"replacing `{name}` can turn a Jinja2 sandbox off; templates are rendered "
@@ -435,6 +452,7 @@ class _Checker(LocalModuleChecks):
 
     def _check_call(self, node: ast.Call) -> None:
         func_name = self.qualname(node.func)
+        self._check_template_extensions(node, func_name)
         if func_name in {f"builtins.{name}" for name in ATTRIBUTE_BUILTINS}:
             self._check_attribute_builtin(node, func_name.split(".", 1)[1])
         if func_name == "builtins.getattr":

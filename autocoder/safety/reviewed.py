@@ -408,3 +408,19 @@ def _scan_library_modules() -> frozenset[str]:
                     relative = relative.parent
                 found.add(relative.as_posix())
     return frozenset(found)
+
+
+def star_imports_modules(module: str) -> bool:
+    """Whether `from module import *` binds a module object (`from uuid import *` binds `os`
+    and `sys`, which the gate would then not know as modules). A module that cannot be
+    imported here binds nothing the gate could judge either, so it counts."""
+    if not is_stdlib(module) or unreviewed(module) is not None:
+        return False  # never imported here: not reviewed, and refused as such already
+    try:
+        loaded = importlib.import_module(module)
+    except Exception:  # noqa: BLE001 - not importable: its names are out of sight
+        return True
+    names = getattr(loaded, "__all__", None)
+    if names is None:
+        names = [name for name in vars(loaded) if not name.startswith("_")]
+    return any(isinstance(getattr(loaded, name, None), types.ModuleType) for name in names)

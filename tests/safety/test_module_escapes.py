@@ -133,6 +133,12 @@ LIBRARIES = {
     "yaml.load with its full loader": "import yaml\nyaml.load('a: 1', Loader=yaml.Loader)\n",
     "a private attribute that holds a module": "import warnings\n"
                                                 "warnings.catch_warnings()._module.sys\n",
+    "Jinja2 extensions by name": "from jinja2.sandbox import SandboxedEnvironment\n"
+                                 "SandboxedEnvironment(extensions=['subprocess.getoutput'])\n",
+    "a Jinja2 extension added later": "from jinja2.sandbox import SandboxedEnvironment\n"
+                                      "SandboxedEnvironment().add_extension('os.system')\n",
+    "a star import from a library": "from dateutil.tz import *\nos.system('echo ran')\n",
+    "a star import that binds modules": "from uuid import *\nos.system('echo ran')\n",
 }
 
 
@@ -201,3 +207,13 @@ FINE = {
 def test_ordinary_uses_of_modules_still_pass(files: dict[str, str]) -> None:
     report = scan_files({"pkg/__init__.py": "", **files})
     assert report.verdict == "pass", report.findings
+
+
+def test_a_star_import_of_an_unreviewed_module_is_refused_without_importing_it() -> None:
+    """Finding out what `*` binds imports the module in the gate's process: only reviewed
+    modules are ever imported there (`antigravity` would open a web browser)."""
+    import sys
+
+    report = scan_files({"pkg/plugin.py": "from antigravity import *\n"})
+    assert blocks(report) and "antigravity" not in sys.modules
+
