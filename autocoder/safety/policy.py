@@ -453,6 +453,10 @@ class _Checker(LocalModuleChecks):
     def _check_call(self, node: ast.Call) -> None:
         func_name = self.qualname(node.func)
         self._check_template_extensions(node, func_name)
+        if func_name == "builtins.vars" and not node.args:  # vars() is locals()
+            self._add("namespace-access", "HIGH", node,
+                      "`vars()` without an argument reads every local name by name, the "
+                      "modules the file imported included")
         if func_name in {f"builtins.{name}" for name in ATTRIBUTE_BUILTINS}:
             self._check_attribute_builtin(node, func_name.split(".", 1)[1])
         if func_name == "builtins.getattr":

@@ -49,12 +49,17 @@ INTROSPECTION = Rule("introspection", "HIGH", "reaches into interpreter frames a
     "inspect.currentframe", "inspect.stack", "inspect.trace", "inspect.getouterframes",
     "inspect.getinnerframes", "gc.get_referrers", "gc.get_referents", "gc.get_objects",
 ))
+# globals() and locals() hold every module the file imported, reachable by a computed name.
+WHOLE_NAMESPACE = Rule("namespace-access", "HIGH", "reads every name of the file by name, the "
+                       "modules it imported included", (
+    "builtins.globals", "builtins.locals",
+))
 NAMESPACE = Rule("namespace-access", "MEDIUM", "reads namespaces by name, which can reach "
                  "anything; needs a human look", (
-    "builtins.globals", "builtins.locals", "builtins.vars", "sys.modules",
+    "builtins.vars", "sys.modules",
 ))
 MODULE_RULES = (PROCESS, NETWORK, DYNAMIC_CODE, NATIVE_CODE, DESERIALIZATION, INTROSPECTION,
-                NAMESPACE)
+                WHOLE_NAMESPACE, NAMESPACE)
 
 # Attributes that lead from any object to globals, builtins or code objects.
 DUNDER_ESCAPES = frozenset({
@@ -107,7 +112,7 @@ LOOKUP_FUNCTIONS = NAMED_LOOKUPS | {f"builtins.{name}" for name in ("getattr", "
 # Names that, given as text to getattr/attrgetter/methodcaller, reach what a rule denies
 # (`methodcaller("system", "ls")(os)`), whatever object they end up applied to.
 SENSITIVE_NAMES = frozenset(
-    {pattern.rsplit(".", 1)[1] for rule in (PROCESS, DYNAMIC_CODE, NAMESPACE)
+    {pattern.rsplit(".", 1)[1] for rule in (PROCESS, DYNAMIC_CODE, WHOLE_NAMESPACE, NAMESPACE)
      for pattern in rule.patterns if "." in pattern}
     | LOOP_PROCESS_METHODS | DUNDER_ESCAPES
 )

@@ -61,6 +61,11 @@ BLOCKED = {
     "f-string-built dunder": ("x = object()\ngetattr(x, f'__{\"builtins\"}__')\n",
                               "dunder-escape"),
     "frame walking": ("import sys\nsys._getframe(1).f_globals\n", "introspection"),
+    # Every module the file imported, by a computed name.
+    "globals()": ("import os\nglobals()['o' + 's'].system('id')\n", "namespace-access"),
+    "locals() passed on": ("import os\nns = [locals][0]()\n", "namespace-access"),
+    "vars() without an argument": ("def f():\n    import os\n    return vars()\n",
+                                   "namespace-access"),
     # Any loaded module by name (posix too): a human look is not enough.
     "sys.modules": ("import sys\nsys.modules['json'].dumps({})\n", "unreviewed-name"),
     "open with filesystem none": ("open('data.txt').read()\n", "filesystem"),
@@ -87,7 +92,8 @@ REVIEWED = {
     "getattr with chr-built name": ("x = object()\n"
                                     "getattr(x, ''.join(map(chr, [95, 95, 99])))\n",
                                     "dynamic-attribute"),
-    "globals()": ("globals()['x'] = 1\n", "namespace-access"),
+    "vars() of an object": ("class Row:\n    pass\nvars(Row())['x'] = 1\n",
+                            "namespace-access"),
 }
 
 
