@@ -11,6 +11,6 @@ class AutocoderConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
-        from autocoder import metrics
+        from autocoder import checks, metrics  # noqa: F401  (checks: the secret key's)
 
         metrics.configure(settings.METRICS_DIR)

@@ -3,13 +3,16 @@
 Sealed means encrypted and authenticated (Fernet: AES-128-CBC + HMAC-SHA256) with a key
 derived from SECRET_KEY, so a database dump or backup alone does not give the keys away.
 Rotation follows Django's own: move the old SECRET_KEY to SECRET_KEY_FALLBACKS and values
-sealed under it still open; each is sealed again under the new key when it is next saved.
+sealed under it still open; each is sealed again under the new key when it is next saved, or
+all at once by `manage.py secrets_reseal` (autocoder/resealing.py), which finds them through
+the columns registered here with `sealed_column_register`.
 """
 
 from __future__ import annotations
 
 import base64
 import functools
+from dataclasses import dataclass
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
@@ -18,6 +21,29 @@ from django.utils.encoding import force_bytes
 
 PREFIX = "sealed:v1:"
 _SALT = "autocoder.sealing"
+
+
+@dataclass(frozen=True)
+class SealedColumn:
+    """A model field that holds sealed values ("app_label.ModelName", field name), in the rows
+    that match `where` (field, value pairs). Empty values are left alone."""
+
+    model: str
+    field: str
+    where: tuple[tuple[str, object], ...] = ()
+
+
+_SEALED_COLUMNS: dict[SealedColumn, None] = {}
+
+
+def sealed_column_register(model: str, field: str, **where: object) -> None:
+    """Declare, next to the model, a field that stores `seal()`ed text (for re-sealing);
+    `where` narrows it to the rows that hold secrets (`secret=True`)."""
+    _SEALED_COLUMNS[SealedColumn(model, field, tuple(sorted(where.items())))] = None
+
+
+def sealed_columns() -> tuple[SealedColumn, ...]:
+    return tuple(_SEALED_COLUMNS)
 
 
 class UnsealError(Exception):
@@ -32,6 +58,11 @@ def _fernet_key(secret: str) -> bytes:
 @functools.lru_cache(maxsize=4)
 def _fernet(secret: str, fallbacks: tuple[str, ...]) -> MultiFernet:
     return MultiFernet([Fernet(_fernet_key(key)) for key in (secret, *fallbacks)])
+
+
+def fernet_for(secret: str, fallbacks: tuple[str, ...] = ()) -> MultiFernet:
+    """Seals under `secret`; opens what was sealed under it or any of `fallbacks`."""
+    return _fernet(secret, fallbacks)
 
 
 def _current() -> MultiFernet:

@@ -13,7 +13,7 @@ from django.core.validators import MinValueValidator
 from django.db import models
 
 from autocoder.llm.types import ROLES, LLMConfigError, safe_url
-from autocoder.sealing import UnsealError, seal, unseal
+from autocoder.sealing import UnsealError, seal, sealed_column_register, unseal
 
 
 def validate_base_url(value: str) -> None:
@@ -157,6 +157,11 @@ class SiteModelConfig(SealedApiKey, models.Model):
 
     def model_for(self, role: str | None) -> str:
         return (self.role_models.get(role, "") if role else "") or self.model
+
+
+# `manage.py secrets_reseal` seals these again under a new SECRET_KEY (autocoder/resealing.py).
+sealed_column_register("llm.TeamModelOverride", "api_key_sealed")
+sealed_column_register("llm.SiteModelConfig", "api_key_sealed")
 
 
 class ModelPrice(models.Model):

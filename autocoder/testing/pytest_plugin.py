@@ -17,14 +17,20 @@ from pathlib import Path
 import pytest
 
 
-def _start_services() -> None:
-    from autocoder import embedded
-
+def _scratch_var_dir() -> Path:
+    """The session's var directory, never the checkout's: the embedded servers, and the
+    installation's secret key (autocoder/secret_key.py), which the settings make there."""
     scratch = Path(tempfile.mkdtemp(prefix="autocoder-test-"))
-    # atexit runs last-in first-out: the servers registered below stop before this removal.
+    # atexit runs last-in first-out: the servers registered later stop before this removal.
     atexit.register(shutil.rmtree, scratch, ignore_errors=True)
     os.environ["AUTOCODER_VAR_DIR"] = str(scratch)
     (scratch / "staticfiles").mkdir()  # whitenoise expects STATIC_ROOT to exist
+    return scratch
+
+
+def _start_services(scratch: Path) -> None:
+    from autocoder import embedded
+
     session_tag = f"autocoder-test-{os.getpid()}"
     # Tests empty the database between tests with TRUNCATE, which the audit log refuses unless
     # the connection says so (projects/migrations/0010_audit_no_truncate.py).
@@ -42,6 +48,8 @@ def _start_services() -> None:
 def pytest_load_initial_conftests(
     early_config: pytest.Config, parser: pytest.Parser, args: list[str]
 ) -> Generator[None, None, None]:
-    if not early_config.option.help and not getattr(early_config.option, "collectonly", False):
-        _start_services()
+    if not early_config.option.help:
+        scratch = _scratch_var_dir()
+        if not getattr(early_config.option, "collectonly", False):
+            _start_services(scratch)
     return (yield)

@@ -64,8 +64,9 @@ def test_doctor_reports_every_part(running_worker: dramatiq.Worker, settings: An
     settings.LLM_SCRIPT = str(settings.BASE_DIR / "tests" / "engine" / "scripts" / "success.json")
     call_command("doctor", "--json")
     report = json.loads(capsys.readouterr().out)
-    assert set(report) == {"database", "pgvector", "redis", "workers", "sandbox", "embedder", "llm"}
-    for part in ("database", "pgvector", "redis", "workers", "embedder", "llm"):
+    assert set(report) == {"database", "pgvector", "redis", "workers", "sandbox", "embedder", "llm",
+                           "secrets"}
+    for part in ("database", "pgvector", "redis", "workers", "embedder", "llm", "secrets"):
         assert report[part]["ok"], report[part]
 
 

@@ -6,6 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand
 
 from autocoder import health
+from autocoder.checks import secret_key_health
 
 
 class Command(BaseCommand):
@@ -15,7 +16,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        results = health.run_checks()
+        secrets = secret_key_health()
+        results = [*health.run_checks(), secrets]
         if options["json"]:
             self.stdout.write(json.dumps({c.name: c.as_dict() for c in results}))
         else:
@@ -24,5 +26,5 @@ class Command(BaseCommand):
                 self.stdout.write(f"{mark} {check.name:<9} {check.detail}")
                 if not check.ok:
                     self.stdout.write(f"       -> {check.hint}")
-        if not health.service_healthy(results):
+        if not health.service_healthy(results) or not secrets.ok:
             raise SystemExit(1)

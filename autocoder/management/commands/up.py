@@ -85,8 +85,31 @@ class Command(BaseCommand):
         metrics.forget_processes(settings.METRICS_DIR)  # counted afresh from this start
         self._ensure_plugin_runtime()
         call_command("migrate", interactive=False, verbosity=0)
+        self._reseal_under_current_key()
         call_command("collectstatic", interactive=False, verbosity=0)
         return demo_data_ensure(password=settings.DEMO_PASSWORD).usernames
+
+    def _reseal_under_current_key(self) -> None:
+        """Stored secrets that open only with a fallback key are sealed again under the
+        current one (step 4 of docs/operating.md, "Rotating the secret key"); so are those of
+        an installation that ran on the old built-in key, which is public, and now has a key
+        of its own in var/secret_key."""
+        from autocoder import secret_key
+        from autocoder.resealing import sealed_values_reseal
+
+        rotated = sealed_values_reseal().resealed
+        if rotated:
+            self.stdout.write(f"Sealed {rotated} stored secret(s) again under the current "
+                              "secret key (they opened only with DJANGO_SECRET_KEY_FALLBACKS).")
+        if secret_key.configured_key():
+            return
+        public = sealed_values_reseal(old_keys=[secret_key.OLD_DEVELOPMENT_DEFAULT]).resealed
+        if public:
+            self.stdout.write(self.style.WARNING(
+                f"Sealed {public} stored secret(s) again under this installation's own key "
+                f"({secret_key.key_file()}); they were sealed under the old built-in key, which "
+                "is public: replace those API keys and secrets at their providers if a copy of "
+                "the database could have been seen (docs/operating.md, \"The secret key\")."))
 
     def _ensure_plugin_runtime(self) -> None:
         """Plugins are tested on a runtime of their own (autocoder/runtime): build it when
