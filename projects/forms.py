@@ -4,11 +4,9 @@ from decimal import Decimal
 from typing import Any
 
 from django import forms
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import User
 
 from autocoder.llm.pricing import currency
-from projects.models import Membership, Team
+from projects.models import Membership, SiteTeamSettings, Team
 
 
 class TeamSettingsForm(forms.ModelForm):
@@ -58,24 +56,59 @@ def _budget(value: Decimal | None) -> Decimal | None:
 ROLE_CHOICES = [(role.value, role.label) for role in Membership.Role]
 
 
-class MemberAddForm(forms.Form):
-    username = forms.CharField(label="User name", max_length=150,
-                               help_text="Their log-in name. Accounts are created by a site "
-                                         "administrator.")
+class InvitationForm(forms.Form):
+    invited_as = forms.CharField(
+        label="User name or e-mail address", max_length=254,
+        help_text="They are told in the portal and join only once they accept. Accounts are "
+                  "created by a site administrator.",
+        widget=forms.TextInput(attrs={"autocomplete": "off", "autocapitalize": "none",
+                                      "spellcheck": "false"}))
     role = forms.ChoiceField(label="Role", choices=ROLE_CHOICES,
                              initial=Membership.Role.REQUESTER)
 
-    def clean_username(self) -> User:
-        name = self.cleaned_data["username"].strip()
-        user = get_user_model().objects.filter(username__iexact=name, is_active=True).first()
-        if user is None:
-            raise forms.ValidationError(f"No account is called “{name}”. Ask a site "
-                                        "administrator to create it first.")
-        return user
+    def clean_invited_as(self) -> str:
+        # Whether an account has this name is never said here (nor anywhere a team admin sees).
+        name = " ".join(self.cleaned_data["invited_as"].split())
+        if not name:
+            raise forms.ValidationError("Enter a user name or an e-mail address.")
+        return name
 
 
 class MemberRoleForm(forms.Form):
     role = forms.ChoiceField(label="Role", choices=ROLE_CHOICES)
+
+
+class SiteTeamSettingsForm(forms.ModelForm):
+    class Meta:
+        model = SiteTeamSettings
+        fields = ["team_creation", "default_monthly_budget", "default_run_budget"]
+        labels = {"team_creation": "Who may start a team"}
+        widgets = {"team_creation": forms.RadioSelect}
+        help_texts = {"team_creation": (
+            "Whoever starts a team becomes its admin and can run generation on the site's model, "
+            "at the site's cost. Site administrators can always start teams.")}
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        money = currency()
+        self.fields["default_monthly_budget"].label = f"Monthly budget of a new team ({money})"
+        self.fields["default_monthly_budget"].help_text = (
+            "What all of a new team's runs together may cost per calendar month. Empty: no "
+            "limit.")
+        self.fields["default_run_budget"].label = f"Budget per run of a new team ({money})"
+        self.fields["default_run_budget"].help_text = (
+            "What one run of a new team may cost before the team's admins are asked. Empty: no "
+            "limit. Both apply to teams started from now on; each team's admins can change "
+            "their own in the team settings.")
+        for name in ("default_monthly_budget", "default_run_budget"):
+            self.fields[name].widget.attrs.update({"min": "0.01", "step": "0.01",
+                                                   "inputmode": "decimal"})
+
+    def clean_default_monthly_budget(self) -> Decimal | None:
+        return _budget(self.cleaned_data["default_monthly_budget"])
+
+    def clean_default_run_budget(self) -> Decimal | None:
+        return _budget(self.cleaned_data["default_run_budget"])
 
 
 class TeamCreateForm(forms.ModelForm):

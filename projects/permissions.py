@@ -10,8 +10,15 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from projects.models import Comment, Interview, Membership, Project, Team
+from projects.selectors.site import is_site_admin
 from projects.selectors.teams import with_teams
 from runs.models import ApprovalRequest, Run
+
+
+def require_site_admin(user: User | AnonymousUser) -> None:
+    """Pages of the whole site's settings: for anyone but a site admin they do not exist."""
+    if not is_site_admin(user):
+        raise Http404("No such page")
 
 
 def membership_for(user: User | AnonymousUser, team: Team) -> Membership | None:

@@ -75,6 +75,8 @@ class Notification(models.Model):
         COMMENT = "comment", "Comment"
         # Generation spent most of a budget (for the team's admins).
         BUDGET = "budget", "Budget"
+        # A team admin invited you to their team (projects/services/invitations.py).
+        INVITATION = "invitation", "Invitation"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                              related_name="notifications")

@@ -60,3 +60,34 @@ class Membership(models.Model):
     @property
     def is_admin(self) -> bool:
         return self.role == self.Role.ADMIN
+
+
+class SiteTeamSettings(models.Model):
+    """What the whole site says about teams, set by site admins on /settings/teams/. One row;
+    until it is saved the defaults below apply (projects/selectors/site.py)."""
+
+    SINGLETON_ID = 1
+
+    class TeamCreation(models.TextChoices):
+        SITE_ADMINS = "site_admins", "Only site administrators"
+        ANYONE = "anyone", "Anyone who can sign in"
+
+    # Safest by default: a new team runs generation on the site's model, at the site's cost.
+    team_creation = models.CharField(max_length=16, choices=TeamCreation.choices,
+                                     default=TeamCreation.SITE_ADMINS)
+    # Copied onto each team as it is created (its admins change them in the team settings).
+    default_monthly_budget = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True,
+        help_text="The monthly budget a new team starts with; empty: no limit.")
+    default_run_budget = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True,
+        help_text="The budget per run a new team starts with; empty: no limit.")
+    updated_at = models.DateTimeField(auto_now=True)
+    updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        verbose_name = verbose_name_plural = "site settings for teams"
+
+    def __str__(self) -> str:
+        return "site settings for teams"

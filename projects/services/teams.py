@@ -7,9 +7,11 @@ from decimal import Decimal
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from projects.models import Membership, Team
+from projects.selectors.site import team_budget_defaults, team_creation_allowed
 from projects.services.audit import audit_record
 
 DEMO_TEAM_SLUG = "demo"
@@ -31,18 +33,34 @@ class MembershipError(Exception):
     """A change to a team's members that cannot be made; the message says why, in plain words."""
 
 
+class TeamCreationRefused(PermissionDenied):
+    """The site lets only its admins start teams (projects/selectors/site.py)."""
+
+
+TEAM_CREATION_REFUSED = ("Only site administrators can start a team here. Ask one to start it "
+                         "for you; its admins can then invite you.")
+
+
 def team_create(*, name: str, slug: str, creator: User) -> Team:
+    """A new team with `creator` as its first admin, starting with the site's default budgets;
+    refused (TeamCreationRefused) when the site does not let `creator` start teams."""
+    if not team_creation_allowed(creator):
+        raise TeamCreationRefused(TEAM_CREATION_REFUSED)
+    budgets = team_budget_defaults()
     with transaction.atomic():
-        team = Team.objects.create(name=name, slug=slug)
+        team = Team.objects.create(name=name, slug=slug, **budgets)
         Membership.objects.create(team=team, user=creator, role=Membership.Role.ADMIN)
         audit_record(actor=creator, action="team.create", team=team, target=team,
-                     after={"name": name, "slug": slug})
+                     after={"name": name, "slug": slug, **budgets})
     return team
 
 
 def membership_add(*, team: Team, user: User, role: str,
                    actor: User | None = None) -> Membership:
-    """Put `user` in `team` with `role` (a member already in it keeps their place, new role)."""
+    """Put `user` in `team` with `role` (a member already in it keeps their place, new role).
+
+    Server-side only (management commands, benchmarks, demo set-ups): it asks nobody. In the
+    portal a team admin invites people instead (projects/services/invitations.py)."""
     with transaction.atomic():
         existing = (Membership.objects.select_for_update()
                     .filter(team=team, user=user).first())
@@ -117,9 +135,10 @@ def team_settings_update(*, team: Team, requester_may_approve: bool, required_ap
 
 @transaction.atomic
 def demo_data_ensure(*, password: str) -> DemoData:
-    """Create the demo team and its three users once; later calls change nothing."""
-    team, created = Team.objects.get_or_create(slug=DEMO_TEAM_SLUG,
-                                               defaults={"name": "Demo team"})
+    """Create the demo team and its three users once; later calls change nothing. The users
+    are put in the team directly, server-side (nobody is there yet to accept an invitation)."""
+    team, created = Team.objects.get_or_create(
+        slug=DEMO_TEAM_SLUG, defaults={"name": "Demo team", **team_budget_defaults()})
     user_model = get_user_model()
     for username, role in DEMO_USERS:
         user, user_created = user_model.objects.get_or_create(

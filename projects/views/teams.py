@@ -7,13 +7,20 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from autocoder.llm.pricing import money
-from projects.forms import MemberAddForm, MemberRoleForm, TeamCreateForm, TeamSettingsForm
+from projects.forms import InvitationForm, MemberRoleForm, TeamCreateForm, TeamSettingsForm
 from projects.http import AuthenticatedHttpRequest
 from projects.middleware import SESSION_KEY
 from projects.models import Membership, Team
+from projects.models.invitations import LIFETIME
 from projects.permissions import get_team_for_admin, get_team_for_member
 from projects.selectors import team_members, teams_for_user
 from projects.selectors.interviews import interviews_unfinished_for_user
+from projects.selectors.invitations import (
+    TEAM_PAGE_DAYS,
+    invitations_open_for,
+    team_invitations,
+)
+from projects.selectors.site import is_site_admin, team_creation_allowed
 from projects.services import teams as services
 from runs.budgets import month_budget_state, month_spent
 
@@ -22,42 +29,29 @@ from runs.budgets import month_budget_state, month_spent
 def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "projects/home.html", {
         "teams": teams_for_user(request.user),
-        "unfinished": interviews_unfinished_for_user(request.user)})
+        "unfinished": interviews_unfinished_for_user(request.user),
+        "invitations": list(invitations_open_for(request.user)),
+        "may_start_team": team_creation_allowed(request.user)})
 
 
 @login_required
 def team_detail(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     team, membership = get_team_for_member(request.user, slug)
     request.session[SESSION_KEY] = team.slug
-    return _team_page(request, team, membership, MemberAddForm())
+    return team_page(request, team, membership, InvitationForm())
 
 
-def _team_page(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
-               add_form: MemberAddForm, status: int = 200) -> HttpResponse:
+def team_page(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
+              invite_form: InvitationForm, status: int = 200) -> HttpResponse:
+    """The team page; its admins also see the invitation form and the team's invitations."""
     context = {"team": team, "membership": membership, "members": team_members(team),
-               "add_form": add_form, "role_choices": Membership.Role.choices,
+               "invite_form": invite_form, "role_choices": Membership.Role.choices,
+               "invitations": team_invitations(team) if membership.is_admin else [],
+               "invitation_days": LIFETIME.days, "invitation_history_days": TEAM_PAGE_DAYS,
                "month_budget": month_budget_state(team),
                "month_spent": money(month_spent(team)),
                "run_budget": money(team.run_budget) if team.run_budget else ""}
     return render(request, "projects/team_detail.html", context, status=status)
-
-
-@login_required
-@require_POST
-def team_member_add(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
-    team, membership = get_team_for_admin(request.user, slug)
-    form = MemberAddForm(request.POST)
-    if not form.is_valid():
-        return _team_page(request, team, membership, form, status=400)
-    user = form.cleaned_data["username"]
-    try:
-        services.membership_add(team=team, user=user, role=form.cleaned_data["role"],
-                                actor=request.user)
-    except services.MembershipError as error:
-        messages.error(request, str(error))
-    else:
-        messages.success(request, f"{user.get_username()} is now in {team.name}.")
-    return redirect("team_detail", slug=team.slug)
 
 
 @login_required
@@ -98,12 +92,16 @@ def team_member_remove(request: AuthenticatedHttpRequest, slug: str, pk: int) ->
 
 @login_required
 def team_new(request: AuthenticatedHttpRequest) -> HttpResponse:
-    """Anyone signed in may start a team; they become its first admin."""
+    """Whoever the site lets start a team (its site settings) becomes its first admin; anyone
+    else reads who to ask (403)."""
+    if not team_creation_allowed(request.user):
+        return render(request, "projects/team_new.html",
+                      {"refused": services.TEAM_CREATION_REFUSED}, status=403)
     form = TeamCreateForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         team = services.team_create(creator=request.user, **form.cleaned_data)
         request.session[SESSION_KEY] = team.slug
-        messages.success(request, f"Team {team.name} created: add its members below.")
+        messages.success(request, f"Team {team.name} created: invite its members below.")
         return redirect("team_detail", slug=team.slug)
     return render(request, "projects/team_new.html", {"form": form})
 
@@ -116,7 +114,8 @@ def team_settings(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         services.team_settings_update(team=team, actor=request.user, **form.cleaned_data)
         messages.success(request, "Team settings saved.")
         return redirect("team_detail", slug=team.slug)
-    return render(request, "projects/team_settings.html", {"team": team, "form": form})
+    return render(request, "projects/team_settings.html", {
+        "team": team, "form": form, "site_admin": is_site_admin(request.user)})
 
 
 @login_required

@@ -1,5 +1,7 @@
-"""Team admins manage members in the portal (not only in the Django admin); anyone may start a
-team. Every change is in the audit log; a team always keeps an admin."""
+"""Team admins manage members in the portal (not only in the Django admin): they invite people
+(tests/projects/test_invitations.py), change roles and remove members. Who may start a team:
+tests/projects/test_team_creation.py. Every change is in the audit log; a team always keeps an
+admin."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from projects.models import AuditEntry, Membership, Team
+from projects.models import AuditEntry, Invitation, Membership
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -19,12 +21,16 @@ def client_for(user: object) -> Client:
     return client
 
 
-def test_an_admin_adds_a_member_changes_the_role_and_removes_them(team_with_roles: dict) -> None:
+def test_an_admin_invites_a_member_changes_the_role_and_removes_them(
+        team_with_roles: dict) -> None:
     admin = client_for(team_with_roles["owner"])
     newcomer = UserFactory(username="newcomer")
-    page = admin.post(reverse("team_member_add", args=["acme"]),
-                      {"username": "Newcomer", "role": "requester"}, follow=True)
-    assert "newcomer is now in" in page.content.decode()
+    page = admin.post(reverse("team_invite", args=["acme"]),
+                      {"invited_as": "Newcomer", "role": "requester"}, follow=True)
+    assert "If an account with that name exists, it has been invited" in page.content.decode()
+    assert not Membership.objects.filter(team__slug="acme", user=newcomer).exists()
+    invitation = Invitation.objects.get(team__slug="acme", user=newcomer)
+    client_for(newcomer).post(reverse("invitation_accept", args=[invitation.pk]))
     member = Membership.objects.get(team__slug="acme", user=newcomer)
     assert member.role == "requester"
     admin.post(reverse("team_member_role", args=["acme", member.pk]), {"role": "reviewer"})
@@ -33,15 +39,8 @@ def test_an_admin_adds_a_member_changes_the_role_and_removes_them(team_with_role
     assert not Membership.objects.filter(pk=member.pk).exists()
     assert client_for(newcomer).get(reverse("team_detail", args=["acme"])).status_code == 404
     actions = list(AuditEntry.objects.filter(team__slug="acme").values_list("action", flat=True))
-    assert {"team.member_add", "team.member_role", "team.member_remove"} <= set(actions)
-
-
-def test_an_unknown_user_name_is_a_form_error_that_says_who_creates_accounts(
-        team_with_roles: dict) -> None:
-    response = client_for(team_with_roles["owner"]).post(
-        reverse("team_member_add", args=["acme"]), {"username": "nobody", "role": "requester"})
-    assert response.status_code == 400
-    assert "No account is called “nobody”" in response.content.decode()
+    assert {"team.invite", "team.invitation_accept", "team.member_role",
+            "team.member_remove"} <= set(actions)
 
 
 def test_only_admins_manage_members_and_outsiders_see_nothing(team_with_roles: dict) -> None:
@@ -51,7 +50,7 @@ def test_only_admins_manage_members_and_outsiders_see_nothing(team_with_roles: d
     assert client_for(team_with_roles["outsider"]).post(url, {"role": "admin"}).status_code == 404
     assert Membership.objects.get(pk=target.pk).role == target.role
     page = client_for(team_with_roles["member"]).get(reverse("team_detail", args=["acme"]))
-    assert "Add a member" not in page.content.decode()
+    assert "Invite someone" not in page.content.decode()
 
 
 def test_the_last_admin_cannot_leave_or_step_down(team_with_roles: dict) -> None:
@@ -63,13 +62,3 @@ def test_the_last_admin_cannot_leave_or_step_down(team_with_roles: dict) -> None
         page = admin.post(url, data, follow=True).content.decode()
         assert "A team needs at least one admin" in page
     assert Membership.objects.get(pk=mine.pk).role == "admin"
-
-
-def test_anyone_may_start_a_team_and_becomes_its_admin(team_with_roles: dict) -> None:
-    loner = UserFactory(username="founder")
-    response = client_for(loner).post(reverse("team_new"), {"name": "Finance", "slug": "finance"})
-    assert response.status_code == 302
-    team = Team.objects.get(slug="finance")
-    assert Membership.objects.get(team=team, user=loner).role == "admin"
-    taken = client_for(loner).post(reverse("team_new"), {"name": "Acme 2", "slug": "acme"})
-    assert taken.status_code == 200 and "already exists" in taken.content.decode()
