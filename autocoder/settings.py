@@ -248,11 +248,12 @@ EMBEDDER_RUNTIME = env.str("EMBEDDER_RUNTIME", default="onnx")
 
 # Prometheus metrics (docs/operating.md, "Metrics"). Every process of the stack writes its values
 # under METRICS_DIR (autocoder/metrics.py). /metrics answers a request with METRICS_TOKEN as its
-# bearer token, or, without a token, one from this machine when METRICS_FROM_LOOPBACK (compose
-# turns that off).
+# bearer token, and nobody else unless METRICS_ALLOW_LOOPBACK is switched on: then also a request
+# from this machine without a token (behind a proxy on the same host that is anyone). The former
+# METRICS_FROM_LOOPBACK, on by default and in every .env made from .env.example, is not read.
 METRICS_DIR = Path(env.str("METRICS_DIR", default="") or VAR_DIR / "metrics")
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
-METRICS_FROM_LOOPBACK = env.bool("METRICS_FROM_LOOPBACK", default=True)
+METRICS_ALLOW_LOOPBACK = env.bool("METRICS_ALLOW_LOOPBACK", default=False)
 
 # Activated plugins (docs/tools.md): how long the invocation log keeps a call.
 TOOLS_LOG_RETENTION_DAYS = env.int("TOOLS_LOG_RETENTION_DAYS", default=30)

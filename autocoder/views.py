@@ -25,7 +25,8 @@ def healthz(request: HttpRequest) -> JsonResponse:
 @require_GET
 def metrics(request: HttpRequest) -> HttpResponse:
     """Prometheus metrics of the whole stack (autocoder/metrics.py), for a scraper with the
-    token, or from this machine when that is allowed; anyone else is refused."""
+    token, or from this machine when METRICS_ALLOW_LOOPBACK says so; anyone else is refused
+    (by default: everyone, as long as no token is set)."""
     from prometheus_client import CONTENT_TYPE_LATEST
 
     from autocoder.metrics import exposition
@@ -42,11 +43,12 @@ def _metrics_refusal(request: HttpRequest) -> HttpResponse | None:
         if secrets.compare_digest(given.encode(), settings.METRICS_TOKEN.encode()):
             return None
         return HttpResponse("Wrong metrics token.\n", status=403, content_type="text/plain")
-    if settings.METRICS_FROM_LOOPBACK and _loopback(request.META.get("REMOTE_ADDR", "")):
+    # Off unless switched on: behind a reverse proxy on this host every request is local.
+    if settings.METRICS_ALLOW_LOOPBACK and _loopback(request.META.get("REMOTE_ADDR", "")):
         return None
-    answer = HttpResponse("Metrics need a token: send it as \"Authorization: Bearer <token>\" "
-                          "(METRICS_TOKEN, see docs/operating.md).\n", status=401,
-                          content_type="text/plain")
+    answer = HttpResponse("Metrics need a token: set METRICS_TOKEN and send it as "
+                          "\"Authorization: Bearer <token>\" (see docs/operating.md, "
+                          "\"Metrics\").\n", status=401, content_type="text/plain")
     answer["WWW-Authenticate"] = 'Bearer realm="metrics"'
     return answer
 

@@ -157,12 +157,10 @@ def test_generate_on_a_broken_runtime_says_which_part_and_exits_3(
 
 @pytest.mark.slow
 def test_every_step_of_a_run_is_timed_for_the_metrics(engine_settings: Any) -> None:
-    from django.test import Client
-
-    from tests.foundation.test_metrics import sample
+    from tests.foundation.test_metrics import sample, scraped
 
     def steps(phase: str) -> float:
-        text = Client().get("/metrics").content.decode()
+        text = scraped()
         return sample(text, "autocoder_run_step_seconds_count", phase=phase,
                       outcome="committed") or 0.0
 
