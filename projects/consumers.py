@@ -3,6 +3,10 @@
 Membership is checked when the socket opens and again before relaying events (at most every
 WEBSOCKET_MEMBERSHIP_RECHECK_S seconds): someone removed from the team, by any means (the admin,
 a deleted user or team), stops receiving its events within seconds and their socket is closed.
+
+Some events are meant for some roles only (a private plugin's check: reviewers and admins; see
+autocoder/realtime.py): the member's role is read with the membership, at the same interval, and
+an event not meant for it is dropped here, so it never reaches the browser.
 """
 
 from __future__ import annotations
@@ -25,20 +29,26 @@ CLOSE_FORBIDDEN = 4404
 
 
 @database_sync_to_async
-def _team_if_member(user: Any, slug: str) -> Team | None:
+def _team_if_member(user: Any, slug: str) -> tuple[Team, str] | None:
+    """The team `slug` and the user's role in it, or None for outsiders."""
     team = Team.objects.filter(slug=slug).first()
-    return team if team and membership_for(user, team) else None
+    membership = membership_for(user, team) if team else None
+    return (team, membership.role) if team and membership else None
 
 
 @database_sync_to_async
-def _run_if_member(user: Any, run_id: int) -> Run | None:
+def _run_if_member(user: Any, run_id: int) -> tuple[Run, str] | None:
+    """The run `run_id` and the user's role in its team, or None for outsiders."""
     run = Run.objects.select_related("project__team").filter(pk=run_id).first()
-    return run if run and membership_for(user, run.project.team) else None
+    membership = membership_for(user, run.project.team) if run else None
+    return (run, membership.role) if run and membership else None
 
 
 @database_sync_to_async
-def _is_member(user_id: int, team_id: int) -> bool:
-    return Membership.objects.filter(team_id=team_id, user_id=user_id).exists()
+def _role_in(user_id: int, team_id: int) -> str | None:
+    """The user's role in the team, or None when no longer a member."""
+    return (Membership.objects.filter(team_id=team_id, user_id=user_id)
+            .values_list("role", flat=True).first())
 
 
 class TeamConsumer(AsyncJsonWebsocketConsumer):
@@ -46,6 +56,7 @@ class TeamConsumer(AsyncJsonWebsocketConsumer):
 
     group: str | None = None
     team_id: int | None = None
+    role: str | None = None  # the member's team role, read again with the membership
     checked_at: float = 0.0
     kind = "team"  # the label of the open-connections metric
 
@@ -54,14 +65,16 @@ class TeamConsumer(AsyncJsonWebsocketConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        team = await _team_if_member(user, self.scope["url_route"]["kwargs"]["slug"])
-        if team is None:
+        found = await _team_if_member(user, self.scope["url_route"]["kwargs"]["slug"])
+        if found is None:
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        await self._join(realtime.team_group(team.id), team_id=team.id)
+        team, role = found
+        await self._join(realtime.team_group(team.id), team_id=team.id, role=role)
 
-    async def _join(self, group: str, *, team_id: int) -> None:
+    async def _join(self, group: str, *, team_id: int, role: str) -> None:
         self.group, self.team_id, self.checked_at = group, team_id, time.monotonic()
+        self.role = role
         await self.channel_layer.group_add(self.group, self.channel_name)
         await self.accept()
         metrics.WEBSOCKETS.labels(kind=self.kind).inc()
@@ -78,17 +91,20 @@ class TeamConsumer(AsyncJsonWebsocketConsumer):
             self.team_id = None
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        await self.send_json(event["payload"])
+        if realtime.may_receive(event, self.role):
+            await self.send_json(event["payload"])
 
     async def _still_member(self) -> bool:
-        """Asked again once the last answer is older than the re-check interval."""
+        """Asked again (with the role) once the last answer is older than the re-check
+        interval."""
         now = time.monotonic()
         if now - self.checked_at < settings.WEBSOCKET_MEMBERSHIP_RECHECK_S:
             return True
         user = self.scope.get("user")
-        if self.team_id is None or user is None or not await _is_member(user.pk, self.team_id):
+        role = await _role_in(user.pk, self.team_id) if self.team_id and user else None
+        if role is None:
             return False
-        self.checked_at = now
+        self.role, self.checked_at = role, now
         return True
 
 
@@ -103,8 +119,9 @@ class RunConsumer(TeamConsumer):
         if user is None or not user.is_authenticated:
             await self.close(code=CLOSE_UNAUTHENTICATED)
             return
-        run = await _run_if_member(user, int(self.scope["url_route"]["kwargs"]["pk"]))
-        if run is None:
+        found = await _run_if_member(user, int(self.scope["url_route"]["kwargs"]["pk"]))
+        if found is None:
             await self.close(code=CLOSE_FORBIDDEN)
             return
-        await self._join(realtime.run_group(run.id), team_id=run.project.team_id)
+        run, role = found
+        await self._join(realtime.run_group(run.id), team_id=run.project.team_id, role=role)

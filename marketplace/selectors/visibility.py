@@ -3,6 +3,7 @@
 - team: every member of the owner team, whatever their role;
 - private: the owner team's reviewers and admins only.
 Site staff get no extra reach here. Anything a viewer may not see is answered as missing (404).
+Live events about a plugin follow the same rule (`event_roles`).
 """
 
 from __future__ import annotations
@@ -64,10 +65,13 @@ def viewer_of(user_id: int | None, memberships: Iterable[Membership]) -> Viewer:
     return _viewer(user_id, {m.team_id: m.role for m in memberships})
 
 
+# The roles of the owner team that see its private plugins.
+REVIEWER_ROLES = frozenset({Membership.Role.REVIEWER, Membership.Role.ADMIN})
+
+
 def _viewer(user_id: int | None, roles: dict[int, str]) -> Viewer:
-    reviewers = {Membership.Role.REVIEWER, Membership.Role.ADMIN}
     return Viewer(user_id=user_id, member_of=frozenset(roles),
-                  reviewer_of=frozenset(t for t, role in roles.items() if role in reviewers),
+                  reviewer_of=frozenset(t for t, role in roles.items() if role in REVIEWER_ROLES),
                   roles=roles)
 
 
@@ -88,6 +92,14 @@ def can_see(viewer: Viewer, plugin: Plugin) -> bool:
     if plugin.visibility == Plugin.Visibility.TEAM:
         return viewer.is_member(plugin.team_id)
     return viewer.can_review(plugin.team_id)
+
+
+def event_roles(plugin: Plugin) -> frozenset[str] | None:
+    """Who of the owner team's open pages may hear about `plugin` (live events go to that
+    team's group): None for every member, or the roles that see a private plugin."""
+    if plugin.visibility == Plugin.Visibility.PRIVATE:
+        return frozenset(str(role) for role in REVIEWER_ROLES)
+    return None
 
 
 def plugins_visible(viewer: Viewer) -> QuerySet[Plugin]:

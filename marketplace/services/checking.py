@@ -20,6 +20,7 @@ from django.utils import timezone
 from autocoder import heartbeat, realtime
 from marketplace.checks import CheckedPlugin, plugin_slow_check
 from marketplace.models import Artifact, PluginVersion
+from marketplace.selectors.visibility import event_roles
 from marketplace.services.gate import deciders_notify
 from marketplace.services.submissions import artifacts_store, summary_embedding_of
 from marketplace.storage import artifact_dir_remove
@@ -133,13 +134,15 @@ def _check_pass(version: PluginVersion, token: str, checked: CheckedPlugin) -> P
 
 def _check_event(version: PluginVersion, *, step: str) -> None:
     """Tell the team's open pages (the version page listens) that the check moved on, once
-    committed. Best effort: the page also asks every few seconds."""
+    committed; a private plugin's only to those who see it. Best effort: the page also asks
+    every few seconds."""
     data = {"version": version.pk, "plugin": version.plugin.name, "step": step}
+    roles = event_roles(version.plugin)
 
     def send() -> None:
         try:
             realtime.publish(realtime.team_group(version.plugin.team_id),
-                             {"kind": "plugin_version.check", "data": data})
+                             {"kind": "plugin_version.check", "data": data}, roles=roles)
         except Exception:  # Redis down: the page's poll shows it anyway
             logger.warning("could not publish the check event of version %s", version.pk)
 
