@@ -98,8 +98,15 @@ def starts_with_name(text: str) -> bool:
     return field_line(first) is not None
 
 
+def one_line_ending(text: str) -> str:
+    """Text with every line ending as "\n": a browser posts a text area with "\r\n", a file
+    saved on Windows keeps it, and an expected result must not differ from its input by that."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def parse_example_input(text: str, json_mode: bool) -> tuple[dict[str, Any] | None, list[str]]:
     """What goes in: named values, or (not starting with a name) one pasted value, or JSON."""
+    text = one_line_ending(text)
     if not text.strip():
         return {}, []  # a task may need no information at all
     if json_mode:
@@ -118,6 +125,7 @@ def parse_example_input(text: str, json_mode: bool) -> tuple[dict[str, Any] | No
 
 def parse_example_output(text: str, json_mode: bool) -> tuple[Any, list[str]]:
     """What comes back: named values when it reads as such, else one value (text, a number...)."""
+    text = one_line_ending(text)
     if json_mode:
         value, error = parse_json(text)
         return (None, [error]) if error else (value, [])

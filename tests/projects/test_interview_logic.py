@@ -499,3 +499,57 @@ def test_form_rows_always_offer_one_blank_example_to_add_another() -> None:
     command["examples"] = [{"input": "a: 1", "output": "2", "json": False}] * 2
     rows = examples.example_rows(command)
     assert len(rows) == 3 and rows[2]["input"] == "" and rows[2]["index"] == 2
+
+
+# -- one input name per task, one line ending -------------------------------------------------
+
+WEEK_CSV = "day,hours\nMon,3\nTue,4"
+
+
+def _command(*examples_: tuple[str, str], inputs: str = "") -> dict[str, Any]:
+    return {"key": "c1", "name": "sum-hours", "inputs": inputs,
+            "examples": [{"input": given, "output": result} for given, result in examples_]}
+
+
+@pytest.mark.parametrize(("inputs", "name"), [("", "week47"), ("timesheet", "timesheet"),
+                                              ("the hours people worked", "week47")])
+def test_a_pasted_table_and_an_attached_file_are_one_input_under_one_name(
+        inputs: str, name: str) -> None:
+    """The probe's wizard keyed a pasted CSV `text:` and an attached file `week47:`: one
+    command, two input names, and no correct plugin could pass both examples."""
+    attached = {"ex-c1-1-in": ""}
+    samples.attach_samples(attached, {"ex-c1-1-file": sample("week47.csv", WEEK_CSV.encode())})
+    command = _command((WEEK_CSV.replace("\n", "\r\n"), "total: 7"),
+                       (attached["ex-c1-1-in"], "total: 7"), inputs=inputs)
+    spec_examples = examples.parsed_examples(command)
+    assert [set(e["input"]) for e in spec_examples] == [{name}, {name}]
+    assert spec_examples[0]["input"] == spec_examples[1]["input"] == {name: WEEK_CSV}
+    assert examples.examples_errors(command) == {}
+
+
+def test_windows_line_endings_are_gone_from_inputs_and_expected_results() -> None:
+    command = _command(("note:\r\n  first\r\n  second", "first\r\nsecond\r\n"),
+                       ("note: one", "one"))
+    first = examples.parsed_examples(command)[0]
+    assert first == {"input": {"note": "first\nsecond"}, "output": "first\nsecond"}
+
+
+def test_examples_that_give_different_names_are_an_error_next_to_them() -> None:
+    command = _command(("city: Paris\ndays: 3", "ok"), ("city: Rome\nnights: 2", "ok"))
+    errors = examples.examples_errors(command)
+    assert errors == {"cmd-c1-examples": [
+        "The examples of \u201csum-hours\u201d give different names (example 1 gives city, "
+        "days; example 2 gives city, nights). The plugin is given the same names every time: "
+        "use the same names in every example (write a name and a colon on a line above "
+        "pasted lines)."]}
+
+
+def test_every_example_of_every_command_of_an_assembled_spec_has_the_same_keys() -> None:
+    state, questions = interview()
+    complete(state, questions)
+    state["name"] = "greeter"
+    state["commands"][0]["examples"].append({"input": "Grace", "output": "message: Hi"})
+    spec = spec_assembly.assemble(REQUEST, state, questions).spec
+    for command in spec["commands"]:
+        keys = {frozenset(example["input"]) for example in command["examples"]}
+        assert len(keys) == 1, command["examples"]

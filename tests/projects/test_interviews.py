@@ -502,8 +502,16 @@ def test_a_pasted_csv_example_is_accepted_and_shown_on_the_summary_as_a_table(
     client = client_for(team_with_roles["member"])
     interview = start_interview(client)
     to_examples_page(client, interview)
-    response = post_page(client, interview, {
+    mixed = post_page(client, interview, {
         "ex-c1-0-in": MEETINGS_CSV, "ex-c1-0-out": "meetings: 3",
+        "ex-c1-1-in": "week: 20\nmeetings:\nThu 11:00 Demo\nFri 09:00 Review",
+        "ex-c1-1-out": "meetings: 2",
+        "ex-c1-2-in": "", "ex-c1-2-out": "", "cmd-c1-edge_cases": "Refuse an empty list."})
+    assert mixed.status_code == 200  # one example names its values, the other does not
+    assert "example 1 gives a pasted value without a name; example 2 gives meetings, week" in \
+        page(mixed)
+    response = post_page(client, interview, {
+        "ex-c1-0-in": "week: 19\nmeetings:\n" + MEETINGS_CSV, "ex-c1-0-out": "meetings: 3",
         "ex-c1-1-in": "week: 20\nmeetings:\nThu 11:00 Demo\nFri 09:00 Review",
         "ex-c1-1-out": "meetings: 2",
         "ex-c1-2-in": "", "ex-c1-2-out": "", "cmd-c1-edge_cases": "Refuse an empty list."})
@@ -521,7 +529,7 @@ def test_a_pasted_csv_example_is_accepted_and_shown_on_the_summary_as_a_table(
                      r'Review</pre>', html)
     interview.refresh_from_db()
     spec = assemble_spec(interview)
-    assert spec["commands"][0]["examples"][0]["input"] == {"text": MEETINGS_CSV}
+    assert spec["commands"][0]["examples"][0]["input"] == {"week": 19, "meetings": MEETINGS_CSV}
 
 
 def assemble_spec(interview: Interview) -> dict[str, Any]:
