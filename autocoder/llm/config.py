@@ -10,6 +10,7 @@ import dataclasses
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
@@ -36,6 +37,28 @@ PROVIDER_ALIASES: dict[str, str] = {
 def normalize_provider(name: str) -> str:
     name = name.strip().lower()
     return PROVIDER_ALIASES.get(name, name)
+
+
+# The providers that send an API key to a server, and that server when no base URL is given.
+REMOTE_PROVIDER_URLS: dict[str, str] = {
+    "openai": "https://api.openai.com", "anthropic": "https://api.anthropic.com",
+}
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def key_destination(provider: str, base_url: str) -> str:
+    """The server an API key saved with `provider` and `base_url` is sent to, as
+    scheme://host:port (another path on it is the same receiver), or "" when none can be told.
+    A key goes only to the server it was saved for (see `layer`, and the Model page)."""
+    url = base_url.strip() or REMOTE_PROVIDER_URLS.get(normalize_provider(provider), "")
+    parts = urlsplit(url)
+    try:
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme.lower())
+    except ValueError:  # not a port number
+        return ""
+    if not parts.scheme or not parts.hostname:
+        return ""
+    return f"{parts.scheme.lower()}://{parts.hostname}:{port}"
 
 
 # The fields the Model page sets, and the setting that wins over the page when it is set.

@@ -2,6 +2,10 @@
 
 A field the environment sets is shown read-only (the environment wins); the form never
 changes what it stores for such a field.
+
+A stored key goes only to the server it was saved for: when the form names another server and
+no key is typed, "Test connection" calls it without a key, and saving drops the stored key
+(`key_withheld_from` says which server the key was for, and the page says so).
 """
 
 from __future__ import annotations
@@ -11,12 +15,17 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from autocoder.llm.config import default_config
+from autocoder.llm.config import (
+    REMOTE_PROVIDER_URLS,
+    default_config,
+    key_destination,
+    normalize_provider,
+)
 from autocoder.llm.models import SiteModelConfig, validate_base_url
 from autocoder.llm.readiness import config_fault
 from autocoder.llm.selectors import EnvValue
 from autocoder.llm.services import KEEP_KEY
-from autocoder.llm.types import ROLES, LLMConfigError
+from autocoder.llm.types import ROLES, LLMConfigError, safe_url
 
 NO_MODEL = ""
 PROVIDER_CHOICES = [(NO_MODEL, "No model (requests wait in the queue)"),
@@ -47,7 +56,8 @@ class SiteModelForm(forms.Form):
     new_api_key = forms.CharField(
         label="API key", required=False, strip=True,
         widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "new-password"}),
-        help_text="Write-only: a stored key is never shown again. Leave empty to keep it.")
+        help_text="Write-only: a stored key is never shown again. Leave empty to keep it "
+                  "(for the address it was saved with only).")
     clear_api_key = forms.BooleanField(label="Remove the stored API key", required=False)
     model = forms.CharField(
         label="Model", required=False, max_length=500,
@@ -131,9 +141,31 @@ class SiteModelForm(forms.Form):
     def _api_key(self) -> str | None:
         if self.fields["new_api_key"].disabled:
             return KEEP_KEY
-        if self.cleaned_data.get("clear_api_key"):
+        if self.cleaned_data.get("clear_api_key") or self.key_withheld_from:
             return ""
         return self.cleaned_data.get("new_api_key") or KEEP_KEY
+
+    @property
+    def key_withheld_from(self) -> str:
+        """Where the stored key was saved for, when the form would send it to another server
+        (no key typed): then it is neither sent (test) nor kept (save). "" otherwise."""
+        if not self._stored_key_would_move():
+            return ""
+        return (safe_url(self.site.base_url)
+                or REMOTE_PROVIDER_URLS.get(normalize_provider(self.site.provider), "")
+                or "the address it was saved with")
+
+    def _stored_key_would_move(self) -> bool:
+        cleaned = getattr(self, "cleaned_data", None)
+        if (cleaned is None or "base_url" not in cleaned or not self.site.api_key_sealed
+                or self.fields["new_api_key"].disabled
+                or cleaned.get("new_api_key") or cleaned.get("clear_api_key")):
+            return False
+        provider = self._provider()
+        if normalize_provider(provider) not in REMOTE_PROVIDER_URLS:
+            return False  # a local model sends no key anywhere: it stays for a switch back
+        return key_destination(provider, self._value("base_url", self.site.base_url)) != \
+            key_destination(self.site.provider, self.site.base_url)
 
     def service_kwargs(self) -> dict[str, Any]:
         """The arguments of site_model_config_set for what was entered."""
@@ -148,8 +180,8 @@ class SiteModelForm(forms.Form):
         }
 
     def candidate(self) -> SiteModelConfig:
-        """An unsaved SiteModelConfig with what was entered (the stored key unless replaced),
-        for testing a set-up before saving it."""
+        """An unsaved SiteModelConfig with what was entered (the stored key unless replaced or
+        withheld), for testing a set-up before saving it."""
         values = self.service_kwargs()
         candidate = SiteModelConfig(
             pk=SiteModelConfig.SINGLETON_ID, provider=values["provider"],

@@ -43,6 +43,10 @@ def model_settings(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         saved = services.site_model_config_set(actor=request.user, **form.service_kwargs())
         messages.success(request, _saved_message(saved))
+        if form.key_withheld_from:
+            messages.warning(request, f"Saved without the API key: the saved key was only sent "
+                                      f"to {form.key_withheld_from}, so it was removed. Type "
+                                      "the key to use this address with it.")
         return redirect("llm:model_settings")
     return render(request, PAGE, _context(form))
 

@@ -8,6 +8,7 @@ model servers we cannot reach here; an unreachable address is a real port nobody
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -238,6 +239,95 @@ def test_test_connection_names_an_unreachable_address(staff: Client) -> None:
 def test_test_connection_without_a_model_says_what_is_missing(staff: Client) -> None:
     body = html(staff.post(TEST, form(provider=""), HTTP_HX_REQUEST="true"))
     assert "Not called: no model is set up." in body
+
+
+# -- a stored key goes only to the address it was saved with --------------------------------------
+
+
+@pytest.fixture
+def elsewhere() -> Iterator[FakeServer]:
+    """A second model server (another port: another address), recording what it receives."""
+    server = FakeServer().start()
+    yield server
+    server.stop()
+
+
+def keys_sent(server: FakeServer) -> list[str]:
+    return [request.headers.get("authorization", "") for request in server.requests]
+
+
+def saved_with_key(staff: Client, server: FakeServer) -> None:
+    saved = staff.post(PAGE, form(base_url=server.url + "/v1", model="coder-7b",
+                                  new_api_key=KEY))
+    assert saved.status_code == 302 and SiteModelConfig.objects.get().api_key == KEY
+
+
+def test_testing_another_address_with_the_key_left_empty_sends_no_key_there(
+        staff: Client, fake_server: FakeServer, elsewhere: FakeServer) -> None:
+    saved_with_key(staff, fake_server)
+    elsewhere.queue(chat("ready"))
+    body = html(staff.post(TEST, form(base_url=elsewhere.url + "/v1", model="coder-7b"),
+                           HTTP_HX_REQUEST="true"))
+    assert len(elsewhere.requests) == 1 and KEY not in " ".join(keys_sent(elsewhere))
+    assert (f"the saved key is only sent to {fake_server.url}/v1; type the key to test this "
+            "address with it") in body
+    assert SiteModelConfig.objects.get().api_key == KEY  # testing changes nothing
+
+
+def test_a_key_typed_for_another_address_is_sent_there(
+        staff: Client, fake_server: FakeServer, elsewhere: FakeServer) -> None:
+    saved_with_key(staff, fake_server)
+    elsewhere.queue(chat("ready"))
+    body = html(staff.post(TEST, form(base_url=elsewhere.url + "/v1", model="coder-7b",
+                                      new_api_key="sk-typed-for-elsewhere"),
+                           HTTP_HX_REQUEST="true"))
+    assert keys_sent(elsewhere) == ["Bearer sk-typed-for-elsewhere"]
+    assert "only sent to" not in body
+
+
+def test_the_same_server_gets_the_stored_key_whatever_the_path(
+        staff: Client, fake_server: FakeServer) -> None:
+    saved_with_key(staff, fake_server)
+    fake_server.queue(chat("ready"))
+    body = html(staff.post(TEST, form(base_url=fake_server.url + "/openai/v1", model="coder-7b"),
+                           HTTP_HX_REQUEST="true"))
+    assert keys_sent(fake_server) == [f"Bearer {KEY}"] and "only sent to" not in body
+
+
+def test_saving_another_address_without_a_key_removes_the_stored_key(
+        staff: Client, fake_server: FakeServer, elsewhere: FakeServer) -> None:
+    saved_with_key(staff, fake_server)
+    response = staff.post(PAGE, form(base_url=elsewhere.url + "/v1", model="coder-7b"),
+                          follow=True)
+    site = SiteModelConfig.objects.get()
+    assert (site.base_url, site.api_key_sealed) == (elsewhere.url + "/v1", "")
+    assert (f"the saved key was only sent to {fake_server.url}/v1, so it was removed"
+            in html(response))
+    elsewhere.queue(chat("ready"))
+    staff.post(TEST, form(base_url=elsewhere.url + "/v1", model="coder-7b"))  # what is stored
+    assert len(elsewhere.requests) == 1 and KEY not in " ".join(keys_sent(elsewhere))
+    assert role_config("implementer").api_key == ""  # nor do the runs send it there
+
+
+def test_a_local_model_keeps_the_key_for_a_switch_back_to_its_address(
+        staff: Client, fake_server: FakeServer, tmp_path: Any) -> None:
+    saved_with_key(staff, fake_server)
+    staff.post(PAGE, form(provider="llamacpp", base_url=fake_server.url + "/v1",
+                          model=str(tmp_path / "coder.gguf")))
+    assert SiteModelConfig.objects.get().api_key == KEY  # a local model sends it nowhere
+    fake_server.queue(chat("ready"))
+    staff.post(TEST, form(base_url=fake_server.url + "/v1", model="coder-7b"))
+    assert keys_sent(fake_server) == [f"Bearer {KEY}"]
+
+
+def test_another_provider_on_its_own_service_does_not_get_the_key(
+        staff: Client, fake_server: FakeServer) -> None:
+    """A key saved for a self-run server is not sent to Anthropic's (an empty address)."""
+    saved_with_key(staff, fake_server)
+    body = html(staff.post(TEST, form(provider="anthropic", model="claude-x"),
+                           HTTP_HX_REQUEST="true"))
+    assert "the saved key is only sent to" in body
+    assert "Not called: the Anthropic provider has no API key." in body
 
 
 # -- the banner ----------------------------------------------------------------------------------
