@@ -252,7 +252,7 @@ def main() -> None:
             answer = {**_failure("bad_output", f"The plugin's answer is not JSON: {exc}"),
                       "plugin_ms": answer["plugin_ms"]}
         else:
-            size = len(output.encode())
+            size = len(output.encode(errors="surrogatepass"))  # a lone surrogate: 3 bytes
             if size > call["output_max_bytes"]:
                 answer = {**_failure("output_too_large", ""), "size": size,
                           "plugin_ms": answer["plugin_ms"]}
@@ -264,7 +264,9 @@ def main() -> None:
     # output and storage are spliced in as the text already measured
     text = _dumps(answer)[:-1] + ',"output":' + output + ',"storage":' + (
         storage.dump() if answer["ok"] and storage.changed else "null") + "}"
-    with open(RESULT, "w", encoding="utf-8") as stream:
+    # A lone surrogate (not UTF-8) in the plugin's words is written as its JSON escape
+    # (\ud800), which means the same; the host replaces it before anything is saved.
+    with open(RESULT, "w", encoding="utf-8", errors="backslashreplace") as stream:
         stream.write(text)
 
 

@@ -8,8 +8,9 @@ None. Inside the sandbox `host_runner.py` imports the plugin, builds its `api`, 
 `on_event(event, data)`. See docs/plugins.md, "Host API".
 
 Nothing the plugin hands back is trusted: its answer, its storage and its log lines are
-checked again here (JSON, types, sizes), and the values of secret settings are blanked out
-of every text the outcome carries.
+checked again here (JSON, types, sizes, depth), the values of secret settings are blanked out
+of every text the outcome carries, and so are the NUL characters and lone surrogates that
+PostgreSQL would refuse to save (storable.py).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 from autocoder import sandbox
 from autocoder.runtime import runtime_dir
+from autocoder.runtime.storable import storable_json, storable_text
 from autocoder.sandbox import SandboxError
 from autocoder.sandbox.runner import default_backend
 
@@ -323,6 +325,12 @@ def _checked(call: PluginCall, limits: InvokeLimits, answer: dict[str, Any], sta
         if not isinstance(storage, dict):
             return _outcome(call, started, ok=False, error_kind="bad_output",
                             error="The plugin's storage could not be read.", **common)
+        try:
+            storage = storable_json(storage)
+        except ValueError as exc:
+            return _outcome(call, started, ok=False, error_kind="bad_output",
+                            error=f"The plugin's storage could not be kept: {exc}. Nothing it"
+                                  " changed in its storage was kept.", **common)
         size = storage_size(storage)
         if size > limits.storage_kb * 1024:
             return _outcome(call, started, ok=False, error_kind="storage_too_large",
@@ -331,7 +339,11 @@ def _checked(call: PluginCall, limits: InvokeLimits, answer: dict[str, Any], sta
                                   " its storage was kept.", **common)
         if storage != dict(call.storage):
             saved = storage
-    output = answer.get("output") if call.event is None else None
+    try:
+        output = storable_json(answer.get("output") if call.event is None else None)
+    except ValueError as exc:
+        return _outcome(call, started, ok=False, error_kind="bad_output",
+                        error=f"The plugin's answer could not be kept: {exc}.", **common)
     size = len(json.dumps(output, ensure_ascii=False).encode())
     if size > limits.output_kb * 1024:
         return _outcome(call, started, ok=False, error_kind="output_too_large",
@@ -362,11 +374,11 @@ def _outcome(call: PluginCall, started: float, *, ok: bool, error_kind: str = ""
     secrets = sorted({call.settings[name] for name in call.secret_settings
                       if call.settings.get(name)}, key=len, reverse=True)
     return CallOutcome(
-        ok=ok, output=redact_json(output, secrets), error=redact(error, secrets),
+        ok=ok, output=redact_json(output, secrets), error=storable_text(redact(error, secrets)),
         error_kind=error_kind, storage=storage,
-        log_lines=[redact(line, secrets) for line in log_lines or []],
+        log_lines=[storable_text(redact(line, secrets)) for line in log_lines or []],
         duration_ms=int((time.monotonic() - started) * 1000), plugin_ms=plugin_ms,
-        detail=redact(detail, secrets))
+        detail=storable_text(redact(detail, secrets)))
 
 
 def redact(text: str, secrets: list[str]) -> str:
