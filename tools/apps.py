@@ -9,7 +9,7 @@ class ToolsConfig(AppConfig):
 
     def ready(self) -> None:
         from autocoder import heartbeat
-        from tools import tasks  # noqa: F401  (declares the actors)
+        from tools import receivers, tasks  # noqa: F401  (the portal's signals, the actors)
         from tools.services import invocations, schedules
 
         # Due schedules are sent every heartbeat (a few seconds); the invocation log is pruned

@@ -34,6 +34,7 @@ from django.core.files.uploadedfile import UploadedFile
 
 from marketplace.models import PluginVersion
 from tools.declared import command_info, declared_inputs
+from tools.json_input import JsonInputError, json_input_parse
 
 # Small enough that a file, even as base64, fits the call's input limit (1024 KB of JSON).
 MAX_FILE_BYTES = 750 * 1024
@@ -203,9 +204,9 @@ def _number(text: str) -> int | float:
 
 def _json(text: str) -> Any:
     try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise forms.ValidationError(f"This is not valid JSON ({exc.args[0]}).") from exc
+        return json_input_parse(text)
+    except JsonInputError as exc:
+        raise forms.ValidationError(str(exc)) from exc
 
 
 def _read_upload(upload: UploadedFile) -> str:

@@ -140,6 +140,9 @@ class Schedule(models.Model):
     interval = models.PositiveSmallIntegerField(default=1)
     at_time = models.TimeField(null=True, blank=True)
     enabled = models.BooleanField(default=True)
+    # Why a schedule that is not enabled was paused, in words for the tool's page (its owner
+    # left the team, ...).
+    paused_reason = models.CharField(max_length=200, blank=True)
     next_run_at = models.DateTimeField()
     last_run_at = models.DateTimeField(null=True, blank=True)
     # Set by a failure, cleared by a success: the owner is told once per run of failures.

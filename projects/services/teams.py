@@ -10,6 +10,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
+from projects import signals
 from projects.models import Membership, Team
 from projects.selectors.site import team_budget_defaults, team_creation_allowed
 from projects.services.audit import audit_record
@@ -92,7 +93,8 @@ def membership_role_change(*, membership: Membership, role: str,
 @transaction.atomic
 def membership_remove(*, membership: Membership, actor: User | None = None) -> None:
     """Take a member out of the team: their open pages stop receiving its events within
-    WEBSOCKET_MEMBERSHIP_RECHECK_S, and its pages answer 404 from now on."""
+    WEBSOCKET_MEMBERSHIP_RECHECK_S, and its pages answer 404 from now on. The apps built on
+    the portal hear of it (`membership_removed`: the tools pause the member's schedules)."""
     if _locked_admins(membership.team_id) == [membership.pk]:
         raise MembershipError("A team needs at least one admin: make someone else admin "
                               "before removing the last one.")
@@ -100,6 +102,8 @@ def membership_remove(*, membership: Membership, actor: User | None = None) -> N
                  target=membership, before={"user": membership.user.get_username(),
                                             "role": membership.role})
     membership.delete()
+    signals.membership_removed.send(sender=Membership, team=membership.team,
+                                    user=membership.user, actor=actor)
 
 
 def _locked_admins(team_id: int) -> list[int]:

@@ -44,10 +44,19 @@ def check_may_decide(*, team: Team, user: User) -> Membership:
     return membership
 
 
+def yanked_refusal(version: PluginVersion) -> str:
+    """Why a withdrawn (yanked) version cannot be activated, in plain words."""
+    why = f" ({version.yank_reason.rstrip('.')})" if version.yank_reason else ""
+    return (f"Version {version.version} of {version.plugin.name} was withdrawn (yanked) by its "
+            f"publisher{why}: it cannot be activated. Choose another version.")
+
+
 def _usable(team: Team, version: PluginVersion) -> None:
     plugin = version.plugin
     if version.status != PluginVersion.Status.PUBLISHED:
         raise ActivationError("Only published versions can be activated.")
+    if version.yanked:
+        raise ActivationError(yanked_refusal(version))
     if plugin.team_id != team.pk and plugin.visibility != Plugin.Visibility.PUBLIC:
         raise ActivationError("Only your team's own plugins and public ones can be activated.")
     if VersionBlock.objects.filter(version=version).exists():

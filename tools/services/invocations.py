@@ -21,7 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DataError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -29,6 +29,7 @@ from autocoder.runtime.declarations import payload_errors
 from autocoder.runtime.invoke import INVOKE_LIMITS, CallOutcome, PluginCall, call_plugin
 from projects.services.notifications import notifications_review_requested
 from tools.declared import command_names, declared_inputs, entry_of
+from tools.json_input import json_input_problem
 from tools.models import Activation, Invocation, Schedule, ToolStorage, ToolToken, VersionBlock
 from tools.services.events import INVOKE_ACTOR, json_size
 from tools.services.tool_settings import settings_for_call
@@ -42,6 +43,8 @@ MAX_PAYLOAD_BYTES = INVOKE_LIMITS.payload_kb * 1024
 DISABLED = ("A site administrator disabled this version of the plugin everywhere; it cannot "
             "be used. Your team's admins have been told.")
 NOT_IN_USE = "Your team no longer uses this version of the plugin; nothing was run."
+OWNER_LEFT = ("Not run: whoever set up this schedule is no longer a member of the team. The "
+              "schedule is paused; a reviewer or admin can resume it on the tool's page.")
 # What each way a call fails means to an API client.
 HTTP_STATUS = {"plugin_error": 422, "bad_output": 422, "memory_limit": 422,
                "output_too_large": 422, "storage_too_large": 422, "timeout": 504,
@@ -77,6 +80,9 @@ def invocation_check(*, activation: Activation, command: str, payload: Any) -> N
     if not isinstance(payload, dict):
         raise InvocationRefused('The input must be a JSON object, like {"text": "hello"}.',
                                 status=400)
+    problem = json_input_problem(payload)  # a NUL, NaN, too deep: a service's caller too
+    if problem is not None:
+        raise InvocationRefused(problem, status=400)
     size = json_size(payload)
     if size > MAX_PAYLOAD_BYTES:
         raise InvocationRefused(f"The input is {size // 1024} KB of JSON; the limit is "
@@ -119,12 +125,30 @@ def invocation_perform(*, invocation_id: int) -> Invocation | None:
     invocation = Invocation.objects.select_related("version", "schedule", "team", "plugin").get(
         pk=invocation_id)
     payload = invocation.payload
-    if invocation.schedule_id is not None:
+    if invocation.schedule is not None:
+        if not _schedule_still_owned(invocation.schedule):
+            Invocation.objects.filter(pk=invocation_id).update(payload={})
+            return _finish(invocation, status=Invocation.Status.REFUSED,
+                           error_kind="owner_left", error=OWNER_LEFT)
         _schedule_event(invocation)
     if invocation.caller != Invocation.Caller.USER:
         # Only the person's own results keep what went in; a schedule's payload is on it.
         Invocation.objects.filter(pk=invocation_id).update(payload={})
     return _execute(invocation, payload)
+
+
+def _schedule_still_owned(schedule: Schedule) -> bool:
+    """Queued before its owner left: checked again when it runs, and paused if not."""
+    from tools.services.schedules import (
+        owner_left_reason,
+        schedule_owner_is_member,
+        schedule_pause,
+    )
+
+    if schedule_owner_is_member(schedule):
+        return True
+    schedule_pause(schedule=schedule, reason=owner_left_reason(schedule))
+    return False
 
 
 def invocation_call(*, activation: Activation, token: ToolToken, command: str,
@@ -200,8 +224,20 @@ def _finish_outcome(invocation: Invocation, outcome: CallOutcome) -> Invocation:
 def _finish(invocation: Invocation, *, status: str, **fields: Any) -> Invocation:
     answer = invocation.output
     fields.setdefault("output", None)
-    Invocation.objects.filter(pk=invocation.pk).update(status=status,
-                                                       finished_at=timezone.now(), **fields)
+    now = timezone.now()
+    try:
+        with transaction.atomic():  # a savepoint: a refused write leaves the rest usable
+            Invocation.objects.filter(pk=invocation.pk).update(status=status, finished_at=now,
+                                                               **fields)
+    except (DataError, ValueError):
+        # Something PostgreSQL refuses got past the runtime's cleaning (storable.py): the
+        # call still ends, as a failure that says so, rather than "running" for ever.
+        logger.exception("invocation %s: its outcome could not be saved", invocation.pk)
+        status = Invocation.Status.FAILED
+        Invocation.objects.filter(pk=invocation.pk).update(
+            status=status, finished_at=now, output=None, log_lines=[], error_kind="bad_output",
+            error="The plugin's answer could not be saved (it holds text the database cannot "
+                  "keep).")
     invocation.refresh_from_db()
     if status == Invocation.Status.OK:
         invocation.output = answer if answer is not None else invocation.output
@@ -232,10 +268,14 @@ def _schedule_outcome(invocation: Invocation) -> None:
     if invocation.status == Invocation.Status.OK:
         Schedule.objects.filter(pk=schedule.pk, failing=True).update(failing=False)
         return
+    if invocation.error_kind == "owner_left":
+        return  # nobody to tell: the schedule is paused, and its page says why
     if not Schedule.objects.filter(pk=schedule.pk, failing=False).update(failing=True):
         return
-    if schedule.owner is None:
-        return
+    from tools.services.schedules import schedule_owner_is_member
+
+    if schedule.owner is None or not schedule_owner_is_member(schedule):
+        return  # a failure is never told to someone who left the team
     url = reverse("tools:log", args=[invocation.team.slug, invocation.plugin.normalized_name])
     message = (f"Your schedule “{schedule.name}” of {invocation.plugin.name} failed: "
                f"{invocation.error or invocation.get_status_display()}")

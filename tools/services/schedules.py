@@ -115,12 +115,68 @@ def schedule_delete(*, team: Team, plugin: Plugin, user: User, schedule_id: int)
     return True
 
 
+def owner_left_reason(schedule: Schedule) -> str:
+    who = schedule.owner.get_username() if schedule.owner is not None else "whoever set it up"
+    return f"Paused: {who} is no longer a member of the team."[:200]
+
+
+def schedules_owner_left(*, team: Team, user: User, actor: User | None = None) -> list[int]:
+    """Pause the schedules `user` set up in `team` (they left it): a schedule runs as its
+    owner and tells them when it fails, so it must not run on for someone gone. The tool's
+    page says why; a reviewer or admin may resume it as theirs. Returns the paused ids."""
+    paused = []
+    for schedule in Schedule.objects.select_related("owner", "plugin").filter(
+            team=team, owner=user, enabled=True):
+        if schedule_pause(schedule=schedule, reason=owner_left_reason(schedule), actor=actor):
+            paused.append(schedule.pk)
+    return paused
+
+
+def schedule_pause(*, schedule: Schedule, reason: str, actor: User | None = None) -> bool:
+    """Stop a schedule from running, saying why (a guarded update: paused once)."""
+    with transaction.atomic():
+        if not Schedule.objects.filter(pk=schedule.pk, enabled=True).update(
+                enabled=False, paused_reason=reason):
+            return False
+        audit_record(actor=actor, action="tool.schedule_paused", team=schedule.team,
+                     target=schedule, after={"plugin": schedule.plugin.name,
+                                             "command": schedule.command, "reason": reason})
+    return True
+
+
+def schedule_resume(*, team: Team, plugin: Plugin, user: User, schedule_id: int) -> bool:
+    """Run a paused schedule again, now as `user`'s (they are told of its failures)."""
+    _may_schedule(team, user)
+    schedule = Schedule.objects.filter(pk=schedule_id, team=team, plugin=plugin,
+                                       enabled=False).first()
+    if schedule is None:
+        return False
+    following = next_run(every=schedule.every, interval=schedule.interval,
+                         at_time=schedule.at_time, after=timezone.now())
+    with transaction.atomic():
+        if not Schedule.objects.filter(pk=schedule.pk, enabled=False).update(
+                enabled=True, paused_reason="", owner=user, failing=False,
+                next_run_at=following):
+            return False
+        audit_record(actor=user, action="tool.schedule_resumed", team=team, target=schedule,
+                     after={"command": schedule.command, "owner": user.get_username()})
+    return True
+
+
+def schedule_owner_is_member(schedule: Schedule) -> bool:
+    """Whether the schedule's owner is still in its team (a run never acts for, or tells,
+    someone who left)."""
+    return schedule.owner_id is not None and Membership.objects.filter(
+        team_id=schedule.team_id, user_id=schedule.owner_id).exists()
+
+
 def schedules_due_send(*, now: datetime | None = None) -> list[int]:
     """Queue one call for each schedule that is due; returns their ids. Never twice for the
     same due time: the claim is an update guarded by the `next_run_at` that was read."""
     now = now or timezone.now()
     sent: list[int] = []
-    due = Schedule.objects.filter(enabled=True, next_run_at__lte=now).order_by("next_run_at")
+    due = (Schedule.objects.select_related("team", "plugin", "owner")
+           .filter(enabled=True, next_run_at__lte=now).order_by("next_run_at"))
     for schedule in due[:200]:
         if _schedule_fire(schedule, now):
             sent.append(schedule.pk)
@@ -139,6 +195,11 @@ def _schedule_fire(schedule: Schedule, now: datetime) -> bool:
                               status=Activation.Status.ACTIVE).first())
         if activation is None:
             return False  # the team stopped using the plugin: the schedule waits, does nothing
+        if not schedule_owner_is_member(schedule):
+            # Left by a way that sent no signal (the admin site, a deleted account): checked
+            # again here, at run time.
+            schedule_pause(schedule=schedule, reason=owner_left_reason(schedule))
+            return False
         invocation_queue(activation=activation, command=schedule.command,
                          payload=schedule.payload,
                          caller=Caller(Invocation.Caller.SCHEDULE, user_id=schedule.owner_id,

@@ -7,7 +7,6 @@ with the status an API user expects (docs/tools.md lists them).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
@@ -16,6 +15,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from tools import selectors
+from tools.json_input import JsonInputError, json_input_parse
 from tools.services.invocations import (
     MAX_PAYLOAD_BYTES,
     InvocationRefused,
@@ -84,8 +84,10 @@ def _payload(request: HttpRequest) -> tuple[Any, JsonResponse | None]:
         return None, _error(413, f"The input is {len(body) // 1024} KB; the limit is "
                                  f"{MAX_PAYLOAD_BYTES // 1024} KB of JSON.")
     try:
-        payload = json.loads(body or b"{}")
-    except ValueError:
+        payload = json_input_parse(body or b"{}")
+    except JsonInputError as exc:
+        if not exc.syntax:  # NaN, a NUL, a lone surrogate, nested too deeply: said as it is
+            return None, _error(400, str(exc))
         return None, _error(400, "The body is not JSON. Send a JSON object, like "
                                  '{"text": "hello"}, with Content-Type: application/json.')
     if not isinstance(payload, dict):

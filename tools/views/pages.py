@@ -25,6 +25,7 @@ from runs.approval_rules import activation_refusal
 from tools import selectors
 from tools.declared import command_info, command_names, declared_settings
 from tools.forms import CommandForm, input_specs, output_blocks, output_csv
+from tools.json_input import JsonInputError, json_input_parse
 from tools.models import Activation, Invocation, Schedule
 from tools.services import activations, blocks, schedules, tokens, tool_settings
 from tools.services.invocations import InvocationRefused, invocation_request
@@ -65,6 +66,7 @@ def _review_context(team: Team, version: PluginVersion,
         "before": before,
         "permissions_before": selectors.manifest_permissions(before) if before else None,
         "diff": unified_rows(before.files, version.files) if before else None,
+        "withdrawn": activations.yanked_refusal(version) if version.yanked else "",
     }
 
 
@@ -336,6 +338,10 @@ def tool_schedules(request: AuthenticatedHttpRequest, slug: str, name: str) -> H
             schedules.schedule_delete(team=team, plugin=activation.plugin, user=request.user,
                                       schedule_id=int(request.POST["delete"]))
             messages.success(request, "Schedule deleted.")
+        elif request.POST.get("resume"):
+            if schedules.schedule_resume(team=team, plugin=activation.plugin, user=request.user,
+                                         schedule_id=int(request.POST["resume"])):
+                messages.success(request, "Schedule resumed: it runs as yours from now on.")
         else:
             schedules.schedule_create(
                 activation=activation, user=request.user, name=request.POST.get("name", ""),
@@ -354,9 +360,9 @@ def _json_object(text: str) -> dict[str, Any]:
     if not text.strip():
         return {}
     try:
-        value = json.loads(text)
-    except ValueError as exc:
-        raise schedules.ScheduleError(f"The input is not valid JSON ({exc.args[0]}).") from exc
+        value = json_input_parse(text)
+    except JsonInputError as exc:
+        raise schedules.ScheduleError(str(exc)) from exc
     if not isinstance(value, dict):
         raise schedules.ScheduleError('The input must be a JSON object, like {"text": "hi"}.')
     return value
