@@ -12,6 +12,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from autocoder.sealing import sealed_column_register
+
 
 class Activation(models.Model):
     """One decision to use one version of a plugin in one team (or a request for it)."""
@@ -80,6 +82,10 @@ class ToolSetting(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} of {self.plugin_id} in team {self.team_id}"
+
+
+# A secret's sealed text, sealed again under a new SECRET_KEY by `manage.py secrets_reseal`.
+sealed_column_register("tools.ToolSetting", "value", secret=True)
 
 
 class ToolStorage(models.Model):
