@@ -214,18 +214,19 @@ def _readme(spec: Spec) -> str:
     if spec.constraints:
         parts.append("## Constraints\n")
         parts.append("".join(f"- {c.strip()}\n" for c in spec.constraints))
-    parts.append(_INSTALL.format(name=spec.name, package=spec.package))
+    first = spec.commands[0] if spec.commands else None
+    payload = first.examples[0].input if first and first.examples else {}
+    parts.append(_INSTALL.format(name=spec.name, package=spec.package,
+                                 command=first.name if first else "COMMAND",
+                                 payload=json.dumps(payload, ensure_ascii=False)))
     return "\n".join(parts)
 
 
 _INSTALL = """## Installing
 
-From the Autocoder marketplace, open the plugin's page and choose **Install**, or use pip against
-the marketplace's package index (its address is shown on the plugin page):
-
-```sh
-pip install {name} --index-url https://YOUR-AUTOCODER/simple/
-```
+Open the plugin's page in the Autocoder marketplace and copy its **Install** command: it is
+`pip install {name}` with the address of your portal's package index (and, for a plugin only
+your team sees, the place for one of your API tokens).
 
 Then load it in Python:
 
@@ -233,7 +234,7 @@ Then load it in Python:
 from {package}.plugin import Plugin
 
 plugin = Plugin()
-result = plugin.on_command("COMMAND", {{"...": "..."}})
+result = plugin.on_command("{command}", {payload})
 ```
 
 An unknown command raises `ValueError`. The plugin needs no network access and no files.

@@ -24,6 +24,7 @@ from marketplace.forms import (
     UploadForm,
     YankForm,
 )
+from marketplace.install_commands import index_url_with_token, pip_command
 from marketplace.models import Plugin, PluginVersion
 from marketplace.proposals import PublishState, publish_state
 from marketplace.selectors.catalogue import SORTS, catalogue_facets, catalogue_search, clean_params
@@ -144,6 +145,11 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: V
         "decision_form": DecisionForm(), "yank_form": YankForm(),
         "index_url": index_url,
         "needs_token": plugin.visibility != Plugin.Visibility.PUBLIC,
+        "pip_command": pip_command(
+            name=plugin.name, index_url=index_url,
+            version=(shown.version if shown and (shown.yanked or shown != plugin.latest_version)
+                     else None),
+            needs_token=plugin.visibility != Plugin.Visibility.PUBLIC),
         "served": served_files_of_version(shown) if shown else None,
         "gate": (version_gate(shown, request.user)
                  if shown and shown.status == PluginVersion.Status.PENDING else None),
@@ -373,9 +379,10 @@ def tokens(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         _, created = api_token_create(user=request.user, name=form.cleaned_data["name"])
         form = TokenForm()
+    index_url = request.build_absolute_uri(reverse("simple:index"))
     context = {"form": form, "created": created,
                "tokens": api_tokens_of(int(request.user.pk or 0)),
-               "index_url": request.build_absolute_uri(reverse("simple:index"))}
+               "index_with_token": index_url_with_token(index_url, created or "TOKEN")}
     response = render(request, "marketplace/tokens.html", context)
     response["Cache-Control"] = "no-store"  # the page may show a token once
     return response

@@ -229,3 +229,17 @@ def test_return_annotation_follows_the_examples() -> None:
     spec = make_spec(commands=[{"name": "n", "examples": [{"input": {}, "output": 3}]}])
     source = scaffold_files(spec)["weekly_scheduler/plugin.py"]
     assert "def n(self, payload: dict) -> Any:" in source
+
+
+def test_the_readmes_python_example_runs_as_written_and_names_no_placeholder_host() -> None:
+    """The README's snippet calls the first command with its first example, and works as
+    pasted; no `YOUR-AUTOCODER` host is left to guess."""
+    spec = make_spec()
+    readme = scaffold_files(spec)["README.md"]
+    assert "YOUR-AUTOCODER" not in readme and '"COMMAND"' not in readme
+    snippet = readme.split("```python\n")[-1].split("```")[0]
+    assert 'plugin.on_command("generate-schedule", {' in snippet
+    call = snippet.rsplit("plugin.on_command(", 1)[1].rsplit(")", 1)[0]
+    name, payload = call.split(", ", 1)
+    assert json.loads(name) == "generate-schedule"
+    assert json.loads(payload) == spec.commands[0].examples[0].input
