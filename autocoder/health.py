@@ -33,13 +33,22 @@ def _guard(name: str, hint: str, probe: Callable[[], tuple[bool, str]]) -> Check
 
 
 def check_database() -> Check:
+    """A fresh connection, not one from the pool (which would wait for one while the server is
+    down), answered within outage.HEALTH_DEADLINE_S whatever the server does."""
     def probe() -> tuple[bool, str]:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT current_setting('server_version')")
-            return True, f"PostgreSQL {cursor.fetchone()[0]}"
+        from autocoder.database import outage
 
-    return _guard("database", "set DATABASE_URL or remove it to use the embedded server "
-                  "(var/pg, see var/pg/log)", probe)
+        answer = outage.probe_within(connection.get_connection_params())
+        if answer.ok:
+            return True, answer.detail
+        if answer.outage:  # this process's pages stop waiting for it too
+            notice = getattr(connection, "notice_outage", None)
+            if notice is not None:
+                notice(answer.detail)
+        return False, f"the database is not answering: {answer.detail}"
+
+    return _guard("database", "start PostgreSQL, or check DATABASE_URL (without it the embedded "
+                  "server in var/pg is used: see var/pg/log)", probe)
 
 
 def check_pgvector() -> Check:
@@ -140,8 +149,24 @@ SERVICE_CHECKS: tuple[Callable[[], Check], ...] = (
 )
 
 
+# Checks that read the database: not run once it did not answer (each would wait for the
+# pool), reported as not checked.
+_NEED_THE_DATABASE: dict[Callable[[], Check], str] = {
+    check_pgvector: "pgvector", check_embedder: "embedder", check_llm: "llm",
+    check_llm_set_up: "llm",
+}
+
+
 def run_checks(checks: tuple[Callable[[], Check], ...] = ALL_CHECKS) -> list[Check]:
-    return [check() for check in checks]
+    results: list[Check] = []
+    for check in checks:
+        name = _NEED_THE_DATABASE.get(check)
+        if name and any(r.name == "database" and not r.ok for r in results):
+            results.append(Check(name, False, "not checked: the database is not answering",
+                                 "start the database first (see the database entry)"))
+        else:
+            results.append(check())
+    return results
 
 
 def service_healthy(results: list[Check]) -> bool:

@@ -5,6 +5,10 @@ from django.urls import include, path
 
 from autocoder import views
 
+# A page that fails because the database does not answer says so with a 503; anything else is
+# Django's 500 page (autocoder/database/unavailable.py).
+handler500 = "autocoder.database.unavailable.server_error"
+
 urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
