@@ -104,13 +104,28 @@ TEMPLATES = [
 
 DATABASES = {"default": config.django_database(config.database_url())}
 DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+# A database that does not answer must not hang the site (docs/operating.md, "When the database
+# is down"): Django's PostgreSQL backend with a circuit that refuses at once while the server
+# is known down (autocoder/database/); libpq waits for a connect for ever unless told.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    DATABASES["default"]["ENGINE"] = "autocoder.database"
+DATABASES["default"].setdefault("OPTIONS", {}).setdefault(
+    "connect_timeout", env.int("DATABASE_CONNECT_TIMEOUT_S", default=5))
 # A pool per process: without one, every page opens a new connection, which costs PostgreSQL a
 # new backend process (measured: about half of the CPU a busy board used). Under ASGI each
 # request runs in a thread of its own, so Django's persistent connections (CONN_MAX_AGE) would
 # pile up instead: the pool is the way Django documents for ASGI.
 if env.bool("DATABASE_POOL", default=True):
     _options = DATABASES["default"].setdefault("OPTIONS", {})
-    _options["pool"] = {"min_size": 1, "max_size": env.int("DATABASE_POOL_MAX", default=10)}
+    _options["pool"] = {
+        "min_size": 1, "max_size": env.int("DATABASE_POOL_MAX", default=10),
+        # How long a page waits for a connection before it answers 503 (was psycopg's 30 s).
+        "timeout": env.float("DATABASE_POOL_TIMEOUT_S", default=2.0),
+        # A failed connect is retried with a doubling delay; give up after this long and
+        # start afresh on the next demand, so no retry is ever more than a second away
+        # when the server is back (psycopg's default, 5 minutes, let delays reach a minute).
+        "reconnect_timeout": 2.0,
+    }
     # Pooled connections keep the prepared statements of autocoder/compiled_queries.py (the
     # queries every page runs). None would disable preparing altogether; Django's own
     # client-side binding cursors never prepare, whatever this says. Prepared statements are
