@@ -25,6 +25,7 @@ from marketplace.proposals import publish_payload_default
 from marketplace.services.publishing import publish_request_approve
 from marketplace.services.uploads import plugin_upload_submit
 from projects.models import Project, Team
+from projects.services.invitations import invitation_send
 from runs.approval_rules import approval_candidate
 from runs.budgets import BudgetState, spend_record
 from runs.models import ApprovalRequest, Iteration, Run
@@ -41,7 +42,7 @@ WIDTHS = ((1280, 800), (390, 844))
 class JourneyPage:
     name: str
     path: str
-    user: str  # who looks at it (all are members of team acme, see journey_data)
+    user: str  # who looks at it (members of team acme but ivy, invited, and sam, site admin)
     status: int = 200
 
 
@@ -67,8 +68,9 @@ def succeeded_run(team: Team, requester: Any, name: str, title: str = "") -> App
 
 
 def journey_data() -> dict[str, Any]:
-    """Team acme: requesters quinn and colin, reviewer rob, admin alice, and everything the
-    journey's pages show. The upload's checks run here, in the sandbox (a few seconds).
+    """Team acme: requesters quinn and colin, reviewer rob, admin alice (who invited ivy), a
+    site admin sam in no team, and everything the journey's pages show. The upload's checks
+    run here, in the sandbox (a few seconds).
 
     Built in a thread of its own: the services announce changes through channels'
     async_to_sync, which refuses to run where Playwright's loop runs (see conftest.py)."""
@@ -121,6 +123,11 @@ def _build() -> dict[str, Any]:
         team=team, user=users["quinn"], filename="plugin.zip", visibility="team",
         data=zip_bytes(plugin_tree(name="text-stats")))
     assert uploaded.status == PluginVersion.Status.PENDING, uploaded.check_errors
+    users["ivy"] = UserFactory(username="ivy")
+    users["sam"] = UserFactory(username="sam", is_staff=True)
+    invitation_send(team=team, invited_as="ivy", role="reviewer", actor=users["alice"])
+    invitation_send(team=team, invited_as="someone@example.org", role="requester",
+                    actor=users["alice"])
     return {"team": team, "demo": demo, "plan": plan, "escalation": escalation, "budget": budget,
             "publish": publish, "uploaded": uploaded, **users}
 
@@ -163,6 +170,10 @@ def journey_pages(data: dict[str, Any]) -> list[JourneyPage]:
         JourneyPage("how generation is going", reverse("team_insights", args=["acme"]), "rob"),
         JourneyPage("team", reverse("team_detail", args=["acme"]), "alice"),
         JourneyPage("team settings", reverse("team_settings", args=["acme"]), "alice"),
+        JourneyPage("invitations, as the invited person", reverse("invitation_list"), "ivy"),
+        JourneyPage("home, with an invitation", reverse("home"), "ivy"),
+        JourneyPage("start a team, refused", reverse("team_new"), "quinn", 403),
+        JourneyPage("site settings for teams", reverse("site_team_settings"), "sam"),
         JourneyPage("notifications", reverse("notification_list"), "rob"),
         JourneyPage("error: 404", "/no-such-page/", "rob", 404),
         JourneyPage("error: 403", reverse("audit_log", args=["acme"]), "quinn", 403),
