@@ -86,6 +86,8 @@ def test_the_site_settings_are_for_site_admins_only(portal: Portal,
     page = portal.client(site_admin).get(url)
     assert page.status_code == 200
     assert "Who may start a team" in page.content.decode()
+    model_page = portal.client(site_admin).get(reverse("llm:model_settings")).content.decode()
+    assert f'href="{url}"' in model_page
 
 
 def test_new_teams_start_with_the_sites_default_budgets(portal: Portal,
