@@ -20,6 +20,7 @@ from projects.selectors.invitations import (
     invitations_open_for,
     team_invitations,
 )
+from projects.selectors.requests import requests_for_user
 from projects.selectors.site import is_site_admin, team_creation_allowed
 from projects.services import teams as services
 from runs.budgets import month_budget_state, month_spent
@@ -30,6 +31,7 @@ def home(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "projects/home.html", {
         "teams": teams_for_user(request.user),
         "unfinished": interviews_unfinished_for_user(request.user),
+        "requests": requests_for_user(request.user),
         "invitations": list(invitations_open_for(request.user)),
         "may_start_team": team_creation_allowed(request.user)})
 
