@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import OuterRef, Subquery
 
 from projects.models import Project
@@ -34,7 +34,7 @@ class RequestRow:
     run_id: int | None
 
 
-def requests_for_user(user: AbstractBaseUser | AnonymousUser,
+def requests_for_user(user: User | AnonymousUser,
                       limit: int = HOME_LIMIT) -> list[RequestRow]:
     """The requests a user sent (not drafts) in teams they still belong to, newest first."""
     if not user.is_authenticated:
