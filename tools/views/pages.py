@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from autocoder.runtime.invoke import INVOKE_LIMITS
+from marketplace.install_commands import TOKEN_PLACEHOLDER
 from marketplace.models import PluginVersion
 from projects.diffs import unified_rows
 from projects.http import AuthenticatedHttpRequest
@@ -23,6 +24,7 @@ from projects.models import Membership, Team
 from projects.permissions import get_team_for_member
 from runs.approval_rules import activation_refusal
 from tools import selectors
+from tools.api_commands import api_example, curl_command
 from tools.declared import command_info, command_names, declared_settings
 from tools.forms import CommandForm, input_specs, output_blocks, output_csv
 from tools.json_input import JsonInputError, json_input_parse
@@ -166,20 +168,15 @@ def _forms(activation: Activation, bound: tuple[str, CommandForm] | None = None
 
 def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
                     activation: Activation) -> dict[str, Any]:
-    api_base = request.build_absolute_uri(reverse("tools:api", args=[
-        team.slug, activation.plugin.normalized_name, "COMMAND"])).removesuffix("/COMMAND")
-    first = (command_names(activation.version) or ["command"])[0]
-    info = command_info(activation.version, first) or {}
-    examples = info.get("examples") or []
-    sample = examples[0].get("input", {}) if examples and isinstance(examples[0], dict) else {}
+    command, sample = api_example(activation.version)
     return {
         "team": team, "activation": activation, "plugin": activation.plugin,
         "version": activation.version, "may_decide": _may_decide(membership, team),
         "may_schedule": membership.can_review,
         "commands": _forms(activation),
         "recent": selectors.recent_results(team, activation.plugin, request.user.pk),
-        "api_url": f"{api_base}/{first}",
-        "api_sample": json.dumps(sample if isinstance(sample, dict) else {}),
+        "curl_command": _curl(request, activation, command, sample),
+        "api_sample": json.dumps(sample),
         "limits": INVOKE_LIMITS.described(),
         "blocked": selectors.version_block(activation.version_id),
         "schedules": [(s, schedules.describe(s)) for s in
@@ -278,6 +275,14 @@ def tool_log(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpRes
 # -- settings, tokens, schedules (admins; schedules: reviewers too) ------------------------------
 
 
+def _curl(request: AuthenticatedHttpRequest, activation: Activation, command: str,
+          payload: dict[str, Any], token: str = TOKEN_PLACEHOLDER) -> str:
+    """The API example, at the address this page was asked for."""
+    url = request.build_absolute_uri(reverse("tools:api", args=[
+        activation.team.slug, activation.plugin.normalized_name, command]))
+    return curl_command(url=url, payload=payload, token=token)
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def tool_settings_page(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResponse:
@@ -322,11 +327,11 @@ def tool_tokens(request: AuthenticatedHttpRequest, slug: str, name: str) -> Http
                                               name=request.POST.get("name", ""))
         except (activations.ActivationError, ValueError) as exc:
             messages.error(request, str(exc))
+    command, sample = api_example(activation.version)
     return render(request, "tools/tokens.html", {
         "team": team, "activation": activation, "plugin": activation.plugin, "raw": raw,
         "tokens": selectors.tokens_of(team, activation.plugin),
-        "api_url": request.build_absolute_uri(reverse("tools:api", args=[
-            team.slug, name, (command_names(activation.version) or ["command"])[0]]))})
+        "curl_command": _curl(request, activation, command, sample, raw) if raw else ""})
 
 
 @login_required
