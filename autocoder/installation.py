@@ -15,6 +15,9 @@ from importlib import import_module
 
 PART_NAMES: dict[str, str] = {
     "model": "model connection",
+    # The model is set up but does not answer as it should (unreachable, a refused key, an
+    # unknown model, rate limited, server errors): held runs wait for a real call to work.
+    "model_reach": "model connection",
     "runtime": "plugin runtime",
     "sandbox": "sandbox",
 }
@@ -39,6 +42,8 @@ class InstallationFault(Exception):
     @property
     def headline(self) -> str:
         """Plain words for people who cannot fix it (requesters)."""
+        if self.part == "model_reach":
+            return "generation cannot reach the model; your admins have been told"
         if self.part == "model":
             return ("generation is not connected yet: your request is saved and waits in the "
                     "queue; your admins have been told")
@@ -50,6 +55,7 @@ class InstallationFault(Exception):
 # this module stays importable from anywhere (settings-free, no app imports at load time).
 _CHECKS: dict[str, str] = {
     "model": "autocoder.llm.readiness:model_fault",
+    "model_reach": "autocoder.llm.readiness:model_reach_fault",
     "runtime": "autocoder.runtime.probe:runtime_fault",
     "sandbox": "autocoder.runtime.probe:runtime_fault",
 }

@@ -18,6 +18,7 @@ from typing import Any
 from django.utils import timezone
 
 from autocoder import realtime
+from autocoder.installation import InstallationFault
 from autocoder.llm.models import ModelPrice
 from autocoder.llm.pricing import prices_for
 from autocoder.llm.types import DEADLINE, CallRecord, Completion, LLMError, Message, Provider
@@ -97,7 +98,8 @@ class RunLLM:
 
     def complete(self, role: str, messages: list[Message]) -> str:
         """The reply text; every attempt is stored as an LLMCall row (costs are real even when
-        the step later dies), and the run's token counters move at once.
+        the step later dies), and the run's token counters move at once. A failure that is
+        the installation's (see readiness.call_fault) is raised as an InstallationFault.
 
         The reply streams to the run page as it is written. It may take as long as it keeps
         streaming, up to the end of the run's wall-time budget: there reading stops and the text
@@ -109,20 +111,33 @@ class RunLLM:
             run_id=self.run.id, role=role, iteration=self.iteration)
         if stream is not None:
             stream.start()
+        provider = self.provider(role)
         try:
-            completion = self.provider(role).complete(
+            completion = provider.complete(
                 messages, role=role, record=records.append, on_text=stream,
                 deadline=self.deadline())
         except LLMError as error:
             self._store(role, messages, records, reply="", failure=error)
             if stream is not None:
                 stream.finish("failed")
+            fault = self._installation_fault(error, provider)
+            if fault is not None:
+                raise fault from error  # the run is held, never failed (docs/llm.md)
             raise
         self._store(role, messages, records, reply=completion.text, completion=completion)
         if stream is not None:
             stream.finish("cut" if completion.finish_reason == DEADLINE else "done",
                           tokens=completion.completion_tokens)
         return completion.text
+
+    def _installation_fault(self, error: LLMError, provider: Provider) -> InstallationFault | None:
+        """The installation's fault in `error` (the model is unreachable, refuses the key, does
+        not know the model, is rate limited or fails), None when the request itself failed."""
+        if self._scripted is not None:
+            return None
+        from autocoder.llm.readiness import call_fault
+
+        return call_fault(error, getattr(provider, "config", None))
 
     def deadline(self) -> float | None:
         """The end of the run's wall-time budget on this process's monotonic clock (time spent

@@ -19,7 +19,8 @@ class ModelCalls(Protocol):
     def tokens(self) -> int: ...
 
     def complete(self, role: str, messages: list[Message]) -> str:
-        """The reply's text; an LLMError when the call failed for good."""
+        """The reply's text; an LLMError when the call failed for good, an InstallationFault
+        when the model cannot be reached or answers with an error of the installation's."""
         ...
 
 

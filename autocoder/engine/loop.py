@@ -459,7 +459,7 @@ def second_opinion(step: Step, *, files: dict[str, str], result: dict[str, Any],
     try:
         text = step.llm.complete("reviewer", build_messages("reviewer", ctx,
                                                             budget_chars=budget_chars()))
-    except LLMError as error:  # the call is on record with its error; the run goes on
+    except (LLMError, InstallationFault) as error:  # on record with its error; the run goes on
         logger.warning("run %s: no second opinion, the reviewer's call failed: %s", run.id, error)
         return None
     opinion = review_opinion(text)
@@ -641,12 +641,14 @@ def _after_failure(step: Step, checkpoint: Checkpoint, pending: dict[str, Any]) 
                "action": e.action, "reason": e.reason} for d, e in decisions]
     tried = [*run.escapes_tried, *([d.signature, e.action] for d, e in decisions)]
     updates: dict[str, Any] = {"escapes_tried": tried}
-    action, reason = _strongest(decisions)
+    action, reason, detail = _strongest(decisions)
     if action == "reset_context":
         # A fresh context is judged on its own iterations; other escapes keep the window, so a
         # problem that survives them climbs the ladder instead of starting over.
         updates["since_iteration"] = checkpoint.number
     transition = _route(run, action, reason, checkpoint, pending, updates)
+    if transition.approval is not None and detail:
+        transition.approval.payload["details"] = detail
     transition.events = events
     transition.notes += [{"kind": "run.loop_event", **event} for event in events]
     return transition
@@ -671,11 +673,11 @@ def snapshot(it: Checkpoint) -> IterationSnapshot:
     )
 
 
-def _strongest(decisions: list[tuple[Any, Any]]) -> tuple[str, str]:
+def _strongest(decisions: list[tuple[Any, Any]]) -> tuple[str, str, str]:
     if not decisions:
-        return "", ""
+        return "", "", ""
     _, escape = max(decisions, key=lambda pair: ESCAPES.index(pair[1].action))
-    return escape.action, escape.reason
+    return escape.action, escape.reason, escape.detail
 
 
 def _route(run: RunView, action: str, reason: str, checkpoint: Checkpoint, pending: dict[str, Any],

@@ -7,3 +7,11 @@ class LLMConfig(AppConfig):
     name = "autocoder.llm"
     label = "llm"
     verbose_name = "Language models"
+
+    def ready(self) -> None:
+        from autocoder import heartbeat
+        from autocoder.llm.readiness import model_reach_recheck
+
+        # Every minute, a site model known not to answer is called again, so /healthz and
+        # doctor turn ok by themselves once it answers (held runs: runs/apps.py).
+        heartbeat.sweep_register(model_reach_recheck, quick=False)

@@ -22,7 +22,7 @@ from autocoder.llm.config import (
     normalize_provider,
 )
 from autocoder.llm.models import SiteModelConfig, validate_base_url
-from autocoder.llm.readiness import config_fault
+from autocoder.llm.readiness import ProbeResult, config_fault, model_probes
 from autocoder.llm.selectors import EnvValue
 from autocoder.llm.services import KEEP_KEY
 from autocoder.llm.types import ROLES, LLMConfigError, safe_url
@@ -195,7 +195,24 @@ class SiteModelForm(forms.Form):
 
 class SiteModelSaveForm(SiteModelForm):
     """Saving also refuses a remote set-up that cannot work (no address, key or model name);
-    a local model may be chosen before its file has finished downloading."""
+    a local model may be chosen before its file has finished downloading.
+
+    A remote set-up is called before it is saved (one short call per distinct model, as Test
+    connection does): one that does not answer is not saved, the page says what is wrong, and
+    the set-up in use stays, unless the admin insists with "Save anyway"."""
+
+    save_anyway = forms.BooleanField(
+        label="Save anyway", required=False,
+        help_text="Store the set-up even though its model did not answer; runs then wait "
+                  "(held) until it answers.")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.failed_probes: list[ProbeResult] = []
+
+    @property
+    def offer_save_anyway(self) -> bool:
+        return bool(self.failed_probes) and not self.cleaned_data.get("save_anyway")
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean()
@@ -217,7 +234,21 @@ class SiteModelSaveForm(SiteModelForm):
         if fault is not None:
             raise forms.ValidationError(f"This set-up cannot work: {fault.problem}. "
                                         f"To fix it, {fault.fix}.")
+        self._check_connection(candidate, insist=bool(cleaned.get("save_anyway")))
         return cleaned
+
+    def _check_connection(self, candidate: SiteModelConfig, *, insist: bool) -> None:
+        """Call the set-up's models; refuse one that does not answer unless `insist`."""
+        self.failed_probes = [result for result in model_probes(site=candidate,
+                                                                load_local=False)
+                              if not result.ok]
+        if not self.failed_probes or insist:
+            return
+        problems = " ".join(result.problem for result in self.failed_probes)
+        raise forms.ValidationError(
+            f"Not saved: {problems} To fix it, {self.failed_probes[0].fix}. The set-up in use "
+            "stays as it was. To store this one all the same, press “Save anyway”: "
+            "runs then wait (held) until its model answers.")
 
 
 class ModelPriceForm(forms.Form):

@@ -12,7 +12,7 @@ import dataclasses
 import importlib.util
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from autocoder.installation import InstallationFault
 from autocoder.llm.config import build_provider, default_config, layer, normalize_provider
@@ -25,6 +25,7 @@ from autocoder.llm.types import (
     LLMConnectionError,
     LLMError,
     LLMRateLimited,
+    LLMServerError,
     LLMTimeout,
     Message,
     ProviderConfig,
@@ -155,9 +156,12 @@ def model_probe(config: ProviderConfig, *, roles: tuple[str, ...] = ("analyst",)
             timeout_s=config.timeout_s)
     except LLMError as error:
         failed, problem = explain_failure(error, config, where)
-        return dataclasses.replace(tried, failed=failed, problem=problem)
-    return dataclasses.replace(tried, ok=True, reply=completion.text.strip()[:200],
-                               latency_ms=completion.latency_ms)
+        result = dataclasses.replace(tried, failed=failed, problem=problem)
+    else:
+        result = dataclasses.replace(tried, ok=True, reply=completion.text.strip()[:200],
+                                     latency_ms=completion.latency_ms)
+    reach_record_probe(config, result)  # what /healthz reports until the next call or probe
+    return result
 
 
 def model_probes(*, site: SiteModelConfig | None = None,
@@ -274,9 +278,13 @@ def model_health(*, live: bool = True) -> Health:
     if config.provider == "scripted":
         return Health(True, f"scripted provider replaying {settings.LLM_SCRIPT} (recorded "
                             "replies for tests and demos, not a model)")
-    if config.provider == "llamacpp" or not live:
+    if config.provider == "llamacpp":
         return Health(True, f"{config.provider} model {config.model} at {_where(config)} is set "
                             "up (not called: `manage.py doctor` calls remote models)")
+    if not live:
+        return site_reach_health() or Health(
+            True, f"{config.provider} model {config.model} at {_where(config)} is set up and no "
+                  "failed call is known (not called here: `manage.py doctor` calls it)")
     return _probes_health(model_probes(load_local=False))
 
 
@@ -288,3 +296,168 @@ def _probes_health(results: list[ProbeResult]) -> Health:
         return Health(False, " ".join(result.problem for result in failed), failed[0].fix)
     return Health(True, "; ".join(f"{result.described} answered in {result.latency_ms} ms"
                                   for result in results))
+
+
+# -- a model that is set up but does not answer (docs/llm.md, "A model that does not answer") --
+
+REACH = "model_reach"
+RECHECK_TIMEOUT_S = 5.0  # the watchdog's re-check: short, it runs in the heartbeat thread
+REACH_KEY = "autocoder:llm:unreachable:"
+REACH_FIXES: dict[str, str] = {
+    **PROBE_FIXES,
+    "busy": "wait until the provider's limit resets, or raise it with the provider; held runs "
+            "go on by themselves once the model answers",
+    "server": "read the model server's log and restart it if needed; held runs go on by "
+              "themselves once it answers",
+}
+
+
+def call_fault(error: LLMError, config: ProviderConfig | None) -> InstallationFault | None:
+    """The installation's fault in a failed call (the model is unreachable, refuses the key,
+    does not know the model, is rate limited or fails), or None for a failure of the request
+    itself (a prompt too long, a bad input), which is the run's. Plain, stable words: fifty
+    held runs make one notice per admin."""
+    config = config or ProviderConfig(provider="")
+    where = _where(config)
+    failed = _reach_failure(error)
+    if failed is None:
+        return None
+    problems = {
+        "address": f"the model server at {where} could not be reached (is it running, and is "
+                   "the address right?)",
+        "timeout": f"the model at {where} did not answer in time",
+        "key": f"the model server at {where} refused the API key",
+        "model": f"the model server at {where} does not know the model "
+                 f"\u201c{config.model}\u201d",
+        "busy": f"the model server at {where} is rate limiting the portal (too many requests)",
+        "server": f"the model server at {where} answered with a server error",
+    }
+    reach_record(config, problems[failed], REACH_FIXES[failed])
+    return InstallationFault(REACH, problems[failed], REACH_FIXES[failed])
+
+
+def _reach_failure(error: LLMError) -> str | None:
+    """Which part failed, when it is the installation's. A model that went silent, or sent an
+    error, after it had started answering stays the run's failure (docs/llm.md: a working
+    server is never asked twice); a connection lost mid-reply is the server going away."""
+    if isinstance(error, LLMConnectionError):
+        return "address"
+    if isinstance(error, LLMTimeout) and error.retryable:  # not even a first token
+        return "timeout"
+    if isinstance(error, LLMAuthError):
+        return "key"
+    if isinstance(error, LLMRateLimited):
+        return "busy"
+    if isinstance(error, LLMServerError) and error.retryable:
+        return "server"
+    if isinstance(error, LLMBadRequest) and _unknown_model(str(error)):
+        return "model"
+    return None
+
+
+def model_reach_fault(*, team_id: int | None = None,
+                      timeout_s: float = RECHECK_TIMEOUT_S) -> InstallationFault | None:
+    """Whether the models `team_id`'s roles use (the site's without a team) answer now: the
+    offline check, then one short real call per distinct remote model. What the watchdog asks
+    before it lets runs held for the model go on; the result is kept for /healthz."""
+    from autocoder.llm.config import role_config
+
+    fault = model_fault()
+    if fault is not None:
+        return fault
+    by_model: dict[tuple[str, ...], tuple[ProviderConfig, list[str]]] = {}
+    for role in ROLES:
+        config = role_config(role, team_id=team_id)
+        if normalize_provider(config.provider) in ("llamacpp", "scripted"):
+            continue
+        key = (config.provider, config.base_url, config.api_key, config.model)
+        by_model.setdefault(key, (config, []))[1].append(role)
+    for config, roles in by_model.values():
+        result = model_probe(config, roles=tuple(roles), timeout_s=timeout_s)
+        if not result.ok:
+            return InstallationFault(REACH, result.problem.rstrip("."), result.fix)
+    return None
+
+
+# What /healthz knows between checks: the last failure of each model set-up (keyed by a
+# keyed hash of its provider, address, key and model), kept in Redis until a call or a probe
+# of the same set-up works. A new set-up starts clean.
+
+
+def _fingerprint(config: ProviderConfig) -> str:
+    from django.utils.crypto import salted_hmac
+
+    value = "\x00".join((normalize_provider(config.provider), config.base_url, config.api_key,
+                         config.model))
+    return salted_hmac("autocoder.llm.reach", value).hexdigest()[:24]
+
+
+def _redis() -> Any:
+    import redis
+    from django.conf import settings
+
+    return redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1, socket_connect_timeout=1)
+
+
+def reach_record(config: ProviderConfig, problem: str, fix: str) -> None:
+    """Remember that `config`'s model does not answer (best effort: Redis may be down)."""
+    import json
+    import logging
+
+    from django.utils import timezone
+
+    value = json.dumps({"problem": problem, "fix": fix, "at": timezone.now().isoformat()})
+    try:
+        _redis().set(REACH_KEY + _fingerprint(config), value)
+    except Exception:  # health is reported elsewhere; a call never fails for this
+        logging.getLogger(__name__).warning("could not record the model's state", exc_info=True)
+
+
+def reach_clear(config: ProviderConfig) -> None:
+    import logging
+
+    try:
+        _redis().delete(REACH_KEY + _fingerprint(config))
+    except Exception:
+        logging.getLogger(__name__).warning("could not clear the model's state", exc_info=True)
+
+
+def reach_record_probe(config: ProviderConfig, result: ProbeResult) -> None:
+    if result.ok:
+        reach_clear(config)
+    elif result.failed not in ("setup",):
+        reach_record(config, result.problem.rstrip("."), result.fix)
+
+
+def reach_recorded(config: ProviderConfig) -> dict[str, str] | None:
+    """The last failure recorded for `config`, or None (also when Redis cannot be read)."""
+    import json
+
+    try:
+        value = _redis().get(REACH_KEY + _fingerprint(config))
+    except Exception:
+        return None
+    return json.loads(value) if value else None
+
+
+def site_reach_health() -> Health | None:
+    """A failure recorded for a model the site's roles use (None: none known)."""
+    for config in {(c.provider, c.base_url, c.api_key, c.model): c
+                   for c in site_role_configs().values()}.values():
+        if normalize_provider(config.provider) in ("llamacpp", "scripted"):
+            continue
+        found = reach_recorded(config)
+        if found is not None:
+            return Health(False, f"the model is set up but does not answer: {found['problem']} "
+                                 f"(since {found['at'][:19].replace('T', ' ')} UTC; runs that "
+                                 "need it wait, held, and go on by themselves once it answers)",
+                          found["fix"])
+    return None
+
+
+def model_reach_recheck() -> list[int]:
+    """The watchdog's re-check of a site model known not to answer (so /healthz turns ok
+    again by itself); nothing is called while none is known to fail. Returns nothing moved."""
+    if site_reach_health() is not None:
+        model_reach_fault()
+    return []

@@ -43,6 +43,9 @@ def model_settings(request: AuthenticatedHttpRequest) -> HttpResponse:
     if request.method == "POST" and form.is_valid():
         saved = services.site_model_config_set(actor=request.user, **form.service_kwargs())
         messages.success(request, _saved_message(saved))
+        for failed in form.failed_probes:  # saved anyway
+            messages.warning(request, f"Saved anyway: {failed.problem} Runs wait (held) until "
+                                      "the model answers; /healthz and doctor say so.")
         if form.key_withheld_from:
             messages.warning(request, f"Saved without the API key: the saved key was only sent "
                                       f"to {form.key_withheld_from}, so it was removed. Type "

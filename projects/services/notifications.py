@@ -58,16 +58,22 @@ def notifications_review_requested(*, team: Team, users: list[User], message: st
 
 
 def notifications_installation_fault(*, team: Team, fault: InstallationFault) -> int:
-    """Tell the team's admins that a part of the installation holds its runs. One unread
-    notice per admin and problem: fifty held runs do not make fifty notices."""
+    """Tell the team's admins that a part of the installation holds its runs, and for the
+    model the site admins too (they fix it on the Model page). One unread notice per admin
+    and problem: fifty held runs do not make fifty notices."""
     message = str(fault)[:300]
-    admins = (Membership.objects.filter(team=team, role=Membership.Role.ADMIN)
-              .exclude(user__notifications__kind=Kind.INSTALLATION,
-                       user__notifications__message=message,
-                       user__notifications__read_at__isnull=True)
-              .values_list("user_id", flat=True))
-    new = [Notification(user_id=user_id, team=team, kind=Kind.INSTALLATION, message=message)
-           for user_id in set(admins)]
+    told = (Notification.objects.filter(kind=Kind.INSTALLATION, message=message,
+                                        read_at__isnull=True).values_list("user_id", flat=True))
+    admins = set(Membership.objects.filter(team=team, role=Membership.Role.ADMIN)
+                 .values_list("user_id", flat=True))
+    site_admins: set[int] = set()
+    if fault.part in ("model", "model_reach"):
+        site_admins = set(User.objects.filter(is_active=True, is_staff=True)
+                          .values_list("id", flat=True))
+    model_page = reverse("llm:model_settings")
+    new = [Notification(user_id=user_id, team=team, kind=Kind.INSTALLATION, message=message,
+                        url=model_page if user_id in site_admins else "")
+           for user_id in (admins | site_admins) - set(told)]
     Notification.objects.bulk_create(new)
     if new:
         _publish_user_change(team.pk, [n.user_id for n in new])

@@ -31,6 +31,7 @@ from autocoder import heartbeat, metrics, realtime
 from autocoder.engine import loop
 from autocoder.engine.spec import spec_from_dict
 from autocoder.installation import InstallationFault, fault_of
+from autocoder.llm.readiness import model_reach_fault
 from autocoder.llm.types import LLMAuthError, LLMConfigError, LLMError
 from projects.models import Membership, Project, Team
 from runs import approval_rules, budgets, signals
@@ -649,14 +650,26 @@ def _hold(run: Run, fault: InstallationFault) -> None:
     _notify(run, {"kind": "run.held", "part": fault.part, "headline": fault.headline})
 
 
+MODEL_PARTS = frozenset({"model", "model_reach"})
+
+
 def runs_held_release(*, dispatch: Dispatch | None = enqueue_step) -> list[int]:
     """Let held runs go on whose broken part works again (the watchdog calls this every
-    minute; saving a working model set-up calls it at once). Returns the released runs."""
-    held = list(Run.objects.filter(status=Run.Status.HELD).values_list("id", "held_by"))
-    working = {part for part in {part for _, part in held} if fault_of(part) is None}
+    minute; saving a working model set-up calls it at once). Returns the released runs.
+    A run released goes on with the step it was held at: nothing it did is redone, and the
+    failed call cost nothing (no reply arrived) or is on record once."""
+    held = list(Run.objects.filter(status=Run.Status.HELD)
+                .values_list("id", "held_by", "project__team_id"))
+    working = {part for part in {part for _, part, _ in held}
+               if part not in MODEL_PARTS and fault_of(part) is None}
+    # Runs held for the model go on only once a real call to the team's models works
+    # (one short call per distinct model), so an address that still fails holds nobody twice.
+    answering = {team_id for team_id in {team for _, part, team in held if part in MODEL_PARTS}
+                 if model_reach_fault(team_id=team_id) is None}
     released = []
-    for run_id, part in held:
-        if part in working and _release(run_id, dispatch):
+    for run_id, part, team_id in held:
+        goes_on = team_id in answering if part in MODEL_PARTS else part in working
+        if goes_on and _release(run_id, dispatch):
             released.append(run_id)
     if released:
         logger.info("released held runs %s", released)

@@ -53,7 +53,10 @@ def client_for(user: Any) -> Client:
 
 
 def form(**values: str) -> dict[str, str]:
-    return {"provider": "openai", "base_url": "", "new_api_key": "", "model": "", **values}
+    # Saved anyway unless a test says otherwise: most addresses here lead nowhere (the check
+    # on save has its own tests below).
+    return {"provider": "openai", "base_url": "", "new_api_key": "", "model": "",
+            "save_anyway": "1", **values}
 
 
 def html(response: Any) -> str:
@@ -260,6 +263,8 @@ def saved_with_key(staff: Client, server: FakeServer) -> None:
     saved = staff.post(PAGE, form(base_url=server.url + "/v1", model="coder-7b",
                                   new_api_key=KEY))
     assert saved.status_code == 302 and SiteModelConfig.objects.get().api_key == KEY
+    assert keys_sent(server) == [f"Bearer {KEY}"]  # the check on save, with the key typed
+    server.requests.clear()
 
 
 def test_testing_another_address_with_the_key_left_empty_sends_no_key_there(
@@ -305,7 +310,8 @@ def test_saving_another_address_without_a_key_removes_the_stored_key(
             in html(response))
     elsewhere.queue(chat("ready"))
     staff.post(TEST, form(base_url=elsewhere.url + "/v1", model="coder-7b"))  # what is stored
-    assert len(elsewhere.requests) == 1 and KEY not in " ".join(keys_sent(elsewhere))
+    # The check on save and the test: neither sent the key there.
+    assert len(elsewhere.requests) == 2 and KEY not in " ".join(keys_sent(elsewhere))
     assert role_config("implementer").api_key == ""  # nor do the runs send it there
 
 

@@ -155,7 +155,10 @@ def test_a_request_waits_for_a_model_and_goes_on_once_an_admin_sets_one_up(
     run.refresh_from_db()
     assert run.status == Run.Status.RUNNING and run.phase == Run.Phase.IMPLEMENT
     assert Project.objects.get(pk=run.project_id).status == Project.Status.GENERATING
-    [call] = fake_server.requests
-    assert call.body["model"] == "coder-7b"
+    # The save called the model once (the check on save), the release once more (it lets
+    # held runs go on only once a real call works), then the step.
+    *checks, call = fake_server.requests
+    assert len(checks) == 2 and all(c.body["max_tokens"] == 8 for c in checks)
+    assert call.body["model"] == "coder-7b" and call.body["stream"]
     page = client.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert HEADLINE not in page
