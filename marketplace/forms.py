@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django import forms
 from packaging.version import InvalidVersion, Version
 
 from marketplace.models import Plugin
+from marketplace.try_input import TryInputError, command_example, try_payload
 from marketplace.validation import MAX_ARCHIVE_BYTES, PackageError, clean_tags
 from projects.models import Team
 
@@ -89,24 +89,35 @@ class ReviewForm(forms.Form):
 
 
 class TryForm(forms.Form):
-    command = forms.ChoiceField(choices=[])
-    payload = forms.CharField(widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false"}),
-                              max_length=20_000, initial="{}", label="Input (JSON)")
+    """A command and its input: a JSON object, or for a command with one input the text, a
+    number or a pasted table (marketplace/try_input.py)."""
 
-    def __init__(self, *args: Any, commands: list[str] | None = None, **kwargs: Any) -> None:
+    command = forms.ChoiceField(choices=[])
+    payload = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 5, "spellcheck": "false",
+                                     "aria-describedby": "try-payload-help"}),
+        max_length=20_000, initial="{}", label="Input", required=False,
+        help_text="JSON, like the example; for a command with one input, the text itself or a "
+                  "table (CSV, or copied from a spreadsheet) works too.")
+
+    def __init__(self, *args: Any, commands: list[dict[str, Any]] | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
+        self.commands = commands or []
         command_field = self.fields["command"]
         assert isinstance(command_field, forms.ChoiceField)
-        command_field.choices = [(name, name) for name in commands or []]
+        command_field.choices = [(c["name"], c["name"]) for c in self.commands]
 
-    def clean_payload(self) -> dict[str, Any]:
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if "command" not in cleaned:
+            return cleaned
+        example = command_example(self.commands, cleaned["command"])
         try:
-            value = json.loads(self.cleaned_data["payload"])
-        except ValueError as exc:
-            raise forms.ValidationError(f"Not valid JSON: {exc}") from None
-        if not isinstance(value, dict):
-            raise forms.ValidationError('The input must be a JSON object, like {"text": "hi"}.')
-        return value
+            cleaned["payload"] = try_payload(cleaned.get("payload") or "", example)
+        except TryInputError as exc:
+            self.add_error("payload", str(exc))
+        return cleaned
 
 
 class DecisionForm(forms.Form):

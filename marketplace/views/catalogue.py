@@ -127,7 +127,6 @@ def version_detail(request: AuthenticatedHttpRequest, name: str, version: str) -
 def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: Viewer,
                     versions: list[PluginVersion], shown: PluginVersion | None) -> dict[str, Any]:
     own_review = review_of(plugin, viewer.user_id)
-    commands = [c["name"] for c in shown.commands] if shown else []
     first_example = next((c for c in shown.commands if c.get("examples")), None) if shown else None
     index_url = request.build_absolute_uri(reverse("simple:index"))
     return {
@@ -141,7 +140,8 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: V
                               if viewer.is_member(plugin.team_id) else []),
         "review_form": ReviewForm(initial={"rating": own_review.rating, "body": own_review.body}
                                   if own_review else None),
-        "try_form": TryForm(commands=commands, initial=_try_initial(first_example)),
+        "try_form": TryForm(commands=shown.commands if shown else [],
+                            initial=_try_initial(first_example)),
         "decision_form": DecisionForm(), "yank_form": YankForm(),
         "index_url": index_url,
         "needs_token": plugin.visibility != Plugin.Visibility.PUBLIC,
@@ -172,7 +172,7 @@ def _try_initial(command: dict[str, Any] | None) -> dict[str, Any]:
 def plugin_try(request: AuthenticatedHttpRequest, name: str, version: str) -> HttpResponse:
     plugin, viewer = _plugin_or_404(request, name)
     shown = _version_or_404(plugin, viewer, version)
-    form = TryForm(request.POST, commands=[c["name"] for c in shown.commands])
+    form = TryForm(request.POST, commands=shown.commands)
     context = _plugin_context(request, plugin, viewer, plugin_versions(plugin, viewer),
                               shown)
     context["try_form"] = form

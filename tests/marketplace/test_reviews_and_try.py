@@ -11,15 +11,16 @@ from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 from autocoder.runtime.invoke import InvokeLimits
-from marketplace.models import Plugin, Review, TryRequest
+from marketplace.models import Plugin, PluginVersion, Review, TryRequest
 from marketplace.services import trying
 from marketplace.services.gate import plugin_version_decide
 from marketplace.services.reviews import review_delete, review_upsert
 from marketplace.services.trying import plugin_try_perform, plugin_try_request, try_rate_limit_hit
 from marketplace.services.uploads import plugin_upload_submit
+from marketplace.try_input import TryInputError, try_payload
 from marketplace.validation import PackageError
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
-from tests.marketplace.conftest import client_for, plugin_tree, zip_bytes
+from tests.marketplace.conftest import WORD_COUNT_SPEC, client_for, plugin_tree, zip_bytes
 
 pytestmark = pytest.mark.django_db
 
@@ -137,7 +138,46 @@ def test_try_it_runs_the_command_in_the_sandbox(market: dict, plugin: Plugin,
                         HTTP_HX_REQUEST="true")
     assert "&quot;words&quot;: 4" in result.content.decode()
     bad_json = client.post(try_url(), {"command": "count-words", "payload": "{text}"})
-    assert "Not valid JSON" in bad_json.content.decode()
+    assert "This starts like JSON but is not valid JSON (near line 1, column 2)" in \
+        html_text(bad_json.content.decode())
+
+
+def html_text(page: str) -> str:
+    return html.unescape(page)
+
+
+def test_try_it_takes_a_pasted_table_or_text_for_a_command_with_one_input(
+        market: dict, plugin: Plugin, clean_redis: Any) -> None:
+    """A pasted table got "Not valid JSON: Expecting value" (issue 28, item 4): for a command
+    whose example has one input, the text is that input, as the tools' form does."""
+    # A generated plugin's version carries its spec's examples (an upload's, plugin.toml's).
+    PluginVersion.objects.filter(plugin=plugin).update(commands=WORD_COUNT_SPEC["commands"])
+    client = client_for(market["loner"])
+    pasted = "month,amount\nJan,2\nFeb,3\n"
+    page = client.post(try_url(), {"command": "count-words", "payload": pasted})
+    assert page.status_code == 200 and "Expecting value" not in page.content.decode()
+    asked = TryRequest.objects.get()
+    assert asked.payload == {"text": "month,amount\nJan,2\nFeb,3"}
+    done = plugin_try_perform(try_id=asked.pk)
+    assert done is not None and done.result["ok"] and done.result["output"] == {"words": 3}
+
+
+def test_what_try_it_makes_of_plain_text() -> None:
+    records = {"rows": [{"month": "Jan", "amount": 2}]}
+    assert try_payload("month\tamount\nJan\t2,5\nFeb\t3\n", records) == {
+        "rows": [{"month": "Jan", "amount": 2.5}, {"month": "Feb", "amount": 3}]}
+    assert try_payload('{"rows": []}', records) == {"rows": []}
+    assert try_payload("  ", records) == {}
+    assert try_payload("12", {"n": 1}) == {"n": 12}
+    assert try_payload("a\nb\n", {"names": ["x"]}) == {"names": ["a", "b"]}
+    with pytest.raises(TryInputError, match="Line 3 of the table has 1 cells"):
+        try_payload("month,amount\nJan,2\nFeb\n", records)
+    with pytest.raises(TryInputError, match=r"takes 2 inputs \(a, b\), so write them as one "
+                                            r"JSON object, for example \{\"a\": 1"):
+        try_payload("hello", {"a": 1, "b": "x"})
+    with pytest.raises(TryInputError, match='Write the input as a JSON object. For example '
+                                            '{"text": "hello"}'):
+        try_payload("hello", None)
 
 
 def test_try_it_shows_the_plugin_error(market: dict, publish: Any, clean_redis: Any,
