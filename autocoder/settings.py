@@ -7,7 +7,7 @@ from pathlib import Path
 
 import environ
 
-from autocoder import config
+from autocoder import config, secret_key
 from autocoder.llm import env as llm_env
 
 BASE_DIR: Path = config.BASE_DIR
@@ -16,11 +16,14 @@ if (BASE_DIR / ".env").exists():
     environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="dev-only-insecure-key-change-me-in-production")
+VAR_DIR = config.var_dir()
+# DJANGO_SECRET_KEY, else a random key made on first start and kept in var/secret_key (mode
+# 0600), which every process of this installation reads (autocoder/secret_key.py). `doctor` and
+# `check --deploy` refuse a published default, an empty or a short key.
+SECRET_KEY = secret_key.secret_key()
 SECRET_KEY_FALLBACKS = env.list("DJANGO_SECRET_KEY_FALLBACKS", default=[])
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
-VAR_DIR = config.var_dir()
 
 # HTTPS (docs/operating.md, "Security"): all off for `make run` on plain http; compose.yaml turns
 # them on for a portal behind a TLS-terminating proxy, so `check --deploy` reports nothing.
