@@ -29,7 +29,7 @@ _FIRST_RUNG = {
     "oscillation": "try_alternative",
 }
 
-_PROBLEM = {
+PROBLEM_WORDS = {
     "identical_replies": "the model gave the same reply again",
     "no_progress": "nothing improved for several iterations",
     "repeated_error": "the same error keeps coming back",
@@ -37,7 +37,7 @@ _PROBLEM = {
     "oscillation": "the code keeps flipping back to an earlier state",
 }
 
-_ACTION = {
+ACTION_WORDS = {
     "reset_context": "starting again from the spec and the best code so far, without the "
                      "conversation that got stuck",
     "try_alternative": "asking for a different approach from every one tried so far",
@@ -48,8 +48,12 @@ _ACTION = {
 
 @dataclass(frozen=True)
 class EscapeDecision:
+    """The escape chosen, why in plain words (what people read first), and the detector's
+    technical terms (the pattern, its signature, the escapes tried) for whoever wants them."""
+
     action: str
     reason: str
+    detail: str = ""
 
 
 def choose_escape(detection: Detection, *, tried: list[tuple[str, str]], autonomy: str,
@@ -60,15 +64,25 @@ def choose_escape(detection: Detection, *, tried: list[tuple[str, str]], autonom
     done = {action for signature, action in tried if signature == detection.signature}
     start = ESCAPES.index(_FIRST_RUNG.get(detection.type, "reset_context"))
     action = next((a for a in ESCAPES[start:] if a not in done), "abort")
-    problem = _PROBLEM.get(detection.type, f"the loop detector saw {detection.type}")
+    problem = problem_words(detection.type)
+    tried_words = [ACTION_WORDS[a] for a in ESCAPES if a in done]
     if action == "escalate" and escalations_answered >= MAX_ANSWERED_ESCALATIONS:
-        return EscapeDecision("abort", f"{problem} ({detection.signature}); a person already "
-                              f"gave guidance {escalations_answered} times in this run, so "
-                              "the run stops instead of asking again")
-    reason = f"{problem} ({detection.signature}): {_ACTION[action]}"
+        action = "abort"
+        reason = (f"{problem}; a person already gave guidance {escalations_answered} times in "
+                  "this run, so the run stops instead of asking again")
+    else:
+        reason = f"{problem}: {ACTION_WORDS[action]}"
+        if tried_words:
+            reason += f"; already tried for this problem: {'; '.join(tried_words)}"
+        if action == "escalate" and autonomy == "full":
+            reason += ("; autonomy is full, but a person is the last resort before giving up, "
+                       "so the run waits for guidance")
+    detail = f"loop detector: {detection.type} ({detection.signature}); escape: {action}"
     if done:
-        reason += f"; already tried for this problem: {', '.join(a for a in ESCAPES if a in done)}"
-    if action == "escalate" and autonomy == "full":
-        reason += ("; autonomy is full, but a person is the last resort before giving up, "
-                   "so the run waits for guidance")
-    return EscapeDecision(action, reason)
+        detail += f"; escapes already tried: {', '.join(a for a in ESCAPES if a in done)}"
+    return EscapeDecision(action, reason, detail)
+
+
+def problem_words(kind: str) -> str:
+    """A loop-detector pattern in plain words ("the same tests keep failing")."""
+    return PROBLEM_WORDS.get(kind, f"the loop detector saw a pattern ({kind})")

@@ -6,6 +6,8 @@ from datetime import timedelta
 
 from django import template
 
+from autocoder.engine.escapes import problem_words
+
 register = template.Library()
 
 NO_DATA = "–"
@@ -33,3 +35,10 @@ def span(duration: timedelta | None) -> str:
     if seconds < 90 * 60:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
+
+
+@register.filter
+def loop_kind(kind: str) -> str:
+    """A loop-detector pattern as people say it: "The same tests keep failing"."""
+    words = problem_words(kind)
+    return words[:1].upper() + words[1:]

@@ -21,6 +21,7 @@ from projects.selectors.insights import (
     Period,
     team_insights,
 )
+from projects.templatetags.insights import loop_kind
 
 
 @login_required
@@ -59,6 +60,7 @@ def _charts(insights: Insights) -> dict[str, Any]:
             charts.Series("Auto-fix rate", "chart-line-2", [f.auto_fix_rate for f in figures]),
         ], targets=[("Build success rate", TARGET_BUILD_SUCCESS),
                     ("Auto-fix rate", TARGET_AUTO_FIX)]),
-        "loops": charts.horizontal_bars("Loop-detector events by kind", insights.loop_events)
+        "loops": charts.horizontal_bars("Loop-detector events by kind",
+                                        [(loop_kind(kind), n) for kind, n in insights.loop_events])
         if insights.loop_events else None,
     }

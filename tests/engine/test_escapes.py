@@ -42,8 +42,9 @@ def run_ladder(kind: str, autonomy: str = "semi", answered_after_escalate: bool 
 ])
 def test_first_escape_by_pattern(kind: str, first: str) -> None:
     decision = choose_escape(detection(kind), tried=[], autonomy="semi", escalations_answered=0)
-    assert decision == EscapeDecision(first, decision.reason)
-    assert "sig" in decision.reason
+    assert decision == EscapeDecision(first, decision.reason, decision.detail)
+    assert "sig" in decision.detail and kind in decision.detail
+    assert "sig" not in decision.reason and kind not in decision.reason  # plain words
 
 
 @pytest.mark.parametrize(("kind", "expected"), [
@@ -99,7 +100,13 @@ def test_reason_lists_what_was_already_tried() -> None:
                              tried=[("sig", "try_alternative"), ("sig", "reset_context")],
                              autonomy="semi", escalations_answered=0)
     assert decision.action == "escalate"
-    assert "already tried for this problem: reset_context, try_alternative" in decision.reason
+    assert ("already tried for this problem: starting again from the spec and the best code "
+            "so far, without the conversation that got stuck; asking for a different approach "
+            "from every one tried so far") in decision.reason
+    # Plain words first; the detector's terms only in the details.
+    assert "reset_context" not in decision.reason and "sig" not in decision.reason
+    assert decision.detail == ("loop detector: no_progress (sig); escape: escalate; escapes "
+                               "already tried: reset_context, try_alternative")
 
 
 def test_unknown_autonomy_is_a_programming_error() -> None:

@@ -87,6 +87,10 @@ def test_the_same_wrong_answer_forever_is_detected_and_escalated(
     escalation = run.approvals.get(status="pending")
     assert escalation.kind == ApprovalRequest.Kind.ESCALATION
     assert "same" in escalation.payload["reason"]
+    # Plain words for the reviewer; the detector's terms only in the folded details.
+    for code in ("reset_context", "try_alternative", "identical_replies", "repeated_error"):
+        assert code not in escalation.payload["reason"], escalation.payload["reason"]
+    assert escalation.payload["details"].startswith("loop detector: ")
     assert run.project.status == Project.Status.ESCALATED
     # An escape re-planned: the architect was asked again after the first detection.
     assert run.llm_calls.filter(role="architect").count() >= 2

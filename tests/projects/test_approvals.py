@@ -310,3 +310,28 @@ def test_two_reviewers_deciding_at_once_make_exactly_one_decision(
     assert AuditEntry.objects.filter(action__in=["approval.approve", "approval.reject"]
                                      ).count() == 1
     assert "already decided" in str(losers[0])
+
+
+@pytest.mark.django_db
+def test_an_escalation_says_what_is_wrong_in_plain_words_with_the_codes_folded(
+        portal: Portal, waiting_run: Run) -> None:
+    """The probe's escalation page led with "reply 854ed47e...", "reset_context,
+    try_alternative" and raw pytest traces."""
+    Run.objects.filter(pk=waiting_run.pk).update(status=Run.Status.ESCALATED)
+    escalation = approval_for(
+        waiting_run, kind=ApprovalRequest.Kind.ESCALATION,
+        reason="the model gave the same reply again: asking a person for guidance",
+        details="loop detector: identical_replies (reply 854ed47e); escape: escalate; "
+                "escapes already tried: reset_context, try_alternative",
+        failures=["tests/test_acceptance.py::test_example_1 AssertionError: assert 1 == 2"],
+        question="What now?")
+    page = portal.client(portal.reviewer).get(
+        reverse("approval_detail", args=[escalation.pk])).content.decode()
+    section = page.split('id="reasoning-heading"', 1)[1].split("</section>", 1)[0]
+    plain = section.split("<details>", 1)[0]
+    assert "the model gave the same reply again" in plain
+    assert "1 check of the candidate failed." in plain
+    for code in ("reset_context", "identical_replies", "854ed47e", "assert 1 == 2"):
+        assert code not in plain, code
+        assert code in section, code  # still there, folded, for whoever wants it
+
