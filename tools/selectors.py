@@ -7,7 +7,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import Aggregate, Count, IntegerField, Q, QuerySet
+from django.db.models import (
+    Aggregate,
+    Count,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    TextField,
+    Value,
+    Window,
+)
+from django.db.models.functions import Coalesce, RowNumber
 from django.http import Http404
 
 from marketplace.models import Plugin, PluginVersion
@@ -34,9 +47,14 @@ def active_activation(team: Team | int, plugin: Plugin | int) -> Activation | No
 
 
 def team_tools(team: Team) -> QuerySet[Activation]:
-    """The plugins the team uses now, by name."""
+    """The plugins the team uses now, by name; `blocked_reason` is the kill switch's reason
+    when a site administrator disabled the version ("" otherwise)."""
+    block = VersionBlock.objects.filter(version_id=OuterRef("version_id"))
     return (Activation.objects.select_related("plugin", "version")
-            .filter(team=team, status=Status.ACTIVE).order_by("plugin__normalized_name"))
+            .filter(team=team, status=Status.ACTIVE)
+            .annotate(blocked_reason=Coalesce(Subquery(block.values("reason")[:1]), Value(""),
+                                              output_field=TextField()))
+            .order_by("plugin__normalized_name"))
 
 
 def pending_activations(team: Team) -> QuerySet[Activation]:
@@ -156,6 +174,22 @@ def invocation_log(team: Team, plugin: Plugin, *, limit: int = 200) -> list[Invo
                 .filter(team=team, plugin=plugin).order_by("-created_at", "-id")[:limit])
 
 
+def schedule_results(team: Team, plugin: Plugin, *, per_schedule: int = 5
+                     ) -> dict[int, list[Invocation]]:
+    """Each schedule's latest calls, newest first, by schedule id (one query): what a
+    scheduled call answered is kept as a form's result is, for every member to see."""
+    ranked = (Invocation.objects.select_related("version")
+              .filter(team=team, plugin=plugin, caller=Invocation.Caller.SCHEDULE,
+                      schedule__isnull=False)
+              .annotate(rank=Window(RowNumber(), partition_by=[F("schedule_id")],
+                                    order_by=[F("created_at").desc(), F("id").desc()]))
+              .filter(rank__lte=per_schedule).order_by("schedule_id", "rank"))
+    found: dict[int, list[Invocation]] = {}
+    for invocation in ranked:
+        found.setdefault(invocation.schedule_id or 0, []).append(invocation)
+    return found
+
+
 def recent_results(team: Team, plugin: Plugin, user_id: int, *, limit: int = 5
                    ) -> list[Invocation]:
     """The user's own form results for this tool, newest first."""
@@ -164,11 +198,13 @@ def recent_results(team: Team, plugin: Plugin, user_id: int, *, limit: int = 5
                         caller=Invocation.Caller.USER).order_by("-created_at", "-id")[:limit])
 
 
-def invocation_of_user(team: Team, plugin: Plugin, pk: int, user_id: int) -> Invocation:
-    """One of the user's own form results, or 404 (nobody else's results show)."""
-    found = (Invocation.objects.select_related("version")
-             .filter(team=team, plugin=plugin, pk=pk, user_id=user_id,
-                     caller=Invocation.Caller.USER).first())
+def result_for_member(team: Team, plugin: Plugin, pk: int, user_id: int) -> Invocation:
+    """One of the user's own form results, or a scheduled call's (the team's schedules are
+    every member's), or 404: nobody else's form results show."""
+    own = Q(user_id=user_id, caller=Invocation.Caller.USER)
+    found = (Invocation.objects.select_related("version", "schedule")
+             .filter(own | Q(caller=Invocation.Caller.SCHEDULE), team=team, plugin=plugin,
+                     pk=pk).first())
     if found is None:
         raise Http404("No such result")
     return found

@@ -179,13 +179,25 @@ def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: M
         "api_sample": json.dumps(sample),
         "limits": INVOKE_LIMITS.described(),
         "blocked": selectors.version_block(activation.version_id),
-        "schedules": [(s, schedules.describe(s)) for s in
-                      selectors.schedules_of(team, activation.plugin)],
+        "schedules": _schedules(team, activation),
         "every_choices": Schedule.Every.choices,
         "history": selectors.activation_history(team, activation.plugin)[:10],
         "storage": selectors.storage_of(team, activation.plugin),
         "storage_kb": INVOKE_LIMITS.storage_kb,
     }
+
+
+def _schedules(team: Team, activation: Activation) -> list[dict[str, Any]]:
+    """Each schedule, its rhythm in words, its latest calls and the newest one's answer."""
+    results = selectors.schedule_results(team, activation.plugin)
+    found = []
+    for schedule in selectors.schedules_of(team, activation.plugin):
+        calls = results.get(schedule.pk, [])
+        latest = next((c for c in calls if c.status == Invocation.Status.OK), None)
+        found.append({"schedule": schedule, "when": schedules.describe(schedule),
+                      "calls": calls, "latest": latest,
+                      "blocks": output_blocks(latest.output) if latest else []})
+    return found
 
 
 @login_required
@@ -224,7 +236,7 @@ def tool_result(request: AuthenticatedHttpRequest, slug: str, name: str,
     """One of the user's results; while it waits the page asks again (htmx every second,
     without JavaScript a refresh every two seconds)."""
     team, _, activation = _tool(request, slug, name)
-    invocation = selectors.invocation_of_user(team, activation.plugin, pk, request.user.pk)
+    invocation = selectors.result_for_member(team, activation.plugin, pk, request.user.pk)
     context = {"team": team, "activation": activation, "plugin": activation.plugin,
                "invocation": invocation, "blocks": output_blocks(invocation.output)
                if invocation.status == Invocation.Status.OK else [],
@@ -240,7 +252,7 @@ def tool_result(request: AuthenticatedHttpRequest, slug: str, name: str,
 def tool_result_download(request: AuthenticatedHttpRequest, slug: str, name: str, pk: int,
                          fmt: str) -> HttpResponse:
     team, _, activation = _tool(request, slug, name)
-    invocation = selectors.invocation_of_user(team, activation.plugin, pk, request.user.pk)
+    invocation = selectors.result_for_member(team, activation.plugin, pk, request.user.pk)
     if invocation.status != Invocation.Status.OK:
         raise Http404("No output")
     stem = f"{activation.plugin.normalized_name}-{invocation.command}-{invocation.pk}"
