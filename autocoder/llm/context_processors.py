@@ -12,7 +12,8 @@ from autocoder.installation import InstallationFault
 
 
 def model_banner(request: HttpRequest) -> dict[str, Callable[[], dict[str, Any] | None]]:
-    """`model_banner`: for site admins and team admins while no model works, what to show.
+    """`model_banner`: for site admins and team admins while no model works (none set up, or
+    one whose last call failed), what to show.
 
     A callable, cached per request: the check runs only on pages that show the banner (full
     pages through base.html, not htmx fragments)."""
@@ -40,6 +41,9 @@ def _team_admin(request: HttpRequest) -> bool:
 
 
 def _model_fault() -> InstallationFault | None:
-    from autocoder.installation import fault_of
+    from autocoder.llm.readiness import model_known_fault
 
-    return fault_of("model")
+    try:
+        return model_known_fault()
+    except Exception as fault:  # noqa: BLE001 - a page never fails for its banner
+        return fault if isinstance(fault, InstallationFault) else None

@@ -440,19 +440,32 @@ def reach_recorded(config: ProviderConfig) -> dict[str, str] | None:
     return json.loads(value) if value else None
 
 
-def site_reach_health() -> Health | None:
-    """A failure recorded for a model the site's roles use (None: none known)."""
+def site_reach_fault() -> InstallationFault | None:
+    """A failure recorded for a model the site's roles use (None: none known); no call."""
     for config in {(c.provider, c.base_url, c.api_key, c.model): c
                    for c in site_role_configs().values()}.values():
         if normalize_provider(config.provider) in ("llamacpp", "scripted"):
             continue
         found = reach_recorded(config)
         if found is not None:
-            return Health(False, f"the model is set up but does not answer: {found['problem']} "
-                                 f"(since {found['at'][:19].replace('T', ' ')} UTC; runs that "
-                                 "need it wait, held, and go on by themselves once it answers)",
-                          found["fix"])
+            since = found["at"][:19].replace("T", " ")
+            return InstallationFault(REACH, f"the model is set up but does not answer: "
+                                     f"{found['problem']} (since {since} UTC)", found["fix"])
     return None
+
+
+def site_reach_health() -> Health | None:
+    fault = site_reach_fault()
+    if fault is None:
+        return None
+    return Health(False, f"{fault.problem}; runs that need it wait (held) and go on by "
+                         "themselves once it answers", fault.fix)
+
+
+def model_known_fault() -> InstallationFault | None:
+    """Why no model works, as far as is known without calling one: no set-up, or a set-up
+    whose last call or check failed (what the admins' banner shows)."""
+    return model_fault() or site_reach_fault()
 
 
 def model_reach_recheck() -> list[int]:
