@@ -90,3 +90,4 @@ def test_the_tools_list_marks_a_disabled_or_withdrawn_version_in_use(
     page = text_of(client_for(world["admin"]).get(url))
     assert ("disabled A site administrator disabled this version everywhere: it sends data "
             "away. It cannot be used; activate another version below.") in page
+

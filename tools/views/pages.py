@@ -317,7 +317,7 @@ def tool_settings_page(request: AuthenticatedHttpRequest, slug: str, name: str) 
                                         version=activation.version)
     return render(request, "tools/settings.html", {
         "team": team, "activation": activation, "plugin": activation.plugin,
-        "settings": views})
+        "settings": views, "has_secrets": any(view.secret for view in views)})
 
 
 @login_required
