@@ -172,6 +172,8 @@ def journey_pages(data: dict[str, Any]) -> list[JourneyPage]:
         JourneyPage("team settings", reverse("team_settings", args=["acme"]), "alice"),
         JourneyPage("invitations, as the invited person", reverse("invitation_list"), "ivy"),
         JourneyPage("home, with an invitation", reverse("home"), "ivy"),
+        JourneyPage("home, with the requester's requests", reverse("home"), "quinn"),
+        JourneyPage("model prices", reverse("llm:model_prices"), "sam"),
         JourneyPage("start a team, refused", reverse("team_new"), "quinn", 403),
         JourneyPage("site settings for teams", reverse("site_team_settings"), "sam"),
         JourneyPage("notifications", reverse("notification_list"), "rob"),
