@@ -69,12 +69,16 @@ class BudgetState:
     def explanation(self) -> str:
         """Plain words for the requester and the admins."""
         if self.scope == "run":
-            return (f"This run has cost {money(self.spent)}, which is its budget of "
+            return (f"This run has cost {money(self.spent)}, {self._against()} its budget of "
                     f"{money(self.limit)}. It waits until a team admin lets it spend "
                     f"{money(self.more)} more, or stops it.")
-        return (f"The team's runs have cost {money(self.spent)} this month, which is its "
-                f"monthly budget of {money(self.limit)}. This run waits until a team admin "
+        return (f"The team's runs have cost {money(self.spent)} this month, {self._against()} "
+                f"the monthly budget of {money(self.limit)}. This run waits until a team admin "
                 f"allows {money(self.more)} more for the month, or stops it.")
+
+    def _against(self) -> str:
+        """How the spending stands against the limit, in words: "over", or "all of"."""
+        return "over" if self.spent > self.limit else "all of"
 
     def payload(self) -> dict[str, Any]:
         """What a budget request stores (approval payloads are JSON: amounts as text)."""

@@ -98,7 +98,7 @@ def test_a_budget_request_reaches_the_admins_and_the_requester_reads_why(
 
     run_page = portal.client(portal.requester).get(reverse("run_detail", args=[run.pk]))
     text = html.unescape(run_page.content.decode())
-    assert "This run has cost 2.10 USD, which is its budget of 2.00 USD" in text
+    assert "This run has cost 2.10 USD, over its budget of 2.00 USD" in text
     assert "waits for a team admin to decide whether it may spend more" in text
 
 
