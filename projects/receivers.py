@@ -57,6 +57,9 @@ def _announce(pk: int) -> None:
 @receiver(signals.approvals_superseded, dispatch_uid="projects.approvals_superseded")
 def approvals_superseded(sender: Any, approval: ApprovalRequest, replaced: list[int],
                          **kwargs: Any) -> None:
+    from projects.services.notifications import notifications_review_settled
+
+    notifications_review_settled(team_id=approval.project.team_id, approval_ids=list(replaced))
     for pk in replaced:
         audit_record(actor=None, action="approval.superseded", team=approval.project.team,
                      target_type="approvalrequest", target_id=str(pk),
@@ -80,9 +83,13 @@ def approval_voted(sender: Any, approval: ApprovalRequest, user: User, decision:
 @receiver(signals.approval_decided, dispatch_uid="projects.approval_decided")
 def approval_decided(sender: Any, approval: ApprovalRequest, actor: User,
                      **kwargs: Any) -> None:
-    from projects.services.notifications import notification_decision_send
+    from projects.services.notifications import (
+        notification_decision_send,
+        notifications_review_settled,
+    )
 
     notification_decision_send(approval=approval, actor=actor)
+    notifications_review_settled(team_id=approval.project.team_id, approval_ids=[approval.pk])
     if approval.kind == ApprovalRequest.Kind.PUBLISH:
         # Imported here: the marketplace builds on the portal's models.
         from marketplace.services.gate import publish_approval_decided

@@ -82,9 +82,14 @@ def deciders_notify(version: PluginVersion) -> None:
 def _submitter_notify(version: PluginVersion, *, actor: User, comment: str) -> None:
     """Tell whoever uploaded `version` how it was decided, with the reviewer's words."""
     from projects.selectors.inbox import upload_url
-    from projects.services.notifications import decision_message, notification_decided_send
+    from projects.services.notifications import (
+        decision_message,
+        notification_decided_send,
+        notifications_review_settled,
+    )
 
     plugin = version.plugin
+    notifications_review_settled(team_id=plugin.team_id, url=upload_url(version))
     message = decision_message(actor=actor, what=f"version {version.version} of “{plugin.name}”",
                                outcome=version.get_status_display().lower(), comment=comment)
     notification_decided_send(user_id=version.submitted_by_id, team_id=plugin.team_id,

@@ -57,6 +57,22 @@ def notifications_review_requested(*, team: Team, users: list[User], message: st
     return len(new)
 
 
+def notifications_review_settled(*, team_id: int, approval_ids: list[int] | None = None,
+                                 url: str = "") -> int:
+    """A request that no longer waits (decided, or replaced by a newer one) leaves every bell
+    it was in: its "Review needed" notices are marked read, so the bell counts what the
+    Reviews page lists. Returns how many were still unread."""
+    unread = Notification.objects.filter(kind=Kind.REVIEW_REQUESTED, team_id=team_id,
+                                         read_at=None)
+    unread = (unread.filter(approval_id__in=approval_ids) if approval_ids is not None
+              else unread.filter(approval=None, url=url))
+    users = list(unread.values_list("user_id", flat=True))
+    settled = unread.update(read_at=timezone.now())
+    if settled:
+        _publish_user_change(team_id, sorted(set(users)))
+    return settled
+
+
 def notifications_installation_fault(*, team: Team, fault: InstallationFault) -> int:
     """Tell the team's admins that a part of the installation holds its runs, and for the
     model the site admins too (they fix it on the Model page). One unread notice per admin

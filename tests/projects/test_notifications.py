@@ -129,3 +129,32 @@ def test_a_long_comment_is_shortened_to_fit_and_whole_on_the_page(portal: Portal
     assert "Comment: “Please rename the command" in note.message
     page = portal.client(portal.requester).get(note.url).content.decode()
     assert words.strip() in page
+
+
+def test_a_decided_request_leaves_every_bell_so_the_bell_counts_what_waits(
+        portal: Portal, approval: Any) -> None:
+    """The probe's reviewer had 9 unread in the bell against 1 in Reviews: decided requests
+    stayed "Review needed" for everyone who had not opened them."""
+    from runs.approval_rules import approval_candidate
+
+    assert Notification.objects.filter(user=portal.admin, read_at=None).count() == 1
+    portal.client(portal.reviewer).post(reverse("approval_decide", args=[approval.pk]), {
+        "decision": "approve", "candidate": approval_candidate(approval), "comment": ""})
+    approval.refresh_from_db()
+    assert approval.status != "pending"
+    # The admin never opened it: it no longer waits, so it no longer counts as unread.
+    assert not Notification.objects.filter(user=portal.admin, read_at=None,
+                                           kind=Notification.Kind.REVIEW_REQUESTED).exists()
+    html = portal.client(portal.admin).get(reverse("home")).content.decode()
+    assert "unread" not in html and "waiting for you" not in html
+    # The list keeps it, read, for whoever looks back.
+    assert Notification.objects.filter(user=portal.admin, approval=approval).exists()
+
+
+def test_a_replaced_request_leaves_the_bell_too(portal: Portal, approval: Any,
+                                                django_capture_on_commit_callbacks: Any) -> None:
+    from runs import signals
+
+    signals.approvals_superseded.send(sender=None, approval=approval, replaced=[approval.pk])
+    assert not Notification.objects.filter(read_at=None,
+                                           kind=Notification.Kind.REVIEW_REQUESTED).exists()
