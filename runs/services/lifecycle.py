@@ -206,6 +206,12 @@ def _perform(run: Run, token: str, dispatch: Dispatch | None,
             run=run, team_id=run.project.team_id, history=RunTables(run),
             spec=spec_from_dict(run.project.spec), llm=llm, cancelled=_cancel_check(run_id)))
     except InstallationFault as fault:
+        # A model that did not answer at all gets the step's retries first (a blip, a server
+        # restarting); then the run waits, held, for the watchdog to find it answering.
+        cause = fault.__cause__
+        if isinstance(cause, LLMError) and cause.retryable and _step_retry(
+                run_id, token, phase, cause, dispatch):
+            return "failed", token
         run_hold(run_id=run_id, token=token, fault=fault)
         return "held", None
     except (LLMConfigError, LLMAuthError) as error:
@@ -289,19 +295,30 @@ def _budget_transition(run: Run) -> loop.Transition | None:
                                                   payload=reached.payload()))
 
 
+def _step_retry(run_id: int, token: str, phase: str, error: BaseException,
+                dispatch: Dispatch | None) -> bool:
+    """Send step `token` again after a pause while it has attempts left; False otherwise."""
+    text = f"{type(error).__name__}: {error}"[:1000]
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(id=run_id).first()
+        if run is None or run.step_token != token or run.step_attempts >= _max_attempts():
+            return False
+        run.error = f"step '{phase}' attempt {run.step_attempts} failed, retrying: {text}"
+        run.save(update_fields=["error"])
+        delay = int(loop.setting("ENGINE_RETRY_DELAY_MS", 2000)) * run.step_attempts
+        _after_commit(run, dispatch, token, delay)
+    return True
+
+
 def _step_failed(run_id: int, token: str, phase: str, error: BaseException, *,
                  retryable: bool, dispatch: Dispatch | None) -> str | None:
+    if retryable and _step_retry(run_id, token, phase, error, dispatch):
+        return token
     text = f"{type(error).__name__}: {error}"[:1000]
     with transaction.atomic():
         run = Run.objects.select_for_update().filter(id=run_id).first()
         if run is None or run.step_token != token:
             return None
-        if retryable and run.step_attempts < _max_attempts():
-            run.error = f"step '{phase}' attempt {run.step_attempts} failed, retrying: {text}"
-            run.save(update_fields=["error"])
-            delay = int(loop.setting("ENGINE_RETRY_DELAY_MS", 2000)) * run.step_attempts
-            _after_commit(run, dispatch, token, delay)
-            return token
         reason = (f"step '{phase}' of iteration {run.iteration + 1} failed "
                   f"{run.step_attempts} times: {text}" if retryable
                   else f"step '{phase}' of iteration {run.iteration + 1} failed: {text}")
