@@ -14,6 +14,12 @@ def published_version_of_run(run_id: int) -> PluginVersion | None:
             .select_related("plugin").order_by("-pk").first())
 
 
+def waiting_version_of_run(run_id: int) -> PluginVersion | None:
+    """The version built from run `run_id` that waits for reviewers (submitted, not decided)."""
+    return (PluginVersion.objects.filter(run_id=run_id, status=PluginVersion.Status.PENDING)
+            .select_related("plugin").order_by("-pk").first())
+
+
 def plugin_versions(plugin: Plugin, viewer: Viewer) -> list[PluginVersion]:
     """Published versions, newest first; the owner team also sees pending and rejected ones."""
     queryset = plugin.versions.defer("files").prefetch_related("artifacts")

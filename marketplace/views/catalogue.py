@@ -42,6 +42,7 @@ from marketplace.selectors.versions import (
     plugin_version_for_viewer,
     plugin_versions,
     published_version_of_run,
+    waiting_version_of_run,
 )
 from marketplace.selectors.visibility import Viewer, plugin_for_viewer, request_viewer
 from marketplace.served import served_files_of_version
@@ -330,6 +331,12 @@ def publish_run(request: AuthenticatedHttpRequest, run_id: int) -> HttpResponse:
         messages.info(request, f"{live.plugin.name} {live.version} from this run is published.")
         return redirect("marketplace:version", name=live.plugin.normalized_name,
                         version=live.version)
+    waiting = waiting_version_of_run(run.pk)
+    if waiting is not None:  # one publish request at a time: it is decided on its page
+        messages.info(request, f"{waiting.plugin.name} {waiting.version} from this run waits "
+                      "for a reviewer; it is published once they approve it.")
+        return redirect("marketplace:version", name=waiting.plugin.normalized_name,
+                        version=waiting.version)
     state = publish_state(run)
     form = PublishRunForm(request.POST or None, initial=_publish_initial(state))
     errors: list[str] = []

@@ -138,6 +138,12 @@ def test_the_publish_page_is_for_the_run_team_only(market: dict, succeeded_run: 
     assert "word-count 0.1.0: awaiting approval." in response.content.decode()
     assert reverse("approval_detail", args=[publish_request(succeeded_run).pk]) in (
         response.content.decode())
+    # The request waits: the requester is not offered a second publish form.
+    again = member.get(url, follow=True)
+    html = again.content.decode()
+    assert again.redirect_chain[-1][0] == reverse("marketplace:version",
+                                                  args=["word-count", "0.1.0"])
+    assert "waits for a reviewer" in html and 'name="visibility"' not in html
 
 
 def test_a_request_approved_on_the_approval_screen_shows_the_version_published(
