@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db import connections
 from django.urls import reverse
+from django.utils import timezone
 from playwright.sync_api import Page, expect
 
 from marketplace.models import PluginVersion
@@ -34,6 +35,11 @@ from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.marketplace.conftest import plugin_tree, zip_bytes
 from tests.projects import demo_data
 from tests.projects.portal_factories import approval_for, run_with_history
+from tests.tools.conftest import publish_version
+from tools.models import Invocation, Schedule
+from tools.services.activations import activation_decide, activation_request
+from tools.services.invocations import invocation_perform
+from tools.services.schedules import schedule_create, schedules_due_send
 
 WIDTHS = ((1280, 800), (390, 844))
 
@@ -128,8 +134,23 @@ def _build() -> dict[str, Any]:
     invitation_send(team=team, invited_as="ivy", role="reviewer", actor=users["alice"])
     invitation_send(team=team, invited_as="someone@example.org", role="requester",
                     actor=users["alice"])
+    _tool_with_a_schedule_that_ran(team, users["alice"], users["rob"])
     return {"team": team, "demo": demo, "plan": plan, "escalation": escalation, "budget": budget,
             "publish": publish, "uploaded": uploaded, **users}
+
+
+def _tool_with_a_schedule_that_ran(team: Team, admin: Any, reviewer: Any) -> None:
+    """month-totals in use, with a schedule whose call ran in the sandbox (its answer shows on
+    the tool's page and behind the log)."""
+    asked = activation_request(team=team, version=publish_version(team), user=admin)
+    active = activation_decide(activation=asked, user=admin, approve=True)
+    schedule = schedule_create(activation=active, user=reviewer, name="Month end",
+                               command="totals", every="hours", interval=1,
+                               payload={"rows": [{"month": "Mar", "amount": 7}]})
+    Schedule.objects.filter(pk=schedule.pk).update(next_run_at=timezone.now())
+    schedules_due_send()
+    for queued in Invocation.objects.filter(status=Invocation.Status.PENDING):
+        invocation_perform(invocation_id=queued.pk)  # the activation event and the call
 
 
 def journey_pages(data: dict[str, Any]) -> list[JourneyPage]:
@@ -176,6 +197,11 @@ def journey_pages(data: dict[str, Any]) -> list[JourneyPage]:
         JourneyPage("model prices", reverse("llm:model_prices"), "sam"),
         JourneyPage("start a team, refused", reverse("team_new"), "quinn", 403),
         JourneyPage("site settings for teams", reverse("site_team_settings"), "sam"),
+        JourneyPage("tools", reverse("tools:list", args=["acme"]), "rob"),
+        JourneyPage("tool with a schedule's results",
+                    reverse("tools:detail", args=["acme", "month-totals"]), "rob"),
+        JourneyPage("tool log with a schedule's results",
+                    reverse("tools:log", args=["acme", "month-totals"]), "rob"),
         JourneyPage("notifications", reverse("notification_list"), "rob"),
         JourneyPage("error: 404", "/no-such-page/", "rob", 404),
         JourneyPage("error: 403", reverse("audit_log", args=["acme"]), "quinn", 403),
