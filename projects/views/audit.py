@@ -9,6 +9,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from projects.approval_forms import AuditFilterForm
+from projects.audit_words import audit_sentence
 from projects.http import AuthenticatedHttpRequest
 from projects.permissions import get_team_for_member
 from projects.selectors.audit import audit_actions, audit_entries
@@ -25,6 +26,8 @@ def audit_log(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     filters = form.cleaned_data if form.is_valid() else {}
     entries = audit_entries(team=team, **{k: v for k, v in filters.items() if v})
     page = Paginator(entries, PAGE_SIZE).get_page(request.GET.get("page"))
+    for entry in page.object_list:
+        entry.sentence = audit_sentence(entry)  # type: ignore[attr-defined]
     query = request.GET.copy()
     query.pop("page", None)
     context = {"team": team, "form": form, "page": page, "actions": audit_actions(team),

@@ -87,3 +87,41 @@ def test_pagination_of_a_long_log(portal: Portal) -> None:
 def test_empty_log_explains_what_will_appear(portal: Portal) -> None:
     html = portal.client(portal.reviewer).get(url()).content.decode()
     assert "Nothing recorded yet" in html
+
+
+def test_each_entry_reads_as_a_sentence_with_the_details_folded(portal: Portal,
+                                                                entries: None) -> None:
+    """The probe found the audit log a raw key/value dump."""
+    html = portal.client(portal.admin).get(url()).content.decode()
+    assert '<p class="audit-sentence">rita approved change of csv-tool.</p>' in html
+    assert '<p class="audit-sentence">alice cancelled run 3 of pdf-merger.</p>' in html
+    assert '<p class="audit-sentence">alice changed the settings of Acme.</p>' in html
+    # The codes and values are still there, after the sentence, folded.
+    row = html.split("rita approved change of csv-tool.", 1)[1].split("</tr>", 1)[0]
+    assert "<details" in row and "<code>approval.approve</code>" in row
+    assert "<dt>status</dt><dd>approved</dd>" in row
+
+
+def test_an_action_without_words_of_its_own_still_reads_as_a_sentence(portal: Portal) -> None:
+    from projects.audit_words import VERBS, audit_sentence
+
+    entry = AuditEntry(actor_name="alice", action="thing.frobnicate_all", target_type="run",
+                       target_id="5", target_repr="")
+    assert audit_sentence(entry) == "alice thing: frobnicate all run 5."
+    assert "approval.approve" in VERBS
+
+
+def test_every_action_the_portal_records_has_words() -> None:
+    """An action written anywhere in the code (action="team.invite", or a *_ACTION constant)
+    reads as a sentence, not as its code."""
+    import re
+    from pathlib import Path
+
+    from projects.audit_words import VERBS
+
+    root = Path(__file__).resolve().parents[2]
+    pattern = re.compile(r'(?:action=|_ACTION = )"([a-z_]+\.[a-z_]+)"')
+    written = {match for app in ("autocoder", "projects", "runs", "marketplace", "tools")
+               for path in (root / app).rglob("*.py") if "migrations" not in path.parts
+               for match in pattern.findall(path.read_text())}
+    assert written and not written - set(VERBS), sorted(written - set(VERBS))
