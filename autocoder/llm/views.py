@@ -111,7 +111,7 @@ def _saved_message(saved: services.SiteModelSaved) -> str:
 
 def _context(form: SiteModelForm) -> dict[str, Any]:
     partial = _local_model_partial()
-    return {"form": form, "fault": readiness.model_fault(), "roles": _role_models(),
+    return {"form": form, "fault": readiness.model_known_fault(), "roles": _role_models(),
             "stale_provider": _stale_provider(form),
             "history": selectors.site_model_history(),
             "local_model_partial": partial, **(_local_model_context() if partial else {})}

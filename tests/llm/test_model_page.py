@@ -348,5 +348,6 @@ def test_admins_see_a_banner_while_no_model_works(staff: Client, team_with_roles
     assert 'id="model-banner"' in team_admin and "Ask a site administrator" in team_admin
     assert 'id="model-banner"' not in html(client_for(team_with_roles["member"]).get("/"))
 
+    fake_server.queue(chat("ready"))  # it answers the check on save
     staff.post(PAGE, form(base_url=fake_server.url + "/v1", model="coder-7b"))
     assert 'id="model-banner"' not in html(staff.get("/"))

@@ -92,6 +92,8 @@ def test_save_anyway_stores_it_and_doctor_and_healthz_name_the_model(
 
     assert SiteModelConfig.objects.get().base_url == dead
     assert "Saved anyway: The address" in saved.content.decode()
+    status = saved.content.decode().split('id="status-heading"', 1)[1].split("</section>")[0]
+    assert "Not working" in status and "the model is set up but does not answer" in status.lower()
     health = Client().get("/healthz")
     llm = health.json()["checks"]["llm"]
     assert llm["ok"] is False
