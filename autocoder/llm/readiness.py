@@ -355,11 +355,13 @@ def _reach_failure(error: LLMError) -> str | None:
     return None
 
 
-def model_reach_fault(*, team_id: int | None = None,
-                      timeout_s: float = RECHECK_TIMEOUT_S) -> InstallationFault | None:
+def model_reach_fault(*, team_id: int | None = None, timeout_s: float = RECHECK_TIMEOUT_S,
+                      seen: dict[tuple[str, ...], ProbeResult] | None = None,
+                      ) -> InstallationFault | None:
     """Whether the models `team_id`'s roles use (the site's without a team) answer now: the
     offline check, then one short real call per distinct remote model. What the watchdog asks
-    before it lets runs held for the model go on; the result is kept for /healthz."""
+    before it lets runs held for the model go on; the result is kept for /healthz. `seen`
+    shares the calls' results between the teams of one sweep (one call per model)."""
     from autocoder.llm.config import role_config
 
     fault = model_fault()
@@ -372,8 +374,11 @@ def model_reach_fault(*, team_id: int | None = None,
             continue
         key = (config.provider, config.base_url, config.api_key, config.model)
         by_model.setdefault(key, (config, []))[1].append(role)
-    for config, roles in by_model.values():
-        result = model_probe(config, roles=tuple(roles), timeout_s=timeout_s)
+    seen = {} if seen is None else seen
+    for key, (config, roles) in by_model.items():
+        if key not in seen:
+            seen[key] = model_probe(config, roles=tuple(roles), timeout_s=timeout_s)
+        result = seen[key]
         if not result.ok:
             return InstallationFault(REACH, result.problem.rstrip("."), result.fix)
     return None

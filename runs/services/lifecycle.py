@@ -31,7 +31,7 @@ from autocoder import heartbeat, metrics, realtime
 from autocoder.engine import loop
 from autocoder.engine.spec import spec_from_dict
 from autocoder.installation import InstallationFault, fault_of
-from autocoder.llm.readiness import model_reach_fault
+from autocoder.llm.readiness import ProbeResult, model_reach_fault
 from autocoder.llm.types import LLMAuthError, LLMConfigError, LLMError
 from projects.models import Membership, Project, Team
 from runs import approval_rules, budgets, signals
@@ -681,8 +681,9 @@ def runs_held_release(*, dispatch: Dispatch | None = enqueue_step) -> list[int]:
                if part not in MODEL_PARTS and fault_of(part) is None}
     # Runs held for the model go on only once a real call to the team's models works
     # (one short call per distinct model), so an address that still fails holds nobody twice.
+    seen: dict[tuple[str, ...], ProbeResult] = {}
     answering = {team_id for team_id in {team for _, part, team in held if part in MODEL_PARTS}
-                 if model_reach_fault(team_id=team_id) is None}
+                 if model_reach_fault(team_id=team_id, seen=seen) is None}
     released = []
     for run_id, part, team_id in held:
         goes_on = team_id in answering if part in MODEL_PARTS else part in working
