@@ -10,7 +10,11 @@ import csv
 import io
 import json
 import re
+import tomllib
 from typing import Any
+
+from autocoder.runtime.declarations import DeclarationError, InputField, input_fields
+from marketplace.models import PluginVersion
 
 MAX_TABLE_ROWS = 10_000
 NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
@@ -18,6 +22,42 @@ NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
 
 class TryInputError(ValueError):
     """Input "Try it" cannot use; `str()` says how to write it."""
+
+
+# What a declared input's box starts with when a command has no example (its type's empty
+# value): enough to show the input's name and kind, and what pasted text becomes.
+_EMPTY: dict[str, Any] = {"text": "", "table": "", "number": 0, "boolean": False,
+                          "file": {"name": "", "content_base64": ""}}
+
+
+def try_commands(version: PluginVersion) -> list[dict[str, Any]]:
+    """The version's commands as "Try it" offers them: a command without an example but with
+    an input schema (`[commands.input]` of plugin.toml) gets one made from the schema."""
+    try:
+        manifest = tomllib.loads(version.files.get("plugin.toml", ""))
+    except tomllib.TOMLDecodeError:
+        manifest = {}
+    found = []
+    for command in version.commands:
+        if isinstance(command, dict) and not command.get("examples"):
+            sample = _schema_sample(manifest, str(command.get("name", "")))
+            command = {**command, "examples": [{"input": sample}]} if sample else command
+        found.append(command)
+    return found
+
+
+def _schema_sample(manifest: dict[str, Any], command: str) -> dict[str, Any]:
+    try:
+        fields = input_fields(manifest, command)
+    except DeclarationError:
+        return {}
+    return {field.name: _empty(field) for field in fields}
+
+
+def _empty(field: InputField) -> Any:
+    if field.type == "choice" and field.choices:
+        return field.choices[0]
+    return _EMPTY.get(field.type, "")
 
 
 def command_example(commands: list[dict[str, Any]], name: str) -> dict[str, Any] | None:

@@ -54,6 +54,7 @@ from marketplace.services.tokens import api_token_create, api_token_revoke
 from marketplace.services.trying import TryRateLimited, plugin_try_request
 from marketplace.services.uploads import plugin_upload_store
 from marketplace.services.yanking import plugin_version_unyank, plugin_version_yank
+from marketplace.try_input import try_commands
 from marketplace.validation import PackageError
 from projects.http import AuthenticatedHttpRequest
 from projects.permissions import get_run_for_member
@@ -128,7 +129,8 @@ def version_detail(request: AuthenticatedHttpRequest, name: str, version: str) -
 def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: Viewer,
                     versions: list[PluginVersion], shown: PluginVersion | None) -> dict[str, Any]:
     own_review = review_of(plugin, viewer.user_id)
-    first_example = next((c for c in shown.commands if c.get("examples")), None) if shown else None
+    commands = try_commands(shown) if shown else []
+    first_example = next((c for c in commands if c.get("examples")), None)
     index_url = request.build_absolute_uri(reverse("simple:index"))
     return {
         "plugin": plugin, "versions": versions, "shown": shown, "viewer": viewer,
@@ -141,8 +143,7 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: V
                               if viewer.is_member(plugin.team_id) else []),
         "review_form": ReviewForm(initial={"rating": own_review.rating, "body": own_review.body}
                                   if own_review else None),
-        "try_form": TryForm(commands=shown.commands if shown else [],
-                            initial=_try_initial(first_example)),
+        "try_form": TryForm(commands=commands, initial=_try_initial(first_example)),
         "decision_form": DecisionForm(), "yank_form": YankForm(),
         "index_url": index_url,
         "needs_token": plugin.visibility != Plugin.Visibility.PUBLIC,
@@ -173,7 +174,7 @@ def _try_initial(command: dict[str, Any] | None) -> dict[str, Any]:
 def plugin_try(request: AuthenticatedHttpRequest, name: str, version: str) -> HttpResponse:
     plugin, viewer = _plugin_or_404(request, name)
     shown = _version_or_404(plugin, viewer, version)
-    form = TryForm(request.POST, commands=shown.commands)
+    form = TryForm(request.POST, commands=try_commands(shown))
     context = _plugin_context(request, plugin, viewer, plugin_versions(plugin, viewer),
                               shown)
     context["try_form"] = form

@@ -17,7 +17,7 @@ from marketplace.services.gate import plugin_version_decide
 from marketplace.services.reviews import review_delete, review_upsert
 from marketplace.services.trying import plugin_try_perform, plugin_try_request, try_rate_limit_hit
 from marketplace.services.uploads import plugin_upload_submit
-from marketplace.try_input import TryInputError, try_payload
+from marketplace.try_input import TryInputError, command_example, try_commands, try_payload
 from marketplace.validation import PackageError
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.marketplace.conftest import WORD_COUNT_SPEC, client_for, plugin_tree, zip_bytes
@@ -225,3 +225,22 @@ def test_try_it_is_limited_to_ten_a_minute_per_user(market: dict, plugin: Plugin
     assert other.status_code == 200  # the limit is per user
     clean_redis.expire(f"marketplace:try:{market['loner'].pk}", 0)
     assert client.post(try_url(), data).status_code == 200
+
+
+def test_a_command_without_examples_takes_plain_text_through_its_input_schema() -> None:
+    """An upload's commands often have no example, only `[commands.input]`: Try makes its
+    example from the schema, so a pasted text or table still becomes the one input."""
+    toml = ('[plugin]\nname = "shout"\nversion = "0.1.0"\nentry = "shout.plugin:Plugin"\n\n'
+            '[[commands]]\nname = "shout"\n[commands.input]\n'
+            'text = { type = "text", description = "What to shout" }\n\n'
+            '[[commands]]\nname = "pick"\n[commands.input]\n'
+            'size = { type = "choice", choices = ["S", "M"] }\n'
+            'count = { type = "number" }\n')
+    version = PluginVersion(files={"plugin.toml": toml}, commands=[
+        {"name": "shout", "description": "", "examples": []},
+        {"name": "pick", "description": "", "examples": []}])
+    commands = try_commands(version)
+    assert try_payload("a,b\n1,2\n", command_example(commands, "shout")) == {"text": "a,b\n1,2"}
+    assert command_example(commands, "pick") == {"size": "S", "count": 0}
+    with pytest.raises(TryInputError, match=r"takes 2 inputs \(size, count\)"):
+        try_payload("M", command_example(commands, "pick"))
