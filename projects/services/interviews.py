@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 
@@ -35,9 +36,17 @@ from runs.models import LLMCall, Run
 
 logger = logging.getLogger(__name__)
 
-ANALYST_TIMEOUT_S = 30.0
-ANALYST_MAX_RETRIES = 1
-ANALYST_MAX_TOKENS = 800
+# A person waits for the next page: the analyst gets one try within this bound (the page says
+# so while it thinks), then the checklist's questions go on alone. INTERVIEW_ANALYST_TIMEOUT_S
+# changes it (docs/configuration.md).
+ANALYST_TIMEOUT_S = 15.0
+ANALYST_MAX_RETRIES = 0
+# Five short questions fit in far less; a small local model writes about 20 tokens a second.
+ANALYST_MAX_TOKENS = 400
+
+
+def analyst_timeout_s() -> float:
+    return float(getattr(settings, "INTERVIEW_ANALYST_TIMEOUT_S", ANALYST_TIMEOUT_S))
 
 ProviderFor = Callable[[Interview], Provider]
 
@@ -67,7 +76,7 @@ def _analyst_provider(interview: Interview) -> Provider:
     from autocoder.llm import build_provider, role_config
 
     config = role_config("analyst", team_id=interview.team_id)
-    config = dataclasses.replace(config, timeout_s=min(config.timeout_s, ANALYST_TIMEOUT_S),
+    config = dataclasses.replace(config, timeout_s=min(config.timeout_s, analyst_timeout_s()),
                                  max_retries=min(config.max_retries, ANALYST_MAX_RETRIES))
     return build_provider(config)
 
@@ -182,7 +191,7 @@ def _analyst_reply(interview: Interview, messages: list[Message],
     try:
         provider = provider_for(interview)
         completion = provider.complete(messages, role="analyst", max_tokens=ANALYST_MAX_TOKENS,
-                                       timeout_s=ANALYST_TIMEOUT_S, record=records.append)
+                                       timeout_s=analyst_timeout_s(), record=records.append)
     except LLMError as error:
         logger.info("analyst unavailable for interview %s: %s", interview.pk, error)
         _record_calls(messages, records, reply="", error=str(error))

@@ -39,7 +39,8 @@ RENAME = "rename"  # the summary's name form, as opposed to its whole edit form
 
 def _render(request: HtmxHttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
     name = f"{template}#wizard" if request.htmx else template
-    return render(request, name, context)
+    bound = round(services.analyst_timeout_s())
+    return render(request, name, {"analyst_bound_s": bound, **context})
 
 
 def _go(request: HtmxHttpRequest, url: str, page: HttpResponse | None = None) -> HttpResponse:

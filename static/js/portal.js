@@ -137,6 +137,23 @@
     }
   });
 
+  // The wizard's busy line counts the seconds while the analyst model thinks (it has a bound,
+  // which the line states), so a long wait shows as progress rather than a frozen page.
+  let busyTimer = null;
+  document.addEventListener("htmx:beforeRequest", function () {
+    const elapsed = document.querySelector("#analyst-busy [data-elapsed]");
+    if (!elapsed) return;
+    const started = Date.now();
+    clearInterval(busyTimer);
+    elapsed.hidden = true;
+    busyTimer = setInterval(function () {
+      const seconds = Math.floor((Date.now() - started) / 1000);
+      elapsed.textContent = " (" + seconds + " s)";
+      elapsed.hidden = seconds < 1;
+    }, 500);
+  });
+  document.addEventListener("htmx:afterRequest", function () { clearInterval(busyTimer); });
+
   document.addEventListener("dragend", function () {
     const card = dragging;
     if (!card) return;

@@ -722,3 +722,37 @@ def test_an_invalid_name_on_the_summary_gets_a_clear_error_next_to_it(
     assert interview.project.name == "person-greeter"  # the board keeps the last good name
     start = page(client.post(reverse("interview_start", args=[interview.pk])))
     assert "cannot be used as a name" in start and not interview.project.runs.exists()
+
+
+def test_a_slow_analyst_gives_way_to_the_usual_questions_within_its_bound(
+        team_with_roles: dict, settings: Any) -> None:
+    """The probe's first "Continue" took 31.8 s with a local model and asked nothing new. The
+    analyst gets one try within INTERVIEW_ANALYST_TIMEOUT_S (the page says how long); a model
+    server that answers later than that (a loopback server standing in for a slow model) leaves
+    the checklist's questions alone, at once."""
+    import time
+
+    from tests.llm.fakeserver import FakeServer, Reply
+
+    server = FakeServer().start()
+    try:
+        server.queue(Reply(delay_s=20, body={}))
+        settings.LLM_PROVIDER, settings.LLM_MODEL = "openai", "slow-model"
+        settings.LLM_BASE_URL, settings.LLM_API_KEY = server.url + "/v1", "sk-test"
+        settings.LLM_SCRIPT, settings.LLM_ROLE_OVERRIDES = "", {}
+        settings.INTERVIEW_ANALYST_TIMEOUT_S = 2
+        member = client_for(team_with_roles["member"])
+        form = page(member.get(reverse("interview_new", args=["acme"])))
+        assert "This takes at most 2 seconds" in form
+        started = time.monotonic()
+        interview = start_interview(member)
+        elapsed = time.monotonic() - started
+    finally:
+        server.stop()
+    assert elapsed < 8, elapsed  # one try of 2 s, not 20 s nor two tries
+    assert len(server.requests) == 1
+    interview.refresh_from_db()
+    assert interview.questions and not [q for q in interview.questions
+                                        if q["source"] == "analyst"]
+    html = page(member.get(reverse("interview_questions", args=[interview.pk])))
+    assert "What tasks should it do for you?" in html
