@@ -372,13 +372,13 @@ def model_reach_fault(*, team_id: int | None = None, timeout_s: float = RECHECK_
         config = role_config(role, team_id=team_id)
         if normalize_provider(config.provider) in ("llamacpp", "scripted"):
             continue
-        key = (config.provider, config.base_url, config.api_key, config.model)
-        by_model.setdefault(key, (config, []))[1].append(role)
+        by_model.setdefault((config.provider, config.base_url, config.api_key, config.model),
+                            (config, []))[1].append(role)
     seen = {} if seen is None else seen
-    for key, (config, roles) in by_model.items():
-        if key not in seen:
-            seen[key] = model_probe(config, roles=tuple(roles), timeout_s=timeout_s)
-        result = seen[key]
+    for model_key, (config, roles) in by_model.items():
+        if model_key not in seen:
+            seen[model_key] = model_probe(config, roles=tuple(roles), timeout_s=timeout_s)
+        result = seen[model_key]
         if not result.ok:
             return InstallationFault(REACH, result.problem.rstrip("."), result.fix)
     return None
