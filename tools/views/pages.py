@@ -176,7 +176,7 @@ def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: M
         "commands": _forms(activation),
         "recent": selectors.recent_results(team, activation.plugin, request.user.pk),
         "curl_command": _curl(request, activation, command, sample),
-        "api_sample": json.dumps(sample),
+        "api_command": command, "api_sample": json.dumps(sample),
         "limits": INVOKE_LIMITS.described(),
         "blocked": selectors.version_block(activation.version_id),
         "schedules": _schedules(team, activation),
