@@ -74,3 +74,45 @@ def live_asgi_server() -> Iterator[LiveServer]:
             process.wait(10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def logged_in_browser(user: object, server_url: str) -> urllib.request.OpenerDirector:
+    """A client of the live portal that sends `user`'s session cookie, as a browser would
+    after logging in (the session is made by Django's test client on the same database)."""
+    import http.cookiejar
+
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)  # type: ignore[arg-type]
+    jar = http.cookiejar.CookieJar()
+    host = urlsplit(server_url).hostname or ""
+    jar.set_cookie(http.cookiejar.Cookie(
+        0, "sessionid", client.cookies["sessionid"].value, None, False, host, False, False,
+        "/", True, False, None, True, None, None, {}))
+    return urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+
+
+def post_form(browser: urllib.request.OpenerDirector, url: str,
+              fields: dict[str, str]) -> str:
+    """GET the page at `url`, then POST `fields` with its CSRF token, as its form would; the
+    answer's HTML."""
+    import re
+    from urllib.parse import urlencode
+
+    form = browser.open(url, timeout=30).read().decode()
+    csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
+    assert csrf, form
+    body = urlencode({**fields, "csrfmiddlewaretoken": csrf.group(1)}).encode()
+    request = urllib.request.Request(url, data=body, headers={"Referer": url})
+    return str(browser.open(request, timeout=30).read().decode())
+
+
+def shown_command(page: str, element_id: str) -> str:
+    """The text of the page's <pre id=...> (a command to copy), as a person copies it."""
+    import html
+    import re
+
+    found = re.search(rf'<pre[^>]*id="{element_id}"[^>]*>(.*?)</pre>', page, re.S)
+    assert found, page
+    return html.unescape(found.group(1))

@@ -19,7 +19,7 @@ import pytest
 
 from marketplace.services.tokens import api_token_create
 from marketplace.services.yanking import plugin_version_yank
-from tests.live import live_asgi_server
+from tests.live import live_asgi_server, logged_in_browser, post_form, shown_command
 from tests.marketplace.conftest import WORD_COUNT_SPEC, plugin_tree
 from tests.marketplace.test_build import PROBE_BACKEND, PROBE_PYPROJECT
 
@@ -131,27 +131,11 @@ def test_an_upload_with_its_own_build_backend_installs_only_the_reviewed_plugin(
 
 
 
-def _opener(client: Any, server_url: str) -> urllib.request.OpenerDirector:
-    """A browser-like client of the live portal, logged in with the test client's session."""
-    import http.cookiejar
-
-    jar = http.cookiejar.CookieJar()
-    host = server_url.removeprefix("http://").split("/")[0].split(":")[0]
-    jar.set_cookie(http.cookiejar.Cookie(
-        0, "sessionid", client.cookies["sessionid"].value, None, False, host, False, False,
-        "/", True, False, None, True, None, None, {}))
-    return urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-
-
-def _shown_command(page: str, element_id: str) -> list[str]:
+def _shown_words(page: str, element_id: str) -> list[str]:
     """The command in the page's <pre id=...>, as the words a shell would pass."""
-    import html
-    import re
     import shlex
 
-    found = re.search(rf'<pre[^>]*id="{element_id}"[^>]*>(.*?)</pre>', page, re.S)
-    assert found, page
-    return shlex.split(html.unescape(found.group(1)).replace("\\\n", " "))
+    return shlex.split(shown_command(page, element_id).replace("\\\n", " "))
 
 
 def test_the_pip_commands_the_pages_show_install_as_copied(market: dict, publish: Any,
@@ -160,18 +144,11 @@ def test_the_pip_commands_the_pages_show_install_as_copied(market: dict, publish
     retried SSL for 90 s, then failed). Copied from the plugin page and the tokens page of
     the live portal, with only the plugin's name and the token put in their places, each
     command installs."""
-    import re
-    import urllib.parse
-
-    from django.test import Client
-
     publish(plugin_tree(name="team-words", summary="Counts team words."), visibility="team")
-    client = Client()
-    client.force_login(market["admin"])
     with live_asgi_server() as server:
-        browser = _opener(client, server.url)
+        browser = logged_in_browser(market["admin"], server.url)
         page = browser.open(f"{server.url}marketplace/p/team-words/", timeout=30).read().decode()
-        words = _shown_command(page, "pip-command")
+        words = _shown_words(page, "pip-command")
         assert words[:3] == ["pip", "install", "team-words"], words
         index = words[words.index("--index-url") + 1]
         assert index.startswith("http://__token__:YOUR-TOKEN@"), index
@@ -183,14 +160,8 @@ def test_the_pip_commands_the_pages_show_install_as_copied(market: dict, publish
             == "0.1.0"
 
         tokens_url = f"{server.url}marketplace/tokens/"
-        form = browser.open(tokens_url, timeout=30).read().decode()
-        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
-        assert csrf, form
-        body = urllib.parse.urlencode({"name": "from the page",
-                                       "csrfmiddlewaretoken": csrf.group(1)}).encode()
-        shown = browser.open(urllib.request.Request(
-            tokens_url, data=body, headers={"Referer": tokens_url}), timeout=30).read().decode()
-        words = _shown_command(shown, "token-pip-command")
+        shown = post_form(browser, tokens_url, {"name": "from the page"})
+        words = _shown_words(shown, "token-pip-command")
         words[2] = "team-words"  # the page says PLUGIN: the one thing a person fills in
         pip(venv, "uninstall", "-y", "team-words")
         done = pip(venv, *words[1:], "--isolated", "--no-deps", "--no-cache-dir", "--no-input")

@@ -4,44 +4,20 @@ The one shown after creating a token sent `-d '{}'` and got 422."""
 
 from __future__ import annotations
 
-import html
-import http.cookiejar
 import json
-import re
 import shlex
 import subprocess
-import urllib.parse
-import urllib.request
 from typing import Any
 
 import pytest
-from django.test import Client
 
 from marketplace.install_commands import TOKEN_PLACEHOLDER
-from tests.live import live_asgi_server
+from tests.live import live_asgi_server, logged_in_browser, post_form, shown_command
 from tools.api_commands import curl_command
 from tools.models import Activation
 from tools.services.tokens import tool_token_create
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-
-def _browser(user: Any, server_url: str) -> urllib.request.OpenerDirector:
-    """A client of the live portal, logged in as `user` with a test client's session."""
-    client = Client()
-    client.force_login(user)
-    jar = http.cookiejar.CookieJar()
-    host = urllib.parse.urlsplit(server_url).hostname or ""
-    jar.set_cookie(http.cookiejar.Cookie(
-        0, "sessionid", client.cookies["sessionid"].value, None, False, host, False, False,
-        "/", True, False, None, True, None, None, {}))
-    return urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
-
-
-def _shown(page: str, element_id: str) -> str:
-    found = re.search(rf'<pre[^>]*id="{element_id}"[^>]*>(.*?)</pre>', page, re.S)
-    assert found, page
-    return html.unescape(found.group(1))
 
 
 def _run(command: str) -> tuple[int, dict[str, Any]]:
@@ -58,10 +34,10 @@ def _run(command: str) -> tuple[int, dict[str, Any]]:
 def test_the_curl_commands_on_the_tools_pages_answer_200_as_copied(
         active: Activation, world: dict[str, Any]) -> None:
     with live_asgi_server() as server:
-        browser = _browser(world["admin"], server.url)
+        browser = logged_in_browser(world["admin"], server.url)
         tool_url = f"{server.url}t/acme/tools/month-totals/"
         page = browser.open(tool_url, timeout=30).read().decode()
-        shown = _shown(page, "curl-example")
+        shown = shown_command(page, "curl-example")
         # http, as the portal is asked for, and this host
         assert f"{server.url}api/tools/acme/month-totals/totals" in shlex.split(shown)
         raw = tool_token_create(team=world["acme"], plugin=active.plugin, user=world["admin"],
@@ -71,14 +47,8 @@ def test_the_curl_commands_on_the_tools_pages_answer_200_as_copied(
         assert answer["output"] == {"totals": [{"month": "Jan", "total": 2}]}
 
         tokens_url = f"{tool_url}tokens/"
-        form = browser.open(tokens_url, timeout=30).read().decode()
-        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', form)
-        assert csrf, form
-        body = urllib.parse.urlencode({"name": "accounting",
-                                       "csrfmiddlewaretoken": csrf.group(1)}).encode()
-        created = browser.open(urllib.request.Request(
-            tokens_url, data=body, headers={"Referer": tokens_url}), timeout=30).read().decode()
-        status, answer = _run(_shown(created, "token-curl-command"))  # its token is in it
+        created = post_form(browser, tokens_url, {"name": "accounting"})
+        status, answer = _run(shown_command(created, "token-curl-command"))  # its token is in it
         assert status == 200, answer
         assert answer["ok"] is True
 
