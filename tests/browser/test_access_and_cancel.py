@@ -3,6 +3,7 @@ ends a run whose tests are hanging in the sandbox (the sandboxed process is kill
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import psutil
@@ -65,7 +66,12 @@ def test_emergency_stop_on_the_run_view_cancels_a_hanging_run(
     wait_for(lambda: bool(sandboxed_test_runs()), timeout_s=60,
              what="the hanging tests to start in the sandbox")
 
-    page.get_by_role("button", name="Emergency stop").click()
+    # The stop asks first (the probe's one click stopped a run for good), then says at once
+    # that the run is stopping rather than "Running".
+    page.get_by_text("Emergency stop…").click()
+    page.get_by_role("button", name="Yes, stop the run now").click()
+    expect(page.get_by_role("heading", name=re.compile("^Status: (Stopping|Cancelled)$"))) \
+        .to_be_visible()
     wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.CANCELLED, timeout_s=30,
              what="the run to be cancelled")
     # What the person sees once the stop has gone through (live updates have their own tests).
