@@ -175,13 +175,18 @@ def watchdog_sweep() -> list[int]:
 def _sweep_all(sweeps: tuple[Any, ...]) -> list[int]:
     from django.db import close_old_connections
 
+    from autocoder.database.outage import describe, is_outage
+
     moved: list[int] = []
     for sweep in sweeps:
+        name = getattr(sweep, "__name__", sweep)
         try:
             moved += sweep()
-        except Exception:  # the heartbeat thread must survive a database hiccup
-            logger.exception("watchdog sweep %s failed; will retry",
-                             getattr(sweep, "__name__", sweep))
+        except Exception as error:  # the heartbeat thread must survive a database hiccup
+            if is_outage(error):  # one line per sweep, not a traceback every few seconds
+                logger.warning("watchdog sweep %s: %s; will retry", name, describe(error))
+            else:
+                logger.exception("watchdog sweep %s failed; will retry", name)
         finally:
             close_old_connections()
     return moved

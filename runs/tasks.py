@@ -38,6 +38,5 @@ def run_step(run_id: int, token: str) -> None:
         if not is_outage(error):
             raise
         # One line, not a traceback every few seconds for as long as the outage lasts.
-        logger.warning("step %s of run %s: the database is not answering (%s); trying again",
-                       token, run_id, describe(error))
+        logger.warning("step %s of run %s: %s; trying again", token, run_id, describe(error))
         raise dramatiq.Retry() from error

@@ -228,7 +228,7 @@ def demo_spec_and_script(*, sleep_s: int = 0) -> tuple[dict[str, Any], dict[str,
     spec = json.loads((EXAMPLES / "weekly-scheduler.spec.json").read_text())
     script = json.loads((EXAMPLES / "weekly-scheduler.script.json").read_text())
     if sleep_s:
-        slow = ("\n```python path=tests/test_bench_takes_a_while.py\nimport time\n\n\n"
+        slow = ("\n```python path=tests/test_generated_takes_a_while.py\nimport time\n\n\n"
                 f"def test_takes_a_while():\n    time.sleep({sleep_s})\n```\n")
         script["tester"] = [reply + slow for reply in script.get("tester", [""])]
     return spec, script
@@ -246,15 +246,19 @@ def run_start_on_workers(*, spec: dict[str, Any], script: dict[str, Any]) -> int
                                use_lessons=False, started_by=requester).id
 
 
-def run_state(run_id: int) -> tuple[str, str, str, str] | None:
-    """(status, phase, step token, claimed by), or None while the database does not answer."""
+State = tuple[str, str, str, str, int]
+
+
+def run_state(run_id: int) -> State | None:
+    """(status, phase, step token, claimed by, attempts of the step), or None while the
+    database does not answer."""
     from django.db import DatabaseError, close_old_connections
 
     from runs.models import Run
 
     try:
-        return Run.objects.values_list("status", "phase", "step_token",
-                                       "claimed_by").get(id=run_id)
+        return Run.objects.values_list("status", "phase", "step_token", "claimed_by",
+                                       "step_attempts").get(id=run_id)
     except DatabaseError:
         close_old_connections()
         return None
@@ -277,8 +281,8 @@ def run_outcome(run_id: int) -> dict[str, Any]:
             if run.finished_at else None}
 
 
-def wait_for_run(run_id: int, done: Callable[[tuple[str, str, str, str]], bool], *,
-                 timeout_s: float) -> tuple[str, str, str, str] | None:
+def wait_for_run(run_id: int, done: Callable[[State], bool], *,
+                 timeout_s: float) -> State | None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         state = run_state(run_id)
@@ -292,6 +296,31 @@ FINISHED = ("succeeded", "failed", "escalated", "aborted", "cancelled", "awaitin
 
 
 # -- the bench -----------------------------------------------------------------------------------
+
+
+class Timeline(threading.Thread):
+    """What the run's row said, each time it changed (unread while the database is down)."""
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__(name="run-timeline", daemon=True)
+        self.run_id = run_id
+        self.stop = threading.Event()
+        self.seen: list[tuple[float, State]] = []
+
+    def run(self) -> None:
+        from django.db import connection
+
+        while not self.stop.is_set():
+            state = run_state(self.run_id)
+            if state is not None and (not self.seen or self.seen[-1][1] != state):
+                self.seen.append((time.monotonic(), state))
+            self.stop.wait(0.25)
+        connection.close()
+
+    def lines(self, restarted: float) -> list[str]:
+        return [f"{at - restarted:+7.1f} s  {status} {phase}, step {token[:8]} attempt "
+                f"{attempts}, claimed by {claimed or '-'}"
+                for at, (status, phase, token, claimed, attempts) in self.seen]
 
 
 @dataclass
@@ -326,7 +355,9 @@ def bench(*, stack: UpStack, outage_s: float = 60.0, sleep_s: int = 20,
     time.sleep(2)  # its test is running now
     postgres = stack.postgres()
     progress(f"stopping PostgreSQL for {outage_s:g} s while run {run_id} is in its sandbox step")
-    token_then = (run_state(run_id) or ("", "", "", ""))[2]
+    token_then = (run_state(run_id) or ("", "", "", "", 0))[2]
+    timeline = Timeline(run_id)
+    timeline.start()
     figures, restarted = _outage(stack, client, postgres, outage_s)
     progress("waiting for the run to finish...")
     # The step the outage interrupted: committed (a new token) once the run goes on.
@@ -335,9 +366,11 @@ def bench(*, stack: UpStack, outage_s: float = 60.0, sleep_s: int = 20,
     figures["run_step_committed_after_restart_s"] = (
         round(time.monotonic() - restarted, 1) if moved else None)
     wait_for_run(run_id, lambda s: s[0] in FINISHED, timeout_s=1200)
+    timeline.stop.set()
     figures["run"], figures["run_without_outage"] = run_outcome(run_id), expected
-    figures["worker_log"] = stack.said("Retrying message", "Retries exceeded", "died holding",
-                                       "re-sent", "database")[-20:]
+    figures["run_timeline"] = timeline.lines(restarted)
+    figures["stack_log"] = stack.said("Retrying message", "Retries exceeded", "died holding",
+                                      "re-sent", "database", "step", "sweep")[-40:]
     return figures
 
 
