@@ -258,6 +258,8 @@ MODELS_DIR = Path(env.str("MODELS_DIR", default="") or VAR_DIR / "models")
 COST_CURRENCY = env.str("COST_CURRENCY", default="USD").strip().upper() or "USD"
 # LLM_<FIELD>_<ROLE> (LLM_MODEL_IMPLEMENTER, LLM_PROVIDER_REFLECTOR, ...): see docs/llm.md.
 LLM_ROLE_OVERRIDES = llm_env.role_env_overrides()
+# The wizard's analyst gets one try within this many seconds, then the usual questions go on.
+INTERVIEW_ANALYST_TIMEOUT_S = env.float("INTERVIEW_ANALYST_TIMEOUT_S", default=15.0)
 EMBEDDER = env.str("EMBEDDER", default="minilm")
 # CPU threads torch uses per process for the local embedder (docs/lessons.md).
 EMBEDDER_THREADS = env.int("EMBEDDER_THREADS", default=1)
