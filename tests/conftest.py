@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import dramatiq
 import pytest
 import redis
 from django.conf import settings
@@ -33,3 +34,17 @@ def team_with_roles(db: None) -> dict[str, object]:
     MembershipFactory(team=team, user=member, role="requester")
     MembershipFactory(team=TeamFactory(slug="other"), user=outsider, role="admin")
     return {"team": team, "owner": owner, "member": member, "outsider": outsider}
+
+
+@pytest.fixture
+def worker(clean_redis: redis.Redis) -> Iterator[dramatiq.Worker]:
+    """A real Dramatiq worker in this process on the session's Redis, its queues emptied
+    before and after (autocoder.testing.workers.in_process_worker)."""
+    from autocoder.testing.workers import in_process_worker
+
+    broker = dramatiq.get_broker()
+    broker.flush_all()
+    with in_process_worker() as running:
+        yield running
+    broker.flush_all()
+

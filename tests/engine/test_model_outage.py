@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
 from http.server import ThreadingHTTPServer
 from typing import Any
 
 import dramatiq
 import pytest
-import redis
 from django.test import Client
 from django.urls import reverse
 
@@ -64,16 +62,6 @@ class RoleServer(ModelServer):
         self.answer((self.script.get(role) or [""])[0], role)
         return super()._next()
 
-
-@pytest.fixture
-def worker(clean_redis: redis.Redis) -> Iterator[dramatiq.Worker]:
-    from autocoder.testing.workers import in_process_worker
-
-    broker = dramatiq.get_broker()
-    broker.flush_all()
-    with in_process_worker() as worker:
-        yield worker
-    broker.flush_all()
 
 
 def wait_for(run_id: int, status: str, timeout_s: float = 120) -> Run:

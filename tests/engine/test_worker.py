@@ -4,27 +4,17 @@ settings (in-process threads) and the test session's PostgreSQL, committed for r
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import dramatiq
 import pytest
-import redis
 
-from autocoder.testing.workers import in_process_worker
 from runs.models import Run
 from runs.services import lifecycle as services
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-
-@pytest.fixture
-def worker(clean_redis: redis.Redis) -> Iterator[dramatiq.Worker]:
-    broker = dramatiq.get_broker()
-    broker.flush_all()
-    with in_process_worker() as worker:
-        yield worker
-    broker.flush_all()
 
 
 def wait_until_settled(run_id: int, timeout_s: float = 120) -> Run:

@@ -6,7 +6,6 @@ and an upload made while Redis is down is sent later from the outbox."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import dramatiq
@@ -15,7 +14,6 @@ import redis
 from django.urls import reverse
 
 from autocoder import heartbeat
-from autocoder.testing.workers import in_process_worker
 from marketplace.models import PluginVersion, TryRequest
 from marketplace.services.checking import (
     CHECK_MAX_ATTEMPTS,
@@ -380,14 +378,6 @@ def test_the_watchdog_knows_the_try_sweeps() -> None:
 
 # -- a real worker on Redis ----------------------------------------------------------------------
 
-
-@pytest.fixture
-def worker(clean_redis: redis.Redis) -> Iterator[dramatiq.Worker]:
-    broker = dramatiq.get_broker()
-    broker.flush_all()
-    with in_process_worker() as running:
-        yield running
-    broker.flush_all()
 
 
 def wait_for_status(version_id: int, status: str, timeout_s: float = 120) -> PluginVersion:
