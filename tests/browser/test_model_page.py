@@ -55,3 +55,44 @@ def test_a_wrong_model_address_is_refused_then_saved_anyway_and_shown_as_not_wor
         expect(page.get_by_text("Not working", exact=False).first).to_be_visible()
         assert SiteModelConfig.objects.get().base_url == dead
         check(page, f"model page, saved anyway, {width} px")
+
+
+def test_a_long_compiler_line_stays_inside_its_box_on_a_phone(
+        monkeypatch: pytest.MonkeyPatch, settings: Any, tmp_path: Any, context_factory: Any,
+        transactional_db: None) -> None:
+    """The probe's Model page was 2,409 px wide: one raw compiler line of the runner's
+    install. It scrolls inside its own box now, and the page says how long the install has
+    run and what to expect on this machine. The page is rendered here with the runner shown
+    as not installed (this test venv has it), and laid out in Chromium with the portal's CSS."""
+    import time
+
+    from django.test import Client
+
+    from autocoder.llm.local import progress as states
+    from autocoder.llm.local import runtime
+
+    settings.MODELS_DIR = tmp_path / "models"
+    monkeypatch.setattr(runtime, "runtime_version", lambda: None)
+    line = "/usr/bin/c++ -DGGML_BACKEND_SHARED " + "-I/tmp/pip-install-xyz/include " * 60
+    states.write(runtime.state_path(), states.Progress(
+        runtime.NAME, states.INSTALLING, percent_hint=40.0, lines=[line],
+        started_at=time.time() - 7 * 60))
+    client = Client()
+    client.force_login(UserFactory(username="sam", is_staff=True, is_superuser=True))
+    with runtime_lock_held(runtime):
+        html = client.get("/settings/model/").content.decode()
+    assert "Installing for 7 min" in html and "on this machine's" in html
+    assert 'class="local-lines" tabindex="0"' in html
+    with live_asgi_server() as server:  # serves the portal's CSS to the page below
+        page = context_factory(viewport={"width": 390, "height": 844},
+                               bypass_csp=True).new_page()
+        page.set_content(html.replace("<head>", f'<head><base href="{server.url}">', 1))
+        expect(page.locator(".local-lines").first).to_be_visible()
+        check(page, "model page with a long installer line, 390 px")
+
+
+def runtime_lock_held(runtime: Any) -> Any:
+    """The install's lock held, as a worker holds it while installing."""
+    from autocoder.llm.local.files import exclusive
+
+    return exclusive(runtime.lock_path())

@@ -12,6 +12,7 @@ import json
 import re
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from django.conf import settings
@@ -213,6 +214,47 @@ def test_a_failed_install_shows_the_last_lines_and_the_manual_command(models_dir
     assert state.lines[-1] == "error: could not build wheels for llama-cpp-python"
     assert len(state.lines) == runtime.KEEP_LINES
     assert runtime.manual_command() in state.message
+
+
+def test_ninjas_build_steps_are_the_progress_and_the_install_knows_when_it_began(
+        models_dir: Path) -> None:
+    """pip builds llama.cpp with ninja, whose lines say "[12/48]", not "[ 25%]": the probe's
+    page stayed at 0% for 23 minutes."""
+    stand_in = [sys.executable, "-c", "import time\n"
+                "for n in (1, 12, 48): print(f'[{n}/48] Building CXX object ggml.cpp.o'); "
+                "time.sleep(0.6)\n"
+                "print('Successfully installed llama-cpp-python-0.3.36')"]
+    seen: list[float | None] = []
+    started: list[float] = []
+
+    def watch(progress: Any) -> None:
+        seen.append(progress.percent)
+        started.append(progress.started_at)
+
+    assert runtime.runtime_install(command=stand_in, on_progress=watch).ok
+    assert 25.0 in seen and max(p or 0 for p in seen) == 100
+    assert started[0] > 0 and states.read(runtime.state_path()).elapsed_minutes == 0
+
+
+def test_without_the_package_index_the_install_says_what_to_do_by_hand(
+        models_dir: Path) -> None:
+    stand_in = [sys.executable, "-c", "import sys\n"
+                "print('WARNING: Retrying after connection broken by NewConnectionError: "
+                "Failed to establish a new connection: [Errno -3] Temporary failure in name "
+                "resolution')\n"
+                "print('ERROR: No matching distribution found for llama-cpp-python==0.3.36')\n"
+                "sys.exit(1)"]
+    assert not runtime.runtime_install(command=stand_in).ok
+    message = states.read(runtime.state_path()).message
+    assert "could not reach the package index" in message
+    assert "pip download --no-deps --no-binary :all: 'llama-cpp-python==" in message
+    assert "copy the .tar.gz file" in message and "restart the workers" in message
+
+
+def test_the_estimate_is_for_this_machines_cores() -> None:
+    assert runtime.estimate_words(2) == ("about 5 to 23 minutes on this machine's 2 cores, the "
+                                         "longer while it is busy with other work")
+    assert runtime.estimate_words(8).startswith("about 1 to 6 minutes on this machine's 8 cores")
 
 
 def test_the_real_install_command_is_the_documented_one() -> None:

@@ -45,6 +45,11 @@ class Progress:
     percent_hint: float | None = None  # the install's own progress (compiler's [ 45%])
     lines: list[str] = field(default_factory=list)  # the install's last output lines
     updated_at: float = 0.0
+    started_at: float = 0.0  # when the install began (the page shows how long it has run)
+
+    @property
+    def elapsed_minutes(self) -> int | None:
+        return int((time.time() - self.started_at) // 60) if self.started_at else None
 
     @property
     def percent(self) -> float | None:

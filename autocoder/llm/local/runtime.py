@@ -16,6 +16,7 @@ import re
 import shlex
 import subprocess
 import sys
+import time
 import tomllib
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -34,7 +35,14 @@ NAME = "runtime"  # the progress record's name
 # native build picks up CPU features (AMX) that some virtual machines report but do not allow.
 CMAKE_ARGS = "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON"
 KEEP_LINES = 20
-PERCENT = re.compile(r"\[\s*(\d{1,3})%\]")
+PERCENT = re.compile(r"\[\s*(\d{1,3})%\]")  # make's "[ 45%] Building ..."
+STEPS = re.compile(r"^\s*\[(\d+)/(\d+)\]")  # ninja's "[123/456] Building ...", which pip uses
+# pip's words when the package index cannot be reached (no internet, a proxy, DNS).
+OFFLINE = ("Failed to establish a new connection", "Temporary failure in name resolution",
+           "Network is unreachable", "No matching distribution found", "Could not find a version",
+           "Max retries exceeded", "Name or service not known")
+# Measured on 2 cores: about 5 minutes on a quiet machine, about 23 on a busy one.
+CORE_MINUTES = (10, 46)
 
 
 class RuntimeBusy(Exception):
@@ -117,7 +125,8 @@ def _install_locked(command: list[str], env: dict[str, str],
                     on_progress: Callable[[Progress], None] | None) -> InstallResult:
     lines: deque[str] = deque(maxlen=KEEP_LINES)
     reporter = Reporter(state_path(), Progress(NAME, states.INSTALLING, percent_hint=0.0,
-                                               message=shlex.join(command)), on_progress)
+                                               message=shlex.join(command),
+                                               started_at=time.time()), on_progress)
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                env=env, text=True, errors="replace", bufsize=1)
     try:
@@ -136,9 +145,38 @@ def _take_line(reporter: Reporter, lines: deque[str], line: str) -> None:
     if not line.strip():
         return
     lines.append(line[-300:])
+    reporter.update(percent_hint=line_percent(line, reporter.current.percent_hint),
+                    lines=list(lines))
+
+
+def line_percent(line: str, before: float | None) -> float | None:
+    """How far the build is by this output line: make's "[ 45%]" or ninja's "[12/345]" (the
+    percentage of build steps done); else what it was."""
     match = PERCENT.search(line)
-    percent = float(match.group(1)) if match else reporter.current.percent_hint
-    reporter.update(percent_hint=percent, lines=list(lines))
+    if match:
+        return float(match.group(1))
+    steps = STEPS.search(line)
+    if steps and int(steps.group(2)):
+        return round(100.0 * int(steps.group(1)) / int(steps.group(2)), 1)
+    return before
+
+
+def estimate_words(cores: int | None = None) -> str:
+    """How long the install takes on this machine, in words, from what it took measured."""
+    cores = max(1, cores or os.cpu_count() or 1)
+    low, high = (max(1, round(minutes / cores)) for minutes in CORE_MINUTES)
+    return (f"about {low} to {high} minutes on this machine's {cores} "
+            f"core{'s' if cores != 1 else ''}, the longer while it is busy with other work")
+
+
+def offline_advice() -> str:
+    """What to do where this machine cannot reach the package index."""
+    return (f"This machine could not reach the package index to download {PACKAGE}. On a "
+            f"computer that can, run: pip download --no-deps --no-binary :all: "
+            f"'{PACKAGE}=={pinned_version()}' -d llama; copy the .tar.gz file it saves to this "
+            f"machine, then run: CMAKE_ARGS=\"{CMAKE_ARGS}\" {shlex.quote(sys.executable)} -m pip "
+            f"install ./{PACKAGE.replace('-', '_')}-{pinned_version()}.tar.gz (the file's name), "
+            "and restart the workers.")
 
 
 def _finish(reporter: Reporter, lines: list[str], returncode: int) -> InstallResult:
@@ -146,6 +184,9 @@ def _finish(reporter: Reporter, lines: list[str], returncode: int) -> InstallRes
         reporter.update(state=states.DONE, percent_hint=100.0, lines=lines,
                         message=f"llama-cpp-python {runtime_version() or ''} is installed.")
         return InstallResult(True, returncode, lines)
+    if any(words in line for line in lines for words in OFFLINE):
+        reporter.update(state=states.FAILED, lines=lines, message=offline_advice())
+        return InstallResult(False, returncode, lines)
     reporter.update(state=states.FAILED, lines=lines,
                     message=(f"The install stopped with exit code {returncode}. Its last lines "
                              f"are below. To install it by hand: {manual_command()}"))

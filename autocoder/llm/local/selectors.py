@@ -47,6 +47,7 @@ class RuntimeStatus:
     state: str  # installed, absent, queued, installing, failed, interrupted
     progress: Progress | None
     manual_command: str
+    estimate: str = ""
 
     @property
     def busy(self) -> bool:
@@ -114,7 +115,8 @@ def local_runtime_status() -> RuntimeStatus:
         state = _effective_state(progress, runtime.lock_path(), downloaded=False)
         if state == states.DONE:
             state = ABSENT  # said done, yet cannot be imported: uninstalled since
-    return RuntimeStatus(version, state, progress, runtime.manual_command())
+    return RuntimeStatus(version, state, progress, runtime.manual_command(),
+                         runtime.estimate_words())
 
 
 def local_model_context() -> dict[str, Any]:
