@@ -5,6 +5,7 @@ would not see it imported (docs/safety.md, "Modules are used only as `module.nam
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 
 from autocoder.safety.source import Exports, module_name
 
@@ -18,8 +19,7 @@ class LocalModuleChecks:
     local_names: dict[str, str]
     parents: dict[ast.AST, ast.AST]
 
-    def _add(self, rule: str, severity: str, node: ast.AST, message: str) -> None:
-        raise NotImplementedError
+    _add: Callable[[str, str, ast.AST, str], None]  # the checker's: records a finding
 
     def _local_module(self, node: ast.expr) -> str | None:
         """The plugin's own module an expression names (`helpers` after `from . import
