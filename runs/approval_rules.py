@@ -3,7 +3,7 @@ candidate is stale, how many approvals a gate needs and which votes count.
 
 Every door uses these functions and nothing else: the review pages (projects/views/approvals.py
 and the listings in runs/selectors/approvals.py and projects/selectors/inbox.py), `manage.py
-approve`, `approval_decide` (runs/services/lifecycle.py), the marketplace (a generated
+approve`, `approval_decide` (runs/services/deciding.py), the marketplace (a generated
 version's publish request and an uploaded version's gate) and the tools app's activations
 (`activation_refusal`). A refusal is always an `ApprovalRefused` whose message says why in
 plain words, the same whichever door the decision came through. The intended rules are

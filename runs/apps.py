@@ -11,14 +11,14 @@ class RunsConfig(AppConfig):
         from autocoder import heartbeat
         from autocoder.llm import services as llm_services
         from runs import tasks  # noqa: F401  (declares the run_step actor in every process)
-        from runs.services import lifecycle, outbox
+        from runs.services import holding, outbox, resending
 
         # The watchdog: what the outbox still holds and the steps of dead workers every
         # heartbeat interval; stalled runs and held runs whose part works again every minute.
         heartbeat.sweep_register(outbox.outbox_sweep, quick=True)
-        heartbeat.sweep_register(lifecycle.runs_orphaned_kick, quick=True)
-        heartbeat.sweep_register(lifecycle.runs_stalled_kick, quick=False)
-        heartbeat.sweep_register(lifecycle.runs_held_release, quick=False)
+        heartbeat.sweep_register(resending.runs_orphaned_kick, quick=True)
+        heartbeat.sweep_register(resending.runs_stalled_kick, quick=False)
+        heartbeat.sweep_register(holding.runs_held_release, quick=False)
         # Saving a working model set-up lets the runs held for it go on at once.
-        if lifecycle.runs_held_release not in llm_services.HELD_RUNS_RELEASERS:
-            llm_services.HELD_RUNS_RELEASERS.append(lifecycle.runs_held_release)
+        if holding.runs_held_release not in llm_services.HELD_RUNS_RELEASERS:
+            llm_services.HELD_RUNS_RELEASERS.append(holding.runs_held_release)

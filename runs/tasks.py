@@ -30,7 +30,7 @@ def step_retry_when(retries: int, error: BaseException) -> bool:
                 time_limit=30 * 60 * 1000)
 def run_step(run_id: int, token: str) -> None:
     """Perform the step of run `run_id` that `token` names, then queue the next one."""
-    from runs.services.lifecycle import run_step_perform
+    from runs.services.stepping import run_step_perform
 
     try:
         run_step_perform(run_id=run_id, token=token)

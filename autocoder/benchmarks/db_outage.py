@@ -237,12 +237,12 @@ def demo_spec_and_script(*, sleep_s: int = 0) -> tuple[dict[str, Any], dict[str,
 def run_start_on_workers(*, spec: dict[str, Any], script: dict[str, Any]) -> int:
     """A run of the demo team on the stack's workers (the first step goes to the queue)."""
     from projects.models import Team
-    from runs.services import lifecycle
+    from runs.services import driving, starting
 
     team = Team.objects.get(slug="demo")
-    requester = lifecycle.team_requester(team)
-    project = lifecycle.project_create(team=team, requester=requester, spec=spec)
-    return lifecycle.run_start(project=project, provider="scripted", script=script,
+    requester = driving.team_requester(team)
+    project = starting.project_create(team=team, requester=requester, spec=spec)
+    return starting.run_start(project=project, provider="scripted", script=script,
                                use_lessons=False, started_by=requester).id
 
 

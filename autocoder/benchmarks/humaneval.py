@@ -23,7 +23,7 @@ from projects.models import Team
 from runs.llm_calls import ProviderFactory
 from runs.models import Run
 from runs.selectors import results as selectors
-from runs.services import lifecycle as services
+from runs.services import driving
 
 MODES = {
     # mode: (max_iterations or None for the bench's --iterations, use_lessons)
@@ -252,7 +252,7 @@ def bench_mode(*, mode: str, problems: list[Problem], team: Team, requester: Use
     max_iterations = fixed or iterations
     result = ModeResult(mode=mode)
     for problem in problems:
-        run = services.generation_run(
+        run = driving.generation_run(
             team=team, requester=requester,
             spec=problem_spec(problem, max_iterations=max_iterations), provider=provider,
             script=script_for(problem), use_lessons=use_lessons,

@@ -237,7 +237,8 @@ def interview_start(*, interview: Interview, user: User,
     Raises InterviewInvalid (plain-words errors per field) and changes nothing when the spec
     is not complete; InterviewClosed when it was already started (a double click, two tabs).
     """
-    from runs.services.lifecycle import RunStateError, run_start
+    from runs.services.common import RunStateError
+    from runs.services.starting import run_start
 
     with transaction.atomic():
         locked = _locked(interview)

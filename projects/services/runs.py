@@ -1,6 +1,6 @@
 """Run controls from the portal: pause, resume, cancel (the emergency stop) and retry.
 
-The runs app does the work (runs.services.lifecycle); this layer checks who may press the
+The runs app does the work (runs.services: waiting, finishing, starting); this layer checks who may press the
 button and writes the audit log.
 """
 
@@ -13,7 +13,7 @@ from django.db import transaction
 from projects.models import Membership
 from projects.services.audit import audit_record
 from runs.models import Run
-from runs.services import lifecycle
+from runs.services import common, finishing, starting, waiting
 
 ACTIONS = ("pause", "resume", "cancel", "retry")
 
@@ -44,16 +44,16 @@ def run_control(*, run: Run, user: User, action: str) -> Run:
                          before={"status": before},
                          after={"status": result.status, "run": result.pk,
                                 "project": run.project.name})
-    except lifecycle.RunStateError as error:
+    except common.RunStateError as error:
         raise RunControlError(str(error)) from error
     return result
 
 
 def _apply(run: Run, action: str, user: User) -> Run:
     if action == "pause":
-        return lifecycle.run_pause(run=run)
+        return waiting.run_pause(run=run)
     if action == "resume":
-        return lifecycle.run_resume(run=run)
+        return waiting.run_resume(run=run)
     if action == "cancel":
-        return lifecycle.run_cancel(run=run)
-    return lifecycle.run_retry(run=run, started_by=user)
+        return finishing.run_cancel(run=run)
+    return starting.run_retry(run=run, started_by=user)

@@ -1,5 +1,5 @@
 """Deciding approval requests the way trusted review systems do: one vote per reviewer; the
-request is decided (runs.services.lifecycle.approval_decide) when a vote settles it.
+request is decided (runs.services.deciding.approval_decide) when a vote settles it.
 
 The rules themselves (who may decide, what each decision does, stale candidates, N approvals,
 which votes count) are in runs/approval_rules.py. Concurrent decisions are serialised on
@@ -19,7 +19,7 @@ from runs import approval_rules as rules
 from runs import signals
 from runs.approval_rules import AlreadyDecided, StaleCandidate, Tally, approval_tally
 from runs.models import ApprovalRequest, ApprovalVote
-from runs.services import lifecycle
+from runs.services import deciding
 from runs.services.outbox import Dispatch, enqueue_step
 
 Decision = ApprovalVote.Decision
@@ -74,7 +74,7 @@ def approval_vote_cast(*, approval: ApprovalRequest, user: User, decision: str,
 def _decide(locked: ApprovalRequest, *, user: User, decision: str,
             comment: str, dispatch: Dispatch | None) -> ApprovalRequest:
     # approval_decide applies the same rules again (it is a door of its own) and moves the run on.
-    decided = lifecycle.approval_decide(approval=locked, user=user, decision=decision,
+    decided = deciding.approval_decide(approval=locked, user=user, decision=decision,
                                         comment=_decision_comment(locked, decision, comment),
                                         dispatch=dispatch)
     signals.approval_decided.send(ApprovalRequest, approval=decided, actor=user)

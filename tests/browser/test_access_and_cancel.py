@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from autocoder.sandbox.bwrap import SANDBOX_UID
 from runs.models import Run
-from runs.services import lifecycle as services
+from runs.services import starting
 from tests.browser.pages import log_in, wait_for
 from tests.engine.conftest import greeter_spec, load_script
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
@@ -23,9 +23,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 def start_run(people: dict[str, Any], script: str) -> Run:
     """A run on the real queue (the in-process worker picks it up), as Start does."""
-    project = services.project_create(team=people["team"], requester=people["requester"],
+    project = starting.project_create(team=people["team"], requester=people["requester"],
                                       spec=greeter_spec())
-    return services.run_start(project=project, provider="scripted", script=load_script(script),
+    return starting.run_start(project=project, provider="scripted", script=load_script(script),
                               autonomy="full", use_lessons=False)
 
 

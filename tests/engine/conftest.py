@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from runs.models import Run
-from runs.services import lifecycle as services
+from runs.services import outbox, starting
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 
 SCRIPTS = Path(__file__).resolve().parent / "scripts"
@@ -63,10 +63,10 @@ def start_run(people: dict[str, Any], engine_settings: Any) -> Callable[..., Run
     def start(script: str | dict[str, list[str]] | None, *, autonomy: str = "full",
               max_iterations: int | None = None, use_lessons: bool = False,
               spec: dict[str, Any] | None = None, provider: str = "scripted",
-              dispatch: services.Dispatch | None = None, **budgets: Any) -> Run:
-        project = services.project_create(team=people["team"], requester=people["requester"],
+              dispatch: outbox.Dispatch | None = None, **budgets: Any) -> Run:
+        project = starting.project_create(team=people["team"], requester=people["requester"],
                                           spec=spec or greeter_spec())
-        return services.run_start(
+        return starting.run_start(
             project=project, provider=provider,
             script=load_script(script) if isinstance(script, str) else script,
             autonomy=autonomy, max_iterations=max_iterations, use_lessons=use_lessons,

@@ -15,18 +15,18 @@ from projects.models import Project
 from runs.approval_rules import StaleCandidate
 from runs.models import ApprovalRequest, Run
 from runs.selectors import results as selectors
-from runs.services import lifecycle as services
+from runs.services import deciding, driving, finishing
 from tests.engine.conftest import DispatchRecorder, iterations, prompts
 
 pytestmark = pytest.mark.django_db
 
 
 def drive(run: Run) -> Run:
-    return services.run_drive(run_id=run.id)
+    return driving.run_drive(run_id=run.id)
 
 
 def decide(approval: ApprovalRequest, user: Any, decision: str, comment: str = "") -> Any:
-    return services.approval_decide(approval=approval, user=user, decision=decision,
+    return deciding.approval_decide(approval=approval, user=user, decision=decision,
                                     comment=comment, dispatch=None)
 
 
@@ -47,11 +47,11 @@ def test_semi_autonomy_waits_for_the_plan_then_continues(
     plan = pending(run)
     assert plan.kind == "plan" and "greet" in plan.payload["plan"]
     assert run.project.status == Project.Status.AWAITING_APPROVAL
-    assert services.run_drive(run_id=run.id).llm_calls.count() == 1, "waiting does nothing"
+    assert driving.run_drive(run_id=run.id).llm_calls.count() == 1, "waiting does nothing"
 
     dispatch = DispatchRecorder()
     with django_capture_on_commit_callbacks(execute=True):
-        services.approval_decide(approval=plan, user=people["reviewer"], decision="approve",
+        deciding.approval_decide(approval=plan, user=people["reviewer"], decision="approve",
                                  dispatch=dispatch)
     resumed = Run.objects.get(id=run.id)
     assert dispatch.sent == [(run.id, resumed.step_token, 0)]
@@ -167,11 +167,11 @@ def test_an_answer_needs_guidance_and_publish_cannot_request_changes(
         start_run: Callable[..., Run], people: dict[str, Any]) -> None:
     run = drive(start_run("success", autonomy="semi"))
     plan = pending(run)
-    with pytest.raises(services.ApprovalInputError, match="Only escalations"):
+    with pytest.raises(deciding.ApprovalInputError, match="Only escalations"):
         decide(plan, people["reviewer"], "answer", "x")
-    with pytest.raises(services.ApprovalInputError, match="Say which changes"):
+    with pytest.raises(deciding.ApprovalInputError, match="Say which changes"):
         decide(plan, people["reviewer"], "request_changes", "  ")
-    with pytest.raises(services.ApprovalInputError, match="Unknown decision"):
+    with pytest.raises(deciding.ApprovalInputError, match="Unknown decision"):
         decide(plan, people["reviewer"], "maybe")
     assert pending(run).id == plan.id, "bad input loses nothing"
 
@@ -181,11 +181,11 @@ def test_who_may_decide(start_run: Callable[..., Run], people: dict[str, Any]) -
     plan = pending(run)
     for user in (people["outsider"], people["requester"]):
         with pytest.raises(PermissionDenied):
-            services.approval_decide(approval=plan, user=user, decision="approve", dispatch=None)
+            deciding.approval_decide(approval=plan, user=user, decision="approve", dispatch=None)
     team = people["team"]
     team.requester_may_approve = True
     team.save()
-    services.approval_decide(approval=ApprovalRequest.objects.get(id=plan.id),
+    deciding.approval_decide(approval=ApprovalRequest.objects.get(id=plan.id),
                              user=people["requester"], decision="approve", dispatch=None)
     assert ApprovalRequest.objects.get(id=plan.id).status == "approved"
 
@@ -196,7 +196,7 @@ def test_publish_approval_marks_the_project_succeeded(start_run: Callable[..., R
     run = drive(start_run("success"))
     publish = pending(run)
     assert publish.payload["pass_rate"] == 1.0 and "greeter/plugin.py" in publish.payload["files"]
-    with pytest.raises(services.ApprovalInputError):
+    with pytest.raises(deciding.ApprovalInputError):
         decide(publish, people["reviewer"], "request_changes", "more tests")
     decide(publish, people["reviewer"], "approve")
     assert Project.objects.get(id=run.project_id).status == Project.Status.SUCCEEDED
@@ -207,7 +207,7 @@ def test_cancel_while_waiting_makes_the_request_stale(start_run: Callable[..., R
                                                       people: dict[str, Any]) -> None:
     run = drive(start_run("success", autonomy="semi"))
     plan = pending(run)
-    services.run_cancel(run=run)
+    finishing.run_cancel(run=run)
 
     assert Run.objects.get(id=run.id).status == Run.Status.CANCELLED
     with pytest.raises(StaleCandidate, match="no longer open"):
@@ -225,10 +225,10 @@ def test_two_concurrent_decisions_exactly_one_wins(start_run: Callable[..., Run]
     def decide_as(label: str, decision: str) -> None:
         barrier.wait()
         try:
-            services.approval_decide(approval=plan, user=people["reviewer"], decision=decision,
+            deciding.approval_decide(approval=plan, user=people["reviewer"], decision=decision,
                                      comment="no", dispatch=None)
             outcomes[label] = "won"
-        except services.ApprovalConflict as error:
+        except deciding.ApprovalConflict as error:
             outcomes[label] = error
         finally:
             connection.close()
@@ -240,7 +240,7 @@ def test_two_concurrent_decisions_exactly_one_wins(start_run: Callable[..., Run]
     for thread in threads:
         thread.join(timeout=30)
 
-    assert sorted(isinstance(v, services.ApprovalConflict) for v in outcomes.values()) == [
+    assert sorted(isinstance(v, deciding.ApprovalConflict) for v in outcomes.values()) == [
         False, True]
     winner = next(label for label, value in outcomes.items() if value == "won")
     loser = next(value for value in outcomes.values() if value != "won")

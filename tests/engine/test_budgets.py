@@ -22,7 +22,7 @@ from runs.models import ApprovalRequest, MonthSpend, Run
 from runs.selectors import results
 from runs.selectors.approvals import approvals_awaiting
 from runs.selectors.runs import run_overview
-from runs.services import lifecycle as services
+from runs.services import deciding, driving
 from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -46,7 +46,7 @@ def priced(db: None) -> ModelPrice:
 
 
 def drive(run: Run) -> Run:
-    return services.run_drive(run_id=run.id)
+    return driving.run_drive(run_id=run.id)
 
 
 def pending(run: Run) -> ApprovalRequest:
@@ -56,7 +56,7 @@ def pending(run: Run) -> ApprovalRequest:
 
 
 def decide(approval: ApprovalRequest, user: Any, decision: str, comment: str = "") -> Any:
-    return services.approval_decide(approval=approval, user=user, decision=decision,
+    return deciding.approval_decide(approval=approval, user=user, decision=decision,
                                     comment=comment, dispatch=None)
 
 

@@ -22,7 +22,7 @@ from autocoder.database import outage
 from autocoder.testing.workers import in_process_worker
 from runs import tasks
 from runs.models import Run
-from runs.services import lifecycle as services
+from runs.services import outbox
 
 
 def wrapped(error: Exception) -> OperationalError:
@@ -58,7 +58,7 @@ def test_a_step_refused_for_a_while_goes_on_once_the_database_answers(
     # Retries every 0.1-0.3 s instead of 2-5 s, so the outage outlasts many of them quickly.
     monkeypatch.setitem(tasks.run_step.options, "min_backoff", 100)
     monkeypatch.setitem(tasks.run_step.options, "max_backoff", 300)
-    run = start_run("success", dispatch=services.enqueue_step)  # its first message is queued
+    run = start_run("success", dispatch=outbox.enqueue_step)  # its first message is queued
     circuit = outage.circuit_for(connection.settings_dict)
     caplog.set_level(logging.WARNING, logger="runs.tasks")
     with in_process_worker(threads=1):

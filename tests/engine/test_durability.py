@@ -2,7 +2,7 @@
 the out-of-memory guard, cancel and pause, and a provider that times out.
 
 A worker "killed" mid-step is simulated exactly where it matters: the step's attempt counter
-was committed (services._claim) and nothing else, then the same message is delivered again.
+was committed (stepping._claim) and nothing else, then the same message is delivered again.
 """
 
 from __future__ import annotations
@@ -20,8 +20,9 @@ from django.utils import timezone
 from autocoder.llm import ScriptedProvider
 from autocoder.llm.types import LLMAuthError, LLMTimeout, Message
 from projects.models import Project
+from runs import llm_calls
 from runs.models import Iteration, LLMCall, Run
-from runs.services import lifecycle as services
+from runs.services import common, driving, finishing, resending, stepping, waiting
 from tests.engine.conftest import DispatchRecorder, iterations, load_script
 
 pytestmark = pytest.mark.django_db
@@ -31,7 +32,7 @@ def step(run: Run, dispatch: DispatchRecorder) -> str | None:
     """Deliver the message the services last sent for `run`."""
     run_id, token, _ = dispatch.sent[-1]
     assert run_id == run.id
-    return services.run_step_perform(run_id=run_id, token=token, dispatch=dispatch)
+    return stepping.run_step_perform(run_id=run_id, token=token, dispatch=dispatch)
 
 
 def test_each_message_performs_one_step_and_sends_the_next(
@@ -60,11 +61,11 @@ def test_a_redelivered_message_does_nothing(
     run = start_run("success")
     first = run.step_token
     with django_capture_on_commit_callbacks(execute=True):
-        services.run_step_perform(run_id=run.id, token=first, dispatch=dispatch)
+        stepping.run_step_perform(run_id=run.id, token=first, dispatch=dispatch)
     after_first = Run.objects.get(id=run.id)
 
     with django_capture_on_commit_callbacks(execute=True):
-        assert services.run_step_perform(run_id=run.id, token=first, dispatch=dispatch) is None
+        assert stepping.run_step_perform(run_id=run.id, token=first, dispatch=dispatch) is None
     again = Run.objects.get(id=run.id)
     assert (again.phase, again.step_token, again.plan) == (
         after_first.phase, after_first.step_token, after_first.plan)
@@ -82,14 +83,14 @@ def test_a_killed_worker_resumes_from_the_last_checkpoint(
     while Run.objects.get(id=run.id).iteration < 1 or \
             Run.objects.get(id=run.id).phase != Run.Phase.IMPLEMENT:
         assert token is not None
-        token = services.run_step_perform(run_id=run.id, token=token, dispatch=None)
+        token = stepping.run_step_perform(run_id=run.id, token=token, dispatch=None)
     assert token is not None
     first = Iteration.objects.get(run=run, number=1)
 
-    claimed = services._claim(run.id, token)  # the worker took the message and died
+    claimed = stepping._claim(run.id, token)  # the worker took the message and died
     assert claimed is not None and Run.objects.get(id=run.id).step_attempts == 1
 
-    final = services.run_drive(run_id=run.id)  # the broker delivers the message again
+    final = driving.run_drive(run_id=run.id)  # the broker delivers the message again
     assert final.status == Run.Status.SUCCEEDED
     assert [it.number for it in iterations(final)] == [1, 2]
     assert Iteration.objects.get(run=run, number=1).created_at == first.created_at
@@ -104,13 +105,13 @@ def test_a_step_abandoned_after_its_model_call_replays_the_same_reply(
     """The worker died after the model answered but before the step committed: the model call
     is on record (it cost tokens), and the re-delivered step gets the same scripted reply."""
     run = start_run("fixed_on_second")
-    token = services.run_step_perform(run_id=run.id, token=run.step_token, dispatch=None)
+    token = stepping.run_step_perform(run_id=run.id, token=run.step_token, dispatch=None)
     assert Run.objects.get(id=run.id).phase == Run.Phase.IMPLEMENT
-    claimed = services._claim(run.id, token)
-    llm = services.RunLLM(run=claimed, iteration=1)
+    claimed = stepping._claim(run.id, token)
+    llm = llm_calls.RunLLM(run=claimed, iteration=1)
     llm.complete("implementer", [Message("user", "anything")])  # answered, then the kill
 
-    final = services.run_drive(run_id=run.id)
+    final = driving.run_drive(run_id=run.id)
     assert final.status == Run.Status.SUCCEEDED
     assert run.llm_calls.filter(role="implementer").count() == 3
     assert [it.number for it in iterations(final)] == [1, 2]
@@ -121,9 +122,9 @@ def test_a_step_that_keeps_killing_its_worker_is_failed(start_run: Callable[...,
     run = start_run("success")
     token = run.step_token
     for _ in range(3):
-        assert services._claim(run.id, token) is not None  # out of memory, three times
+        assert stepping._claim(run.id, token) is not None  # out of memory, three times
 
-    assert services.run_step_perform(run_id=run.id, token=token, dispatch=None) is None
+    assert stepping.run_step_perform(run_id=run.id, token=token, dispatch=None) is None
     failed = Run.objects.get(id=run.id)
     assert failed.status == Run.Status.FAILED
     assert "interrupted 3 times" in failed.error
@@ -152,7 +153,7 @@ def test_a_provider_timeout_is_retried_and_the_run_succeeds(
         start_run: Callable[..., Run]) -> None:
     provider = TimingOutProvider(load_script("success"), failures=1)
     run = start_run(None, provider="flaky")
-    final = services.run_drive(run_id=run.id, provider_factory=lambda run, role: provider)
+    final = driving.run_drive(run_id=run.id, provider_factory=lambda run, role: provider)
 
     assert final.status == Run.Status.SUCCEEDED
     timeout = final.llm_calls.get(role="implementer", error__startswith="LLMTimeout")
@@ -166,7 +167,7 @@ def test_a_provider_that_never_answers_holds_the_run_after_the_steps_retries(
     not answer, so after the step's retries the run waits, held, for it to answer again."""
     provider = TimingOutProvider(load_script("success"), failures=100)
     run = start_run(None, provider="flaky")
-    final = services.run_drive(run_id=run.id, provider_factory=lambda run, role: provider)
+    final = driving.run_drive(run_id=run.id, provider_factory=lambda run, role: provider)
 
     assert (final.status, final.held_by) == (Run.Status.HELD, "model_reach")
     assert "did not answer in time" in final.error
@@ -184,7 +185,7 @@ def test_a_provider_refusing_the_key_holds_the_run_for_the_admins(
 
     provider = Refusing({})
     run = start_run(None, provider="refusing")
-    final = services.run_drive(run_id=run.id, provider_factory=lambda run, role: provider)
+    final = driving.run_drive(run_id=run.id, provider_factory=lambda run, role: provider)
 
     assert (final.status, final.held_by) == (Run.Status.HELD, "model_reach")
     assert "the model connection is broken" in final.error
@@ -195,15 +196,15 @@ def test_a_provider_refusing_the_key_holds_the_run_for_the_admins(
 
 def test_cancel_between_steps(start_run: Callable[..., Run]) -> None:
     run = start_run("fixed_on_second")
-    token = services.run_step_perform(run_id=run.id, token=run.step_token, dispatch=None)
-    services.run_cancel(run=run)
+    token = stepping.run_step_perform(run_id=run.id, token=run.step_token, dispatch=None)
+    finishing.run_cancel(run=run)
 
-    assert services.run_step_perform(run_id=run.id, token=token, dispatch=None) is None
+    assert stepping.run_step_perform(run_id=run.id, token=token, dispatch=None) is None
     cancelled = Run.objects.get(id=run.id)
     assert cancelled.status == Run.Status.CANCELLED
     assert cancelled.finished_at is not None
-    with pytest.raises(services.RunStateError, match="already finished"):
-        services.run_cancel(run=cancelled)
+    with pytest.raises(common.RunStateError, match="already finished"):
+        finishing.run_cancel(run=cancelled)
 
 
 @pytest.mark.slow
@@ -214,14 +215,14 @@ def test_cancel_kills_a_running_sandbox(start_run: Callable[..., Run], settings:
     token: str | None = run.step_token
     while Run.objects.get(id=run.id).phase != Run.Phase.SANDBOX:
         assert token is not None
-        token = services.run_step_perform(run_id=run.id, token=token, dispatch=None)
+        token = stepping.run_step_perform(run_id=run.id, token=token, dispatch=None)
     assert token is not None
     result: dict[str, Any] = {}
 
     def worker() -> None:
         started = time.monotonic()
         try:
-            result["next"] = services.run_step_perform(run_id=run.id, token=token, dispatch=None)
+            result["next"] = stepping.run_step_perform(run_id=run.id, token=token, dispatch=None)
         finally:
             result["seconds"] = time.monotonic() - started
             connection.close()
@@ -229,7 +230,7 @@ def test_cancel_kills_a_running_sandbox(start_run: Callable[..., Run], settings:
     thread = threading.Thread(target=worker)
     thread.start()
     time.sleep(2)
-    services.run_cancel(run=run)
+    finishing.run_cancel(run=run)
     thread.join(timeout=60)
 
     assert not thread.is_alive()
@@ -240,15 +241,15 @@ def test_cancel_kills_a_running_sandbox(start_run: Callable[..., Run], settings:
 def test_pause_and_resume(start_run: Callable[..., Run]) -> None:
     dispatch = DispatchRecorder()
     run = start_run("success")
-    services.run_pause(run=run)
-    assert services.run_step_perform(run_id=run.id, token=run.step_token,
+    waiting.run_pause(run=run)
+    assert stepping.run_step_perform(run_id=run.id, token=run.step_token,
                                      dispatch=dispatch) is None
     paused = Run.objects.get(id=run.id)
     assert paused.status == Run.Status.PAUSED and paused.phase == Run.Phase.IMPLEMENT
     assert dispatch.sent == []
 
-    services.run_resume(run=paused, dispatch=None)
-    resumed = services.run_drive(run_id=run.id)
+    waiting.run_resume(run=paused, dispatch=None)
+    resumed = driving.run_drive(run_id=run.id)
     assert resumed.status == Run.Status.SUCCEEDED
     assert resumed.llm_calls.filter(role="architect").count() == 1
 
@@ -258,11 +259,11 @@ def test_a_lost_message_is_sent_again_by_a_kick(
     run = start_run("success")  # its first message was never sent (no dispatch)
     dispatch = DispatchRecorder()
     with django_capture_on_commit_callbacks(execute=True):
-        services.run_kick(run=run, dispatch=dispatch)
+        resending.run_kick(run=run, dispatch=dispatch)
     assert dispatch.sent == [(run.id, run.step_token, 0)]
-    assert services.run_drive(run_id=run.id).status == Run.Status.SUCCEEDED
-    with pytest.raises(services.RunStateError, match="Only a queued or running run"):
-        services.run_kick(run=run, dispatch=dispatch)
+    assert driving.run_drive(run_id=run.id).status == Run.Status.SUCCEEDED
+    with pytest.raises(common.RunStateError, match="Only a queued or running run"):
+        resending.run_kick(run=run, dispatch=dispatch)
 
 
 def test_the_watchdog_resends_the_step_of_a_run_that_stopped_moving(
@@ -275,21 +276,21 @@ def test_the_watchdog_resends_the_step_of_a_run_that_stopped_moving(
         updated_at=timezone.now() - timedelta(seconds=1000))
     dispatch = DispatchRecorder()
 
-    assert services.runs_stalled_kick(stalled_for_s=900, dispatch=dispatch) == [stalled.id]
+    assert resending.runs_stalled_kick(stalled_for_s=900, dispatch=dispatch) == [stalled.id]
     assert dispatch.sent == [(stalled.id, stalled.step_token, 0)]
     # The kick moved the clock: the next sweep leaves the run alone while it works.
-    assert services.runs_stalled_kick(stalled_for_s=900, dispatch=dispatch) == []
-    services.run_step_perform(run_id=stalled.id, token=stalled.step_token, dispatch=None)
+    assert resending.runs_stalled_kick(stalled_for_s=900, dispatch=dispatch) == []
+    stepping.run_step_perform(run_id=stalled.id, token=stalled.step_token, dispatch=None)
     assert Run.objects.get(id=stalled.id).phase == "implement"
     assert moving.id not in [run_id for run_id, _, _ in dispatch.sent]
 
 
 def test_the_watchdog_ignores_finished_and_waiting_runs(start_run: Callable[..., Run]) -> None:
     finished = start_run("success")
-    services.run_drive(run_id=finished.id)
+    driving.run_drive(run_id=finished.id)
     Run.objects.update(updated_at=timezone.now() - timedelta(seconds=5000))
     dispatch = DispatchRecorder()
-    assert services.runs_stalled_kick(stalled_for_s=900, dispatch=dispatch) == []
+    assert resending.runs_stalled_kick(stalled_for_s=900, dispatch=dispatch) == []
     assert dispatch.sent == []
 
 
@@ -299,7 +300,7 @@ def test_one_worker_heartbeat_runs_the_watchdog_per_interval(
     from autocoder import heartbeat
 
     sent: list[tuple[int, str, int]] = []
-    sweep = services.runs_stalled_kick
+    sweep = resending.runs_stalled_kick
 
     def recorded() -> list[int]:
         return sweep(dispatch=lambda *args: sent.append(args))

@@ -12,7 +12,7 @@ from channels.layers import get_channel_layer
 
 from autocoder import realtime
 from runs.models import Run
-from runs.services import lifecycle as services
+from runs.services import common, starting, stepping
 
 pytestmark = pytest.mark.django_db
 
@@ -50,7 +50,7 @@ def test_a_run_publishes_its_steps_and_a_team_summary(
     token: str | None = run.step_token
     while token:
         with django_capture_on_commit_callbacks(execute=True):
-            token = services.run_step_perform(run_id=run.id, token=token, dispatch=None)
+            token = stepping.run_step_perform(run_id=run.id, token=token, dispatch=None)
 
     events = drain(run_layer, run_channel)
     kinds = [event["kind"] for event in events]
@@ -71,11 +71,11 @@ def test_nothing_is_published_for_a_step_that_did_not_commit(
     run = start_run("success")
     layer, channel = listen(realtime.run_group(run.id))
     # Without the commit callbacks running (the test's transaction never commits), no event.
-    services.run_step_perform(run_id=run.id, token=run.step_token, dispatch=None)
+    stepping.run_step_perform(run_id=run.id, token=run.step_token, dispatch=None)
     assert drain(layer, channel) == []
 
 
 def test_a_project_has_one_run_in_progress_at_a_time(start_run: Callable[..., Run]) -> None:
     run = start_run("success")
-    with pytest.raises(services.RunStateError, match="already has a run in progress"):
-        services.run_start(project=run.project, script={}, dispatch=None)
+    with pytest.raises(common.RunStateError, match="already has a run in progress"):
+        starting.run_start(project=run.project, script={}, dispatch=None)

@@ -12,7 +12,7 @@ import pytest
 
 from autocoder.lessons.models import Lesson
 from runs.models import Run
-from runs.services import lifecycle as services
+from runs.services import driving
 from tests.engine.conftest import greeter_spec, iterations, prompts
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
@@ -20,14 +20,14 @@ pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 def test_a_repeated_mistake_retrieves_the_lesson_of_the_first_run(
         start_run: Callable[..., Run]) -> None:
-    first = services.run_drive(run_id=start_run("fixed_on_second", use_lessons=True).id)
+    first = driving.run_drive(run_id=start_run("fixed_on_second", use_lessons=True).id)
     assert first.status == Run.Status.SUCCEEDED
     assert first.lessons_written >= 1
     lesson = Lesson.objects.get(kind="negative")
     assert "comma" in lesson.resolution.lower()
     assert lesson.error_signature == iterations(first)[0].error_signature
 
-    second = services.run_drive(run_id=start_run("fixed_on_second", use_lessons=True).id)
+    second = driving.run_drive(run_id=start_run("fixed_on_second", use_lessons=True).id)
     assert second.status == Run.Status.SUCCEEDED
     mistake, fixed = iterations(second)
     assert lesson.id in mistake.lessons_used and lesson.id in fixed.lessons_used
@@ -43,7 +43,7 @@ def test_a_repeated_mistake_retrieves_the_lesson_of_the_first_run(
 
 def test_runs_without_lessons_neither_read_nor_write_them(
         start_run: Callable[..., Run]) -> None:
-    run = services.run_drive(run_id=start_run("fixed_on_second", use_lessons=False).id)
+    run = driving.run_drive(run_id=start_run("fixed_on_second", use_lessons=False).id)
     assert run.status == Run.Status.SUCCEEDED
     assert run.lessons_written == 0 and not Lesson.objects.exists()
     assert "# Lessons from earlier runs" not in prompts(run, "implementer")[1]
@@ -54,7 +54,7 @@ def test_a_fix_nobody_reflected_on_still_teaches_a_later_run(
     # Only the implementer answers, wrong then right: no plan, no reflection (as with no
     # reflector model). The lesson comes from the facts: the failing tests, the normalised
     # error and the change that fixed it.
-    first = services.run_drive(run_id=start_run("fixed_silently", use_lessons=True).id)
+    first = driving.run_drive(run_id=start_run("fixed_silently", use_lessons=True).id)
     assert first.status == Run.Status.SUCCEEDED
     mistake, _ = iterations(first)
     assert mistake.reflection == "" and first.plan == ""
@@ -71,7 +71,7 @@ def test_a_fix_nobody_reflected_on_still_teaches_a_later_run(
 
     # A similar request, worded differently, making the same mistake is shown the lesson.
     similar = greeter_spec(summary="Says hello to someone, with a comma after Hello.")
-    second = services.run_drive(run_id=start_run("fixed_silently", use_lessons=True,
+    second = driving.run_drive(run_id=start_run("fixed_silently", use_lessons=True,
                                                  spec=similar).id)
     assert second.status == Run.Status.SUCCEEDED
     retry = iterations(second)[1]

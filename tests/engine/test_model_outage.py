@@ -26,7 +26,7 @@ from autocoder.llm.services import site_model_config_set
 from autocoder.llm.types import ROLES
 from projects.models import Notification
 from runs.models import LLMCall, Run
-from runs.services import lifecycle as services
+from runs.services import holding, starting
 from tests.engine.conftest import greeter_spec, load_script
 from tests.engine.test_model_settings import COMPLETION, PROMPT, ModelServer
 from tests.engine.test_worker import wait_until_settled
@@ -90,8 +90,8 @@ def test_a_model_server_stopped_mid_run_holds_the_run_and_it_goes_on_when_it_is_
                           base_url=f"http://127.0.0.1:{port}/v1", model="architect",
                           role_models={role: role for role in ROLES})
 
-    project = services.project_create(team=team, requester=requester, spec=greeter_spec())
-    run = services.run_start(project=project, autonomy="full", use_lessons=False,
+    project = starting.project_create(team=team, requester=requester, spec=greeter_spec())
+    run = starting.run_start(project=project, autonomy="full", use_lessons=False,
                              started_by=requester)
 
     # The plan is made; the implementer's call finds the server going down: held, not failed.
@@ -105,7 +105,7 @@ def test_a_model_server_stopped_mid_run_holds_the_run_and_it_goes_on_when_it_is_
     assert HELD_WORDS in page and "could not be retried" not in page
     time.sleep(1.5)  # the worker's watchdog may look meanwhile: the server is still down
     assert Run.objects.get(id=run.id).status == Run.Status.HELD
-    assert services.runs_held_release() == [], "nothing goes on while the model is away"
+    assert holding.runs_held_release() == [], "nothing goes on while the model is away"
 
     # Back on the same address: the watchdog's check calls it and lets the run go on.
     server = RoleServer(port, script).start()

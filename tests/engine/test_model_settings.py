@@ -18,7 +18,7 @@ from autocoder.llm.env import role_env_overrides
 from autocoder.llm.services import team_model_override_set
 from runs.llm_calls import run_provider_choice
 from runs.models import Run
-from runs.services import lifecycle as services
+from runs.services import driving
 from tests.engine.conftest import greeter_spec, load_script
 from tests.llm.fakeserver import FakeServer, Reply
 
@@ -124,7 +124,7 @@ def test_each_role_calls_the_model_its_settings_name(
     team_model_override_set(team=people["team"], role="implementer", model="team-coder",
                             base_url=servers["team"].url, api_key="team-key")
 
-    run = services.generation_run(team=people["team"], requester=people["requester"],
+    run = driving.generation_run(team=people["team"], requester=people["requester"],
                                   spec=greeter_spec(), autonomy="full", use_lessons=False)
 
     assert run.status == Run.Status.SUCCEEDED, run.error

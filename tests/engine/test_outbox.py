@@ -17,7 +17,7 @@ from autocoder import heartbeat
 from autocoder.testing.workers import in_process_worker
 from projects.models import AuditEntry
 from runs.models import Run, StepOutbox
-from runs.services import lifecycle as services
+from runs.services import finishing, outbox, resending, stepping
 from tests.engine.conftest import DispatchRecorder
 from tests.engine.redis_outage import RedisOutage, session_redis_socket
 
@@ -42,16 +42,16 @@ def test_the_outbox_keeps_messages_the_broker_refused_and_sends_them_in_order(
         start_run: Callable[..., Run], django_capture_on_commit_callbacks: Any) -> None:
     first, second = start_run("success"), start_run("success")
     with django_capture_on_commit_callbacks(execute=True):
-        services.run_kick(run=first, dispatch=BrokerDown())
-        services.run_kick(run=second, dispatch=BrokerDown())
+        resending.run_kick(run=first, dispatch=BrokerDown())
+        resending.run_kick(run=second, dispatch=BrokerDown())
     assert list(StepOutbox.objects.values_list("run_id", "token")) == [
         (first.id, first.step_token), (second.id, second.step_token)]
 
     dispatch = DispatchRecorder()
-    assert services.outbox_send(dispatch=dispatch) == [first.id, second.id]
+    assert outbox.outbox_send(dispatch=dispatch) == [first.id, second.id]
     assert dispatch.sent == [(first.id, first.step_token, 0), (second.id, second.step_token, 0)]
     assert not StepOutbox.objects.exists()
-    assert services.outbox_send(dispatch=dispatch) == []  # sent once, not again
+    assert outbox.outbox_send(dispatch=dispatch) == []  # sent once, not again
 
 
 def test_a_retry_delay_counts_from_the_commit_not_from_the_late_send(
@@ -61,7 +61,7 @@ def test_a_retry_delay_counts_from_the_commit_not_from_the_late_send(
     StepOutbox.objects.filter(id=row.id).update(
         created_at=row.created_at - timedelta(seconds=45))
     dispatch = DispatchRecorder()
-    services.outbox_send(dispatch=dispatch)
+    outbox.outbox_send(dispatch=dispatch)
     [(_, _, delay)] = dispatch.sent
     assert 14_000 <= delay <= 15_000
 
@@ -74,8 +74,8 @@ def test_a_step_committed_while_redis_is_down_goes_on_when_redis_is_back(
     run = start_run("success")
     outage.begin()
     # A worker finishes the plan step while Redis is down: the commit keeps its next message.
-    next_token = services.run_step_perform(run_id=run.id, token=run.step_token,
-                                           dispatch=services.enqueue_step)
+    next_token = stepping.run_step_perform(run_id=run.id, token=run.step_token,
+                                           dispatch=outbox.enqueue_step)
     assert next_token is not None
     assert list(StepOutbox.objects.values_list("run_id", "token")) == [(run.id, next_token)]
     assert Run.objects.get(id=run.id).phase == Run.Phase.IMPLEMENT
@@ -106,7 +106,7 @@ def _settled(run_id: int, timeout_s: float) -> Run:
 def test_a_web_retry_while_redis_is_down_answers_503_and_changes_nothing(
         start_run: Callable[..., Run], people: dict[str, Any], outage: RedisOutage) -> None:
     run = start_run("success")
-    services.run_cancel(run=run)
+    finishing.run_cancel(run=run)
     client = Client()
     client.force_login(people["requester"])
     runs, audits = Run.objects.count(), AuditEntry.objects.count()

@@ -25,7 +25,7 @@ from autocoder import realtime
 from autocoder.llm.config import ROLE_MAX_TOKENS
 from runs.llm_calls import STREAM_EVENT
 from runs.models import LLMCall, Run
-from runs.services import lifecycle as services
+from runs.services import driving, starting
 from tests.llm.conftest import SERVER_API_KEY, gguf_model, llama_server  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -95,14 +95,14 @@ def test_a_run_against_a_real_model_server_ends_cleanly_within_its_budget(
     MembershipFactory(team=team, user=requester, role="requester")
     caplog.set_level(logging.INFO)
 
-    # services.generation_run, in its two halves, to listen to the run's events from its start.
-    project = services.project_create(team=team, requester=requester,
+    # driving.generation_run, in its two halves, to listen to the run's events from its start.
+    project = starting.project_create(team=team, requester=requester,
                                       spec=json.loads(SPEC.read_text()))
-    started = services.run_start(project=project, provider="openai", max_iterations=1,
+    started = starting.run_start(project=project, provider="openai", max_iterations=1,
                                  dispatch=None)
     watcher = StreamWatcher(started)
     try:
-        run = services.run_drive(run_id=started.id)
+        run = driving.run_drive(run_id=started.id)
     finally:
         watcher.stop()
 

@@ -16,7 +16,7 @@ from autocoder.lessons.models import Lesson
 from autocoder.llm import LLMBadRequest, Message, ScriptedProvider
 from projects.models import Project
 from runs.models import Run
-from runs.services import lifecycle as services
+from runs.services import driving
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +38,7 @@ def test_a_run_whose_first_model_call_fails_for_good_ends_failed_and_says_why(
     # An empty script: the run needs no configured model, its endpoint is the provider here.
     run = start_run({}, provider="tiny-context", use_lessons=True)
     with caplog.at_level(logging.WARNING):
-        final = services.run_drive(run_id=run.id,
+        final = driving.run_drive(run_id=run.id,
                                    provider_factory=lambda run, role: provider)
 
     assert final.status == Run.Status.FAILED

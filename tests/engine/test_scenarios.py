@@ -16,14 +16,14 @@ import pytest
 from projects.models import Project
 from runs.models import ApprovalRequest, LLMCall, Run
 from runs.selectors import results as selectors
-from runs.services import lifecycle as services
+from runs.services import driving
 from tests.engine.conftest import iterations, prompts
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
 
 def drive(run: Run) -> Run:
-    return services.run_drive(run_id=run.id)
+    return driving.run_drive(run_id=run.id)
 
 
 def test_success_on_the_first_try(start_run: Callable[..., Run]) -> None:

@@ -19,7 +19,7 @@ from django.urls import reverse
 from autocoder.llm import LLMServerError, Message, ScriptedProvider
 from runs.models import ApprovalRequest, LLMCall, Run
 from runs.selectors import results as selectors
-from runs.services import lifecycle as services
+from runs.services import deciding, driving
 from tests.engine.conftest import iterations, load_script
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
@@ -29,7 +29,7 @@ REMARK = "a name with spaces around it is greeted as typed; strip it first."
 
 
 def drive(run: Run) -> Run:
-    return services.run_drive(run_id=run.id)
+    return driving.run_drive(run_id=run.id)
 
 
 def pending(run: Run) -> ApprovalRequest:
@@ -78,7 +78,7 @@ def test_a_change_waiting_for_a_person_shows_the_opinion_and_is_reviewed_once(
         start_run: Callable[..., Run], people: dict[str, Any]) -> None:
     script = {**load_script("reviewed"), "reviewer": ["VERDICT: unsure\nI cannot tell."]}
     run = drive(start_run(script, autonomy="guided"))
-    services.approval_decide(approval=pending(run), user=people["reviewer"],
+    deciding.approval_decide(approval=pending(run), user=people["reviewer"],
                              decision="approve", dispatch=None)  # the plan
     run = drive(run)
 
@@ -89,7 +89,7 @@ def test_a_change_waiting_for_a_person_shows_the_opinion_and_is_reviewed_once(
     page = approval_page(change, people["requester"])
     assert BOX in page and "Not sure" in page and "I cannot tell." in page
 
-    services.approval_decide(approval=change, user=people["reviewer"], decision="approve",
+    deciding.approval_decide(approval=change, user=people["reviewer"], decision="approve",
                              dispatch=None)
     final = drive(run)
     assert final.status == Run.Status.SUCCEEDED
@@ -124,7 +124,7 @@ class FailingReviewer(ScriptedProvider):
 def test_a_failing_reviewer_call_never_breaks_the_run(start_run: Callable[..., Run]) -> None:
     provider = FailingReviewer(load_script("reviewed"))
     run = start_run({}, provider="flaky")  # needs no configured model
-    final = services.run_drive(run_id=run.id, provider_factory=lambda run, role: provider)
+    final = driving.run_drive(run_id=run.id, provider_factory=lambda run, role: provider)
 
     assert final.status == Run.Status.SUCCEEDED, final.error
     assert final.error == ""

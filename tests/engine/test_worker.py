@@ -11,7 +11,7 @@ import dramatiq
 import pytest
 
 from runs.models import Run
-from runs.services import lifecycle as services
+from runs.services import deciding, outbox
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -29,7 +29,7 @@ def wait_until_settled(run_id: int, timeout_s: float = 120) -> Run:
 
 def test_a_worker_runs_a_scripted_run_to_success(start_run: Callable[..., Run],
                                                  worker: dramatiq.Worker) -> None:
-    run = start_run("fixed_on_second", dispatch=services.enqueue_step)
+    run = start_run("fixed_on_second", dispatch=outbox.enqueue_step)
 
     final = wait_until_settled(run.id)
     assert final.status == Run.Status.SUCCEEDED, final.error
@@ -40,10 +40,10 @@ def test_a_worker_runs_a_scripted_run_to_success(start_run: Callable[..., Run],
 
 def test_approval_in_the_portal_resumes_the_run_on_the_worker(
         start_run: Callable[..., Run], worker: dramatiq.Worker, people: dict[str, Any]) -> None:
-    run = start_run("success", autonomy="semi", dispatch=services.enqueue_step)
+    run = start_run("success", autonomy="semi", dispatch=outbox.enqueue_step)
     waiting = wait_until_settled(run.id)
     assert waiting.status == Run.Status.AWAITING_APPROVAL
 
-    services.approval_decide(approval=waiting.approvals.get(), user=people["reviewer"],
+    deciding.approval_decide(approval=waiting.approvals.get(), user=people["reviewer"],
                              decision="approve")
     assert wait_until_settled(run.id).status == Run.Status.SUCCEEDED

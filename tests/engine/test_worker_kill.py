@@ -25,7 +25,7 @@ from django.conf import settings
 
 from autocoder import heartbeat
 from runs.models import Run
-from runs.services import lifecycle as services
+from runs.services import outbox, resending, stepping
 from tests.engine.conftest import DispatchRecorder, load_script
 from tests.live import child_env, free_port
 
@@ -38,11 +38,11 @@ def test_the_step_of_a_dead_worker_is_sent_again_once(start_run: Callable[..., R
     Run.objects.filter(id=alive.id).update(status=Run.Status.RUNNING, claimed_by="h:2")
     dispatch = DispatchRecorder()
 
-    assert services.runs_orphaned_kick(live={"h:2"}, dispatch=dispatch) == [dead.id]
+    assert resending.runs_orphaned_kick(live={"h:2"}, dispatch=dispatch) == [dead.id]
     assert dispatch.sent == [(dead.id, dead.step_token, 0)]
     assert Run.objects.get(id=dead.id).claimed_by == ""
     # The claim is cleared: the next sweeps leave the run to whoever takes the message.
-    assert services.runs_orphaned_kick(live={"h:2"}, dispatch=dispatch) == []
+    assert resending.runs_orphaned_kick(live={"h:2"}, dispatch=dispatch) == []
 
 
 def test_a_claim_names_the_worker_only_inside_a_beating_worker(
@@ -50,9 +50,9 @@ def test_a_claim_names_the_worker_only_inside_a_beating_worker(
     """`generate` drives steps in its own process, which has no heartbeat: its claims are
     empty, so a worker's watchdog never takes its steps away."""
     run = start_run("success")
-    assert services._claim(run.id, run.step_token).claimed_by == ""
+    assert stepping._claim(run.id, run.step_token).claimed_by == ""
     dispatch = DispatchRecorder()
-    assert services.runs_orphaned_kick(live=set(), dispatch=dispatch) == []
+    assert resending.runs_orphaned_kick(live=set(), dispatch=dispatch) == []
 
 
 def slow_script() -> dict[str, list[str]]:
@@ -139,7 +139,7 @@ def test_a_killed_worker_is_restarted_and_its_step_taken_over(
         start_run: Callable[..., Run], stack: Stack) -> None:
     up, base = stack.process, stack.base
     web_pids = _web_pids(up)
-    run = start_run(slow_script(), dispatch=services.enqueue_step)
+    run = start_run(slow_script(), dispatch=outbox.enqueue_step)
 
     holder = wait_for(claimed_sandbox, 120, "no worker took the sandbox step").claimed_by
     time.sleep(2)  # the sleeping test job is running now

@@ -22,7 +22,7 @@ from autocoder.llm.models import SiteModelConfig
 from autocoder.llm.services import site_model_config_set
 from projects.models import Notification
 from runs.models import LLMCall, Run
-from runs.services import lifecycle
+from runs.services import holding, starting, stepping
 from tests.engine.conftest import greeter_spec
 from tests.factories import UserFactory
 from tests.live import free_port
@@ -133,11 +133,11 @@ def test_a_refused_key_holds_the_run_with_the_installations_words(
     fake_server.queue(Reply(status=401, body={"error": {"message": "Incorrect API key"}}))
     runs = []
     for name in ("first", "second"):
-        project = lifecycle.project_create(team=team, requester=requester,
+        project = starting.project_create(team=team, requester=requester,
                                            spec=greeter_spec(name=name))
-        run = lifecycle.run_start(project=project, dispatch=None, started_by=requester)
+        run = starting.run_start(project=project, dispatch=None, started_by=requester)
         with django_capture_on_commit_callbacks(execute=True):
-            lifecycle.run_step_perform(run_id=run.id, token=run.step_token, dispatch=None)
+            stepping.run_step_perform(run_id=run.id, token=run.step_token, dispatch=None)
         runs.append(Run.objects.get(id=run.id))
 
     for run in runs:
@@ -161,11 +161,11 @@ def test_a_refused_key_holds_the_run_with_the_installations_words(
     fake_server.queue(chat_reply("1. Write greet.\n2. Test it."))
     site_model_config_set(actor=site_admin, provider="openai", base_url=fake_server.url + "/v1",
                           model="coder-7b", api_key="sk-good", release=False)
-    released = lifecycle.runs_held_release(dispatch=None)
+    released = holding.runs_held_release(dispatch=None)
     assert sorted(released) == sorted(run.id for run in runs)
     again = Run.objects.get(id=runs[0].id)
     assert (again.status, again.phase, again.iteration) == (Run.Status.RUNNING, Run.Phase.PLAN, 0)
-    lifecycle.run_step_perform(run_id=again.id, token=again.step_token, dispatch=None)
+    stepping.run_step_perform(run_id=again.id, token=again.step_token, dispatch=None)
     assert Run.objects.get(id=again.id).phase == Run.Phase.IMPLEMENT  # the plan, made once
     assert fake_server.requests[-1].headers["authorization"] == "Bearer sk-good"
 
@@ -177,10 +177,10 @@ def test_a_request_that_the_model_refuses_is_still_the_runs_failure(
     site_model_config_set(actor=site_admin, provider="openai", base_url=fake_server.url + "/v1",
                           model="coder-7b")
     fake_server.queue(Reply(status=400, body={"error": {"message": "prompt is too long"}}))
-    project = lifecycle.project_create(team=team_with_roles["team"],
+    project = starting.project_create(team=team_with_roles["team"],
                                        requester=team_with_roles["member"], spec=greeter_spec())
-    run = lifecycle.run_start(project=project, dispatch=None)
-    lifecycle.run_step_perform(run_id=run.id, token=run.step_token, dispatch=None)
+    run = starting.run_start(project=project, dispatch=None)
+    stepping.run_step_perform(run_id=run.id, token=run.step_token, dispatch=None)
     run.refresh_from_db()
     assert run.status != Run.Status.HELD and run.phase == Run.Phase.LEARN
     assert not Notification.objects.filter(kind=Notification.Kind.INSTALLATION).exists()

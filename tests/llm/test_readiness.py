@@ -21,7 +21,7 @@ from autocoder.llm.readiness import model_fault
 from autocoder.management.commands.up import Command as UpCommand
 from projects.models import Notification, Project
 from runs.models import Run
-from runs.services.lifecycle import run_step_perform
+from runs.services.stepping import run_step_perform
 from tests.factories import UserFactory
 from tests.live import free_port
 from tests.llm.conftest import chat_reply

@@ -25,7 +25,7 @@ from autocoder import realtime
 from autocoder.llm import LLMTimeout, Message
 from runs.llm_calls import STREAM_EVENT, RunLLM
 from runs.models import LLMCall, Run
-from runs.services import lifecycle as services
+from runs.services import starting, stepping
 from tests.engine.conftest import DispatchRecorder, greeter_spec
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.llm.fakeserver import FakeServer, Reply
@@ -56,8 +56,8 @@ def run(model_server: FakeServer) -> Run:
     team = TeamFactory()
     requester = UserFactory()
     MembershipFactory(team=team, user=requester, role="requester")
-    project = services.project_create(team=team, requester=requester, spec=greeter_spec())
-    return services.run_start(project=project, provider="openai", autonomy="full",
+    project = starting.project_create(team=team, requester=requester, spec=greeter_spec())
+    return starting.run_start(project=project, provider="openai", autonomy="full",
                               use_lessons=False, max_wall_s=600, dispatch=None)
 
 
@@ -142,7 +142,7 @@ def test_a_model_that_goes_silent_fails_the_step_once_and_it_is_not_redone(
     model_server.queue(Reply(sse=[chunk("The plan"), chunk(": "), 5.0, chunk("never")]))
     dispatch = DispatchRecorder()
     with django_capture_on_commit_callbacks(execute=True):
-        token = services.run_step_perform(run_id=run.id, token=run.step_token,
+        token = stepping.run_step_perform(run_id=run.id, token=run.step_token,
                                           dispatch=dispatch)
 
     failed = Run.objects.get(id=run.id)
@@ -156,7 +156,7 @@ def test_a_model_that_goes_silent_fails_the_step_once_and_it_is_not_redone(
     [call] = LLMCall.objects.filter(run=run)
     assert call.error.startswith("LLMTimeout") and call.completion_tokens == 2
 
-    services.run_step_perform(run_id=run.id, token=token, dispatch=dispatch)
+    stepping.run_step_perform(run_id=run.id, token=token, dispatch=dispatch)
     finished = Run.objects.get(id=run.id)
     assert finished.status == Run.Status.FAILED and "went silent" in finished.error
     assert len(model_server.requests) == 1

@@ -17,7 +17,7 @@ from marketplace.services.publishing import plugin_version_publish
 from projects.models import AuditEntry, Project
 from runs.approval_rules import approval_candidate
 from runs.models import ApprovalRequest, Run
-from runs.services import lifecycle as engine
+from runs.services import finishing
 from runs.services.approvals import StaleCandidate, approval_vote_cast
 from tests.marketplace.conftest import client_for
 from tests.marketplace.test_publish_run import approve_on_the_approval_screen, publish_request
@@ -169,7 +169,7 @@ def test_a_version_that_differs_from_the_approval_is_never_published(
 def test_the_engine_asks_with_the_defaults_and_the_files_it_would_serve(
         market: dict, succeeded_run: Run) -> None:
     ApprovalRequest.objects.filter(run=succeeded_run).delete()
-    engine._request_publish(succeeded_run)
+    finishing._request_publish(succeeded_run)
     payload = publish_request(succeeded_run).payload
     assert payload["publish_as"] == {"version": "0.1.0", "visibility": "team",
                                      "visibility_label": "Team (every member of the team)",

@@ -22,7 +22,7 @@ from projects.models import AuditEntry, Membership, Notification, Project
 from runs import approval_rules as rules
 from runs.models import ApprovalRequest, ApprovalVote, Run
 from runs.selectors.approvals import approvals_awaiting
-from runs.services import lifecycle as engine
+from runs.services import deciding
 from tests.projects.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
 
@@ -63,7 +63,7 @@ def command(portal: Portal, user: Any, gate: ApprovalRequest) -> str:
 
 def engine_service(portal: Portal, user: Any, gate: ApprovalRequest) -> str:
     try:
-        engine.approval_decide(approval=gate, user=user, decision="approve", dispatch=None)
+        deciding.approval_decide(approval=gate, user=user, decision="approve", dispatch=None)
     except rules.ApprovalRefused as error:
         return str(error)
     return ""
@@ -210,14 +210,14 @@ def test_the_engine_does_not_open_a_gate_short_of_its_approvals(
     gate = publish_gate()
     before = database(gate)
     with pytest.raises(rules.NotEnoughApprovals, match="needs 2 approvals and would have 1"):
-        engine.approval_decide(approval=gate, user=portal.admin, decision="approve",
+        deciding.approval_decide(approval=gate, user=portal.admin, decision="approve",
                                dispatch=None)
     assert database(gate) == before
     assert command(portal, portal.admin, gate) == ""  # a vote: 1 of 2, the gate still waits
     gate.refresh_from_db()
     assert gate.status == A.PENDING and gate.votes.count() == 1
     # Closing decisions need no tally, through the engine as on the page.
-    engine.approval_decide(approval=gate, user=portal.admin, decision="reject", dispatch=None)
+    deciding.approval_decide(approval=gate, user=portal.admin, decision="reject", dispatch=None)
     gate.refresh_from_db()
     assert gate.status == A.REJECTED
 
@@ -230,7 +230,7 @@ def test_a_changed_candidate_is_refused_alike_by_the_page_and_the_engine(
         "decision": "approve", "comment": "", "candidate": rules.approval_candidate(seen)})
     assert response.status_code == 409
     with pytest.raises(rules.StaleCandidate) as refused:
-        engine.approval_decide(approval=seen, user=portal.admin, decision="approve",
+        deciding.approval_decide(approval=seen, user=portal.admin, decision="approve",
                                dispatch=None)
     assert html.escape(str(refused.value)) in response.content.decode()
     seen.refresh_from_db()

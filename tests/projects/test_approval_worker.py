@@ -18,7 +18,7 @@ from autocoder.testing.workers import in_process_worker
 from projects.models import Notification, Project
 from runs.approval_rules import approval_candidate
 from runs.models import ApprovalRequest, Run
-from runs.services import lifecycle as engine
+from runs.services import starting
 from tests.projects.conftest import Portal
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -56,8 +56,8 @@ def test_second_approval_resumes_the_run_on_the_worker(portal: Portal,
     portal.team.required_approvals = 2
     portal.team.save()
     spec = json.loads((SCRIPTS / "greeter.spec.json").read_text())
-    project = engine.project_create(team=portal.team, requester=portal.requester, spec=spec)
-    run = engine.run_start(project=project, provider="scripted", autonomy="semi",
+    project = starting.project_create(team=portal.team, requester=portal.requester, spec=spec)
+    run = starting.run_start(project=project, provider="scripted", autonomy="semi",
                            script=json.loads((SCRIPTS / "success.json").read_text()),
                            use_lessons=False)
     wait_for(lambda: Run.objects.get(pk=run.pk).status == Run.Status.AWAITING_APPROVAL,

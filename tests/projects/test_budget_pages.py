@@ -19,7 +19,7 @@ from projects.models import AuditEntry, Notification
 from runs import approval_rules as rules
 from runs import budgets
 from runs.models import ApprovalRequest, Run
-from runs.services import lifecycle
+from runs.services import stepping
 from tests.projects.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, RunFactory
 
@@ -32,7 +32,7 @@ def run_at_its_budget(portal: Portal) -> tuple[Run, ApprovalRequest]:
     project = ProjectFactory(team=portal.team, requester=portal.requester, name="Rota helper")
     run = RunFactory(project=project, budget=Decimal("2.00"), cost=Decimal("2.10"),
                      step_token="step-1", started_by=portal.requester)
-    with_approval = lifecycle.run_step_perform(run_id=run.pk, token="step-1", dispatch=None)
+    with_approval = stepping.run_step_perform(run_id=run.pk, token="step-1", dispatch=None)
     assert with_approval is None, "the run waits instead of performing the step"
     run.refresh_from_db()
     approval = ApprovalRequest.objects.get(run=run, status=ApprovalRequest.Status.PENDING)

@@ -110,12 +110,12 @@ def test_whoever_retried_a_run_cannot_approve_its_gates_alone(portal: Portal) ->
 def test_the_engine_refuses_the_starter_too(portal: Portal) -> None:
     from django.core.exceptions import PermissionDenied
 
-    from runs.services import lifecycle as engine
+    from runs.services import deciding
 
     run = run_with_history(project=ProjectFactory(team=portal.team, requester=portal.requester),
                            status=Run.Status.AWAITING_APPROVAL, started_by=portal.reviewer)
     with pytest.raises(PermissionDenied):
-        engine.approval_decide(approval=approval_for(run), user=portal.reviewer,
+        deciding.approval_decide(approval=approval_for(run), user=portal.reviewer,
                                decision="approve", dispatch=None)
 
 

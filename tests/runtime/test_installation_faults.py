@@ -17,7 +17,7 @@ from autocoder import health
 from autocoder.lessons.models import Lesson
 from projects.models import Notification, Project
 from runs.models import LoopEvent, Run
-from runs.services import lifecycle as services
+from runs.services import driving, holding, starting
 from tests.engine.conftest import greeter_spec, load_script
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.runtime.conftest import forget_probe
@@ -39,13 +39,13 @@ def start(team_with_admin: dict[str, Any], settings: Any) -> Callable[[], Run]:
     settings.ENGINE_RETRY_DELAY_MS = 0
 
     def start_run() -> Run:
-        project = services.project_create(team=team_with_admin["team"],
+        project = starting.project_create(team=team_with_admin["team"],
                                           requester=team_with_admin["requester"],
                                           spec=greeter_spec())
-        run = services.run_start(project=project, provider="scripted",
+        run = starting.run_start(project=project, provider="scripted",
                                  script=load_script("success"), autonomy="full",
                                  use_lessons=True, dispatch=None)
-        return services.run_drive(run_id=run.id)
+        return driving.run_drive(run_id=run.id)
 
     return start_run
 
@@ -69,12 +69,12 @@ def test_a_runtime_without_pytest_holds_the_run_and_it_resumes_once_fixed(
     run = start()
     _assert_held_and_nothing_charged(run, team_with_admin["admin"], "No module named pytest")
     # Not released while the runtime is still broken.
-    assert services.runs_held_release(dispatch=None) == []
+    assert holding.runs_held_release(dispatch=None) == []
     # The admin fixes it (here: points back at the working runtime); the run goes on.
     del settings.PLUGIN_RUNTIME_DIR
     forget_probe()
-    assert services.runs_held_release(dispatch=None) == [run.id]
-    run = services.run_drive(run_id=run.id)
+    assert holding.runs_held_release(dispatch=None) == [run.id]
+    run = driving.run_drive(run_id=run.id)
     assert run.status == Run.Status.SUCCEEDED, run.error
     assert run.iteration == 1 and not run.error
 

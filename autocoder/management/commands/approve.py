@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from runs.approval_rules import ApprovalRefused, Decision, approval_candidate
 from runs.models import Run
 from runs.selectors import results as selectors
-from runs.services import lifecycle as services
+from runs.services import driving, outbox
 from runs.services.approvals import approval_vote_cast
 
 
@@ -44,7 +44,7 @@ class Command(BaseCommand):
         approval = selectors.pending_approval(run)
         if approval is None:
             raise CommandError(f"run {run.id} has no pending approval request ({run.status})")
-        dispatch = services.enqueue_step if options["enqueue"] else None
+        dispatch = outbox.enqueue_step if options["enqueue"] else None
         try:
             outcome = approval_vote_cast(
                 approval=approval, user=user, decision=options["decision"],
@@ -57,7 +57,7 @@ class Command(BaseCommand):
             self.stdout.write(f"vote recorded: {tally.approvals} of {tally.needed} approvals")
             return
         if dispatch is None:
-            run = services.run_drive(run_id=run.id)
+            run = driving.run_drive(run_id=run.id)
         summary = selectors.run_summary(run)
         if options["json"]:
             self.stdout.write(json.dumps(summary))

@@ -95,7 +95,7 @@ class Command(BaseCommand):
         return data
 
     def _team(self, slug: str) -> tuple[Team, Any]:
-        from runs.services.lifecycle import team_requester
+        from runs.services.driving import team_requester
 
         if slug:
             team = Team.objects.filter(slug=slug).first()

@@ -23,7 +23,7 @@ from projects.models import Team
 from projects.services import demo_data_ensure
 from runs.models import Run
 from runs.selectors import results as selectors
-from runs.services import lifecycle as services
+from runs.services import driving
 
 # Statuses after which the command reports failure through its exit code.
 FAILED = {Run.Status.FAILED, Run.Status.ABORTED, Run.Status.CANCELLED}
@@ -76,8 +76,8 @@ class Command(BaseCommand):
         ensure_schema()
         team = self._team(options["team"])
         quiet = options["json"]
-        run = services.generation_run(
-            team=team, requester=services.team_requester(team), spec=spec, provider=provider,
+        run = driving.generation_run(
+            team=team, requester=driving.team_requester(team), spec=spec, provider=provider,
             script=script, max_iterations=options["max_iterations"],
             autonomy=options["autonomy"], use_lessons=not options["no_lessons"],
             on_step=None if quiet else self._progress,
