@@ -48,7 +48,7 @@ def run_provider_choice(chosen: str = "", *, script: object | None = None) -> st
     """
     from django.conf import settings
 
-    from autocoder.llm.config import normalize_provider
+    from autocoder.llm.env import normalize_provider
 
     if chosen:
         return normalize_provider(chosen)

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 
+from autocoder.llm.env import ENV_SETTINGS, normalize_provider
 from autocoder.llm.scripted import ScriptedProvider
 from autocoder.llm.types import (
     PROVIDERS,
@@ -25,19 +26,6 @@ from autocoder.llm.types import (
 
 if TYPE_CHECKING:
     from autocoder.llm.models import SiteModelConfig
-
-# Spellings people use for the same OpenAI-compatible wire protocol.
-PROVIDER_ALIASES: dict[str, str] = {
-    "openai-compatible": "openai", "openai_compatible": "openai", "ollama": "openai",
-    "vllm": "openai", "lmstudio": "openai", "llama.cpp-server": "openai",
-    "llama-cpp": "llamacpp", "llama_cpp": "llamacpp",
-}
-
-
-def normalize_provider(name: str) -> str:
-    name = name.strip().lower()
-    return PROVIDER_ALIASES.get(name, name)
-
 
 # The providers that send an API key to a server, and that server when no base URL is given.
 REMOTE_PROVIDER_URLS: dict[str, str] = {
@@ -59,13 +47,6 @@ def key_destination(provider: str, base_url: str) -> str:
     if not parts.scheme or not parts.hostname:
         return ""
     return f"{parts.scheme.lower()}://{parts.hostname}:{port}"
-
-
-# The fields the Model page sets, and the setting that wins over the page when it is set.
-ENV_SETTINGS: dict[str, str] = {
-    "provider": "LLM_PROVIDER", "base_url": "LLM_BASE_URL", "api_key": "LLM_API_KEY",
-    "model": "LLM_MODEL",
-}
 
 
 def default_config(role: str | None = None, *,

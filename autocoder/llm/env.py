@@ -1,4 +1,7 @@
-"""Per-role overrides read from the environment; Django-free so settings.py can import it.
+"""What the environment sets for the models; Django-free so settings.py can import it.
+
+The settings that win over the Model page (`ENV_SETTINGS`), the provider names they accept
+(`normalize_provider`), and the per-role overrides:
 
 `LLM_<FIELD>_<ROLE>` overrides one field of the global `LLM_<FIELD>` for one role, e.g.
 `LLM_MODEL_IMPLEMENTER=qwen2.5-coder:32b` or `LLM_PROVIDER_REFLECTOR=anthropic`.
@@ -21,6 +24,26 @@ FIELDS: dict[str, str] = {
     "MAX_RETRIES": "max_retries",
     "PROVIDER": "provider",
     "MODEL": "model",
+}
+
+
+# Spellings people use for the same OpenAI-compatible wire protocol.
+PROVIDER_ALIASES: dict[str, str] = {
+    "openai-compatible": "openai", "openai_compatible": "openai", "ollama": "openai",
+    "vllm": "openai", "lmstudio": "openai", "llama.cpp-server": "openai",
+    "llama-cpp": "llamacpp", "llama_cpp": "llamacpp",
+}
+
+
+def normalize_provider(name: str) -> str:
+    name = name.strip().lower()
+    return PROVIDER_ALIASES.get(name, name)
+
+
+# The fields the Model page sets, and the setting that wins over the page when it is set.
+ENV_SETTINGS: dict[str, str] = {
+    "provider": "LLM_PROVIDER", "base_url": "LLM_BASE_URL", "api_key": "LLM_API_KEY",
+    "model": "LLM_MODEL",
 }
 
 

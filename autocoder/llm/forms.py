@@ -15,12 +15,8 @@ from typing import Any
 from django import forms
 from django.core.exceptions import ValidationError
 
-from autocoder.llm.config import (
-    REMOTE_PROVIDER_URLS,
-    default_config,
-    key_destination,
-    normalize_provider,
-)
+from autocoder.llm.config import REMOTE_PROVIDER_URLS, default_config, key_destination
+from autocoder.llm.env import normalize_provider
 from autocoder.llm.models import SiteModelConfig, validate_base_url
 from autocoder.llm.readiness import ProbeResult, config_fault, model_probes
 from autocoder.llm.selectors import EnvValue

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autocoder.installation import InstallationFault
-from autocoder.llm.config import build_provider, default_config, layer, normalize_provider
+from autocoder.llm.config import build_provider, default_config, layer
+from autocoder.llm.env import normalize_provider
 from autocoder.llm.types import (
     PROVIDERS,
     ROLES,

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from autocoder.llm.config import ENV_SETTINGS, normalize_provider
+from autocoder.llm.env import ENV_SETTINGS, normalize_provider
 from autocoder.llm.models import ModelPrice, SiteModelConfig, TeamModelOverride
 from autocoder.llm.types import ROLES
-from projects.models import AuditEntry
+from teams.models import AuditEntry
 
 # The audit log's actions for the Model page (site-wide: recorded without a team).
 SITE_MODEL_ACTION = "model.settings_update"
