@@ -24,7 +24,7 @@ def team_event_publish(team_id: int, kind: str, data: dict[str, Any]) -> None:
 def local_model_download(url: str, file_name: str, sha256: str = "", size: int | None = None,
                          use_by: int | None = None) -> None:
     """Download the model file at `url` into MODELS_DIR; use it afterwards if `use_by` asked."""
-    from autocoder.llm.local.services import local_model_download_run
+    from autocoder.llm.local.work import local_model_download_run
 
     local_model_download_run(url=url, file_name=file_name, sha256=sha256, size=size,
                              use_by=use_by)
@@ -35,6 +35,6 @@ def local_model_download(url: str, file_name: str, sha256: str = "", size: int |
 @dramatiq.actor(max_retries=0, time_limit=60 * 60 * 1000)
 def local_runtime_install() -> None:
     """Install the local model runtime into the portal's venv unless it is there."""
-    from autocoder.llm.local.services import local_runtime_install_run
+    from autocoder.llm.local.work import local_runtime_install_run
 
     local_runtime_install_run()

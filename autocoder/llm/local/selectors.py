@@ -10,9 +10,9 @@ from typing import Any
 from autocoder.llm.local import progress as states
 from autocoder.llm.local import runtime
 from autocoder.llm.local.catalogue import CatalogueModel, catalogue_list
+from autocoder.llm.local.choice import CHOICE_FILE, LocalChoice
 from autocoder.llm.local.files import ModelFiles, is_locked, models_dir
 from autocoder.llm.local.progress import Progress
-from autocoder.llm.local.services import CHOICE_FILE, LocalChoice
 
 # Shown when a worker died mid-way: the next attempt resumes (downloads) or starts over.
 INTERRUPTED = "interrupted"

@@ -15,10 +15,10 @@ from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
-from autocoder.llm.local import selectors, services
+from autocoder.llm.local import choice, selectors, services
 from autocoder.llm.local.catalogue import CatalogueModel, catalogue_get
 from autocoder.llm.local.files import ModelFiles
-from projects.http import AuthenticatedHttpRequest
+from teams.http import AuthenticatedHttpRequest
 
 PARTIAL = "llm/_local_model.html"
 PARTS = ("live", "panel")
@@ -81,7 +81,7 @@ def local_model_use(request: AuthenticatedHttpRequest, slug: str) -> HttpRespons
     files = ModelFiles.for_name(_model_or_404(slug).file_name)
     if not files.target.is_file():
         raise Http404("This model is not downloaded")
-    services.local_model_choose(path=files.target, user=request.user)
+    choice.local_model_choose(path=files.target, user=request.user)
     return _after_post(request)
 
 
