@@ -36,8 +36,11 @@ import weakref
 from dataclasses import dataclass
 from pathlib import Path
 
+import autocoder.sandbox.launcher as launcher
+import autocoder.sandbox.memory as memory
+import autocoder.sandbox.process as process
+import autocoder.sandbox.standby as standby
 from autocoder import metrics
-from autocoder.sandbox import launcher, memory, process, standby
 from autocoder.sandbox.types import Limits, PluginRuntimeError, RunResult, SandboxError
 from autocoder.sandbox.userns import (
     HOST_ENV,

@@ -40,12 +40,12 @@ def run(
         raise ValueError('in_process needs the command ["python", "-I", "-S", "-B", SCRIPT, ...]')
     chosen = backend or default_backend()
     if chosen == "bwrap":
-        from autocoder.sandbox import bwrap
+        import autocoder.sandbox.bwrap as bwrap
 
         return bwrap.run(files, command, limits, collect=collect, cancel_check=cancel_check,
                          in_process=in_process)
     if chosen == "docker":
-        from autocoder.sandbox import docker_backend
+        import autocoder.sandbox.docker_backend as docker_backend
 
         return docker_backend.run(files, command, limits, collect=collect,
                                   cancel_check=cancel_check)

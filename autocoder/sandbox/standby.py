@@ -29,7 +29,7 @@ from collections.abc import Callable
 import dramatiq
 from dramatiq.middleware import Middleware
 
-from autocoder.sandbox import launcher
+import autocoder.sandbox.launcher as launcher
 from autocoder.sandbox.types import Limits, SandboxError
 from autocoder.sandbox.workdir import Workdir
 
