@@ -13,7 +13,7 @@ RUNTIME_STAMP := .plugin-runtime/autocoder-runtime.json
 # features (AMX) that some virtual machines report but do not allow, and then segfaults.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test test-browser install user-install-check lint typecheck clean-var screenshots
+.PHONY: run test test-browser code-shape install user-install-check lint typecheck clean-var screenshots
 
 run: $(RUN_STAMP) $(RUNTIME_STAMP)
 	$(PY) manage.py up
@@ -25,6 +25,11 @@ test: $(TEST_STAMP) $(RUNTIME_STAMP)
 # Only the browser tests, for a quicker look at the pages.
 test-browser: $(TEST_STAMP) $(RUNTIME_STAMP)
 	$(PY) -m pytest tests/browser $(PYTEST_ARGS)
+
+# Only the code-shape checks: no import cycle between first-party modules, no module over 600
+# lines (tests/foundation/test_code_shape.py).
+code-shape: $(TEST_STAMP)
+	$(PY) -m pytest tests/foundation/test_code_shape.py -q $(PYTEST_ARGS)
 
 install: $(RUN_STAMP) $(RUNTIME_STAMP)
 
@@ -62,7 +67,7 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/lint-imports
 
 typecheck: $(TEST_STAMP)
-	$(VENV)/bin/mypy autocoder projects runs marketplace tools
+	$(VENV)/bin/mypy autocoder teams projects runs marketplace tools
 
 clean-var:
 	rm -rf var
