@@ -10,14 +10,11 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import timedelta
-from typing import Any
 
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
-from autocoder import heartbeat, realtime
+from autocoder import durable, realtime
 from marketplace.checks import CheckedPlugin, plugin_slow_check
 from marketplace.models import Artifact, PluginVersion
 from marketplace.selectors.visibility import event_roles
@@ -25,7 +22,7 @@ from marketplace.services.gate import deciders_notify
 from marketplace.services.submissions import artifacts_store, summary_embedding_of
 from marketplace.storage import artifact_dir_remove
 from marketplace.validation import PackageError, check_plugin_files
-from projects.services.audit import audit_record
+from teams.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
 
@@ -67,17 +64,16 @@ def plugin_version_check(*, version_id: int) -> PluginVersion | None:
         # An error trying again may fix (a database hiccup): let go of the claim, so the
         # actor's retry (or the watchdog) checks it again. A killed worker never gets here;
         # the watchdog sees its heartbeat gone instead.
-        PluginVersion.objects.filter(pk=version_id, check_token=token).update(
-            check_token="", claimed_by="")
+        durable.release(PluginVersion.objects.filter(pk=version_id, check_token=token),
+                        check_token="")
         raise
 
 
 def _check_claim(version_id: int) -> str | None:
     token = uuid.uuid4().hex
-    won = PluginVersion.objects.filter(
-        pk=version_id, status=PluginVersion.Status.CHECKING, check_token="").update(
-        check_token=token, claimed_by=heartbeat.current_worker_id(),
-        check_attempts=F("check_attempts") + 1, check_started_at=timezone.now())
+    won = durable.claim(PluginVersion.objects.filter(
+        pk=version_id, status=PluginVersion.Status.CHECKING, check_token=""),
+        attempts="check_attempts", started="check_started_at", check_token=token)
     return token if won else None
 
 
@@ -88,11 +84,10 @@ def _check_progress(version: PluginVersion, token: str, step: str) -> None:
 
 def _check_fail(version: PluginVersion, token: str, errors: list[str]) -> PluginVersion | None:
     with transaction.atomic():
-        won = PluginVersion.objects.filter(
-            pk=version.pk, status=PluginVersion.Status.CHECKING, check_token=token).update(
+        won = durable.release(PluginVersion.objects.filter(
+            pk=version.pk, status=PluginVersion.Status.CHECKING, check_token=token),
             status=PluginVersion.Status.FAILED, check_errors=list(errors),
-            check_step=PluginVersion.CheckStep.DONE, check_token="", claimed_by="",
-            checked_at=timezone.now())
+            check_step=PluginVersion.CheckStep.DONE, check_token="", checked_at=timezone.now())
         if not won:
             return None
         audit_record(actor=None, action="plugin.check", team=version.plugin.team,
@@ -114,9 +109,10 @@ def _check_pass(version: PluginVersion, token: str, checked: CheckedPlugin) -> P
                 return None
             Artifact.objects.filter(version=locked).delete()  # a killed check's leftovers
             artifacts_store(plugin, locked, checked.artifacts)
-            PluginVersion.objects.filter(pk=locked.pk).update(
+            durable.release(
+                PluginVersion.objects.filter(pk=locked.pk),
                 status=PluginVersion.Status.PENDING, check_step=PluginVersion.CheckStep.DONE,
-                check_errors=[], check_token="", claimed_by="", checked_at=timezone.now(),
+                check_errors=[], check_token="", checked_at=timezone.now(),
                 readme_html=checked.readme_html, requires_python=checked.requires_python,
                 test_report=checked.tests, safety_report=checked.safety,
                 safety_verdict=checked.safety["verdict"], summary_embedding=embedding)
@@ -153,12 +149,9 @@ def plugin_checks_orphaned_kick(*, live: set[str] | None = None) -> list[int]:
     """The watchdog's quick sweep: send again the check of every version whose claiming
     worker's heartbeat has expired (killed mid-check); one sweeper wins each (guarded update).
     Returns the versions sent again."""
-    alive = live if live is not None else heartbeat.live_worker_ids()
-    held = (PluginVersion.objects.filter(status=PluginVersion.Status.CHECKING)
-            .exclude(claimed_by="").values_list("id", "claimed_by"))
-    kicked = [version_id for version_id, worker in held if worker not in alive
-              and _check_resend(PluginVersion.objects.filter(
-                  pk=version_id, status=PluginVersion.Status.CHECKING, claimed_by=worker))]
+    kicked = durable.orphans_sweep(
+        PluginVersion.objects.filter(status=PluginVersion.Status.CHECKING), _check_resend,
+        live=live)
     if kicked:
         logger.warning("sent again the checks of versions %s (their worker died)", kicked)
     return kicked
@@ -168,26 +161,22 @@ def plugin_checks_stalled_kick(*, stalled_for_s: float | None = None) -> list[in
     """The watchdog's slow sweep: send again the check of every version that has been
     "being checked" for longer than any check takes (a lost message, or a process checking
     in-line that died). Returns the versions sent again."""
-    limit = stalled_for_s if stalled_for_s is not None else CHECK_STALL_S
-    cutoff = timezone.now() - timedelta(seconds=limit)
-    stalled = PluginVersion.objects.filter(status=PluginVersion.Status.CHECKING,
-                                           check_started_at__lt=cutoff)
-    kicked = [version_id for version_id in stalled.values_list("id", flat=True)
-              if _check_resend(stalled.filter(pk=version_id))]
+    kicked = durable.stalled_sweep(
+        PluginVersion.objects.filter(status=PluginVersion.Status.CHECKING), _check_resend,
+        since="check_started_at",
+        older_than_s=stalled_for_s if stalled_for_s is not None else CHECK_STALL_S)
     if kicked:
         logger.warning("sent again the checks of stalled versions %s", kicked)
     return kicked
 
 
-def _check_resend(guard: Any) -> bool:
-    from runs.services.outbox import outbox_message_queue
-
+def _check_resend(stale: durable.Stale[PluginVersion]) -> bool:
     with transaction.atomic():
-        version = guard.select_for_update(skip_locked=True).first()
-        if version is None or not guard.filter(pk=version.pk).update(
-                check_token="", claimed_by="", check_step=PluginVersion.CheckStep.QUEUED,
-                check_started_at=timezone.now()):
+        version = stale.guard.select_for_update(skip_locked=True).first()
+        if version is None or not durable.release(
+                stale.guard.filter(pk=version.pk), check_token="",
+                check_step=PluginVersion.CheckStep.QUEUED, check_started_at=timezone.now()):
             return False
-        outbox_message_queue(actor=CHECK_ACTOR, args=[version.pk])
+        durable.outbox_message_queue(actor=CHECK_ACTOR, args=[version.pk])
         _check_event(version, step="queued")
     return True

@@ -21,10 +21,10 @@ import redis
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from autocoder import heartbeat
+from autocoder import durable
 from autocoder.runtime.invoke import InvokeLimits, PluginCall, call_plugin
 from marketplace.models import PluginVersion, TryRequest
 from marketplace.validation import PackageError
@@ -94,8 +94,6 @@ def plugin_try_request(*, version: PluginVersion, user: User, command: str,
     """Queue one try for a worker (PackageError, TryRateLimited at once); the page shows it
     pending and fills it in when `plugin_try_perform` has stored the result. Old tries are
     deleted here, so the table stays small."""
-    from runs.services.outbox import outbox_message_queue
-
     _try_validate(version, command, payload)
     try_rate_limit_hit(user_id=user.pk)
     with transaction.atomic():
@@ -103,7 +101,7 @@ def plugin_try_request(*, version: PluginVersion, user: User, command: str,
             seconds=TRY_KEEP_S)).delete()
         asked = TryRequest.objects.create(version=version, user=user, command=command,
                                           payload=payload)
-        outbox_message_queue(actor=TRY_ACTOR, args=[asked.pk])
+        durable.outbox_message_queue(actor=TRY_ACTOR, args=[asked.pk])
     return asked
 
 
@@ -111,9 +109,9 @@ def plugin_try_perform(*, try_id: int) -> TryRequest | None:
     """Run a queued try once (a guarded update: a duplicate message does nothing) and store
     its result, cut to a few KB. The worker's name goes on the try, so the watchdog can tell
     when it died."""
-    if not TryRequest.objects.filter(pk=try_id, status=TryRequest.Status.PENDING).update(
-            status=TryRequest.Status.RUNNING, claimed_by=heartbeat.current_worker_id(),
-            started_at=timezone.now(), attempts=F("attempts") + 1):
+    if not durable.claim(TryRequest.objects.filter(pk=try_id, status=TryRequest.Status.PENDING),
+                         attempts="attempts", started="started_at",
+                         status=TryRequest.Status.RUNNING):
         return None
     asked = TryRequest.objects.select_related("version").get(pk=try_id)
     try:
@@ -134,8 +132,9 @@ def plugin_try_perform(*, try_id: int) -> TryRequest | None:
 
 
 def _try_finish(guard: QuerySet[TryRequest], stored: dict[str, Any]) -> int:
-    return guard.exclude(status=TryRequest.Status.DONE).update(
-        status=TryRequest.Status.DONE, result=stored, claimed_by="", finished_at=timezone.now())
+    return durable.release(guard.exclude(status=TryRequest.Status.DONE),
+                           status=TryRequest.Status.DONE, result=stored,
+                           finished_at=timezone.now())
 
 
 def _try_failed(error: str) -> dict[str, Any]:
@@ -146,29 +145,24 @@ def plugin_tries_orphaned_kick(*, live: set[str] | None = None) -> list[int]:
     """The watchdog's quick sweep: a try running on a worker whose heartbeat expired (killed
     mid-try) is sent again, or ends with TRY_INTERRUPTED once it was started TRY_MAX_ATTEMPTS
     times; one sweeper wins each (guarded update). Returns the tries moved on."""
-    alive = live if live is not None else heartbeat.live_worker_ids()
-    held = (TryRequest.objects.filter(status=TryRequest.Status.RUNNING)
-            .exclude(claimed_by="").values_list("id", "claimed_by"))
-    moved = [try_id for try_id, worker in held if worker not in alive
-             and _try_recover(TryRequest.objects.filter(
-                 pk=try_id, status=TryRequest.Status.RUNNING, claimed_by=worker))]
+    moved = durable.orphans_sweep(TryRequest.objects.filter(status=TryRequest.Status.RUNNING),
+                                  _try_recover, live=live)
     if moved:
         logger.warning("tries %s: their worker died; sent again or ended", moved)
     return moved
 
 
-def _try_recover(guard: QuerySet[TryRequest]) -> bool:
-    from runs.services.outbox import outbox_message_queue
-
+def _try_recover(stale: durable.Stale[TryRequest]) -> bool:
+    guard = stale.guard
     with transaction.atomic():
         asked = guard.select_for_update(skip_locked=True).first()
         if asked is None:
             return False
         if asked.attempts >= TRY_MAX_ATTEMPTS:
             return bool(_try_finish(guard, _try_failed(TRY_INTERRUPTED)))
-        if not guard.update(status=TryRequest.Status.PENDING, claimed_by=""):
+        if not durable.release(guard, status=TryRequest.Status.PENDING):
             return False
-        outbox_message_queue(actor=TRY_ACTOR, args=[asked.pk])
+        durable.outbox_message_queue(actor=TRY_ACTOR, args=[asked.pk])
     return True
 
 
@@ -177,12 +171,12 @@ def plugin_tries_stalled_end(*, stalled_for_s: float | None = None) -> list[int]
     for (a lost message, an in-process caller that died) ends with TRY_STALLED, so the page
     stops waiting. Returns the tries ended."""
     limit = stalled_for_s if stalled_for_s is not None else TRY_STALL_S
-    stalled = TryRequest.objects.filter(
-        status__in=[TryRequest.Status.PENDING, TryRequest.Status.RUNNING],
-        created_at__lt=timezone.now() - timedelta(seconds=limit))
     error = TRY_STALLED.format(minutes=max(1, round(limit / 60)))
-    ended = [try_id for try_id in stalled.values_list("id", flat=True)
-             if _try_finish(stalled.filter(pk=try_id), _try_failed(error))]
+    ended = durable.stalled_sweep(
+        TryRequest.objects.filter(status__in=[TryRequest.Status.PENDING,
+                                              TryRequest.Status.RUNNING]),
+        lambda stale: bool(_try_finish(stale.guard, _try_failed(error))),
+        since="created_at", older_than_s=limit)
     if ended:
         logger.warning("tries %s did not finish in time; ended", ended)
     return ended

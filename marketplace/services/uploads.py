@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from autocoder import durable
 from marketplace.checks import plugin_quick_check
 from marketplace.models import PluginVersion
 from marketplace.permissions import require_member
@@ -23,8 +24,8 @@ from marketplace.services.submissions import (
     plugin_for_submission,
 )
 from marketplace.validation import PackageError, files_from_wheel, files_from_zip, source_sha256
-from projects.models import Team
-from projects.services.audit import audit_record
+from teams.models import Team
+from teams.services.audit import audit_record
 
 
 def files_from_upload(*, filename: str, data: bytes) -> dict[str, str]:
@@ -47,8 +48,6 @@ def plugin_upload_store(*, team: Team, user: User, filename: str, data: bytes,
     worker (`plugin_version_check`); the message is written to the outbox in the same
     transaction, so it goes out even if Redis is down at this moment. `queue=False`: the
     caller runs the checks itself (`plugin_upload_submit`)."""
-    from runs.services.outbox import outbox_message_queue
-
     require_member(user, team)
     files = files_from_upload(filename=filename, data=data)
     manifest = plugin_quick_check(team=team, files=files)
@@ -69,7 +68,7 @@ def plugin_upload_store(*, team: Team, user: User, filename: str, data: bytes,
                             "source": version.source, "visibility": version.visibility,
                             "run": None})
         if queue:
-            outbox_message_queue(actor=CHECK_ACTOR, args=[version.pk])
+            durable.outbox_message_queue(actor=CHECK_ACTOR, args=[version.pk])
     return version
 
 

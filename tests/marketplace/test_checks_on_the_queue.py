@@ -13,7 +13,7 @@ import pytest
 import redis
 from django.urls import reverse
 
-from autocoder import heartbeat
+from autocoder import durable, heartbeat
 from marketplace.models import PluginVersion, TryRequest
 from marketplace.services.checking import (
     CHECK_MAX_ATTEMPTS,
@@ -34,7 +34,6 @@ from marketplace.services.trying import (
 )
 from marketplace.services.uploads import plugin_upload_store
 from runs.models import StepOutbox
-from runs.services import outbox
 from tests.marketplace.conftest import client_for, plugin_tree, zip_bytes
 
 WRONG = '''class Plugin:
@@ -59,7 +58,7 @@ class Sent:
 @pytest.fixture
 def sent(monkeypatch: pytest.MonkeyPatch) -> Sent:
     recorder = Sent()
-    monkeypatch.setattr(outbox, "_actor_send", recorder)
+    monkeypatch.setattr(durable, "_actor_send", recorder)
     return recorder
 
 
@@ -250,7 +249,7 @@ def test_an_upload_while_redis_is_down_is_stored_and_its_check_sent_later(
         ("plugin_version_check", [version.pk])]
 
     sent.down = False
-    outbox.outbox_send()  # what the workers' watchdog does every few seconds
+    durable.outbox_send()  # what the workers' watchdog does every few seconds
     assert sent.messages == [("plugin_version_check", [version.pk])]
     assert not StepOutbox.objects.exists()
 

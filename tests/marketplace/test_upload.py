@@ -19,7 +19,7 @@ from marketplace.services.checking import plugin_version_check
 from marketplace.services.uploads import plugin_upload_submit
 from marketplace.storage import artifact_path, artifacts_root
 from marketplace.validation import PackageError
-from projects.models import AuditEntry
+from teams.models import AuditEntry
 from tests.marketplace.conftest import client_for, plugin_tree, zip_bytes
 
 pytestmark = pytest.mark.django_db
@@ -211,7 +211,7 @@ def test_the_upload_page_shows_every_error_and_keeps_nothing(market: dict) -> No
 
 def test_the_upload_page_accepts_a_good_zip_and_shows_the_version_being_checked(
         market: dict, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("runs.services.outbox._actor_send", lambda *args: None)
+    monkeypatch.setattr("autocoder.durable._actor_send", lambda *args: None)
     client = client_for(market["requester"])
     response = client.post(reverse("marketplace:upload"), {
         "team": market["acme"].pk, "package": _upload_file(zip_bytes(plugin_tree())),

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db import transaction
 
+from autocoder import durable
 from marketplace.models import PluginVersion
 from tools.models import Invocation
 
@@ -25,13 +26,11 @@ def tool_event_queue(*, team_id: int, version: PluginVersion, event: str,
                      data: dict[str, Any]) -> Invocation:
     """Deliver `event` to the version's on_event on a worker once the caller's transaction
     commits (through the outbox: a Redis outage delays it, loses nothing)."""
-    from runs.services.outbox import outbox_message_queue
-
     with transaction.atomic():
         invocation = Invocation.objects.create(
             team_id=team_id, plugin_id=version.plugin_id, version=version, command=event,
             caller=Invocation.Caller.EVENT, payload=data, input_bytes=json_size(data))
-        outbox_message_queue(actor=INVOKE_ACTOR, args=[invocation.pk])
+        durable.outbox_message_queue(actor=INVOKE_ACTOR, args=[invocation.pk])
     return invocation
 
 

@@ -25,13 +25,15 @@ from django.db import DataError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from autocoder import durable
 from autocoder.runtime.declarations import payload_errors
 from autocoder.runtime.invoke import INVOKE_LIMITS, CallOutcome, PluginCall, call_plugin
-from projects.services.notifications import notifications_review_requested
+from teams.services.notifications import notifications_review_requested
 from tools.declared import command_names, declared_inputs, entry_of
 from tools.json_input import json_input_problem
 from tools.models import Activation, Invocation, Schedule, ToolStorage, ToolToken, VersionBlock
 from tools.services.events import INVOKE_ACTOR, json_size
+from tools.services.schedule_owners import schedule_owner_is_member, schedule_still_owned
 from tools.services.tool_settings import settings_for_call
 
 logger = logging.getLogger(__name__)
@@ -105,22 +107,21 @@ def invocation_queue(*, activation: Activation, command: str, payload: dict[str,
                      caller: Caller) -> Invocation:
     """Store the call and send it to a worker once the transaction commits (the outbox: a
     Redis outage delays it, loses nothing)."""
-    from runs.services.outbox import outbox_message_queue
-
     with transaction.atomic():
         invocation = Invocation.objects.create(
             team_id=activation.team_id, plugin_id=activation.plugin_id,
             version_id=activation.version_id, command=command, caller=caller.kind,
             user_id=caller.user_id, schedule=caller.schedule, payload=payload,
             input_bytes=json_size(payload))
-        outbox_message_queue(actor=INVOKE_ACTOR, args=[invocation.pk])
+        durable.outbox_message_queue(actor=INVOKE_ACTOR, args=[invocation.pk])
     return invocation
 
 
 def invocation_perform(*, invocation_id: int) -> Invocation | None:
     """Run a queued call once (a guarded update: a message delivered twice runs nothing)."""
-    if not Invocation.objects.filter(pk=invocation_id, status=Invocation.Status.PENDING).update(
-            status=Invocation.Status.RUNNING):
+    if not durable.claim(Invocation.objects.filter(pk=invocation_id,
+                                                   status=Invocation.Status.PENDING),
+                         by=None, status=Invocation.Status.RUNNING):
         return None
     invocation = Invocation.objects.select_related("version", "schedule", "team", "plugin").get(
         pk=invocation_id)
@@ -139,16 +140,7 @@ def invocation_perform(*, invocation_id: int) -> Invocation | None:
 
 def _schedule_still_owned(schedule: Schedule) -> bool:
     """Queued before its owner left: checked again when it runs, and paused if not."""
-    from tools.services.schedules import (
-        owner_left_reason,
-        schedule_owner_is_member,
-        schedule_pause,
-    )
-
-    if schedule_owner_is_member(schedule):
-        return True
-    schedule_pause(schedule=schedule, reason=owner_left_reason(schedule))
-    return False
+    return schedule_still_owned(schedule)
 
 
 def invocation_call(*, activation: Activation, token: ToolToken, command: str,
@@ -272,8 +264,6 @@ def _schedule_outcome(invocation: Invocation) -> None:
         return  # nobody to tell: the schedule is paused, and its page says why
     if not Schedule.objects.filter(pk=schedule.pk, failing=False).update(failing=True):
         return
-    from tools.services.schedules import schedule_owner_is_member
-
     if schedule.owner is None or not schedule_owner_is_member(schedule):
         return  # a failure is never told to someone who left the team
     url = reverse("tools:log", args=[invocation.team.slug, invocation.plugin.normalized_name])
@@ -292,6 +282,8 @@ def http_status(invocation: Invocation) -> int:
 
 # Far longer than a call may take (INVOKE_LIMITS.timeout_s, plus a busy queue's start).
 STALLED_AFTER = timedelta(minutes=10)
+WORKER_LOST = ("The worker running this call stopped before it finished; nothing was kept. "
+               "Run it again.")
 
 
 def invocations_prune(*, now: Any = None) -> list[int]:
@@ -299,11 +291,12 @@ def invocations_prune(*, now: Any = None) -> list[int]:
     it about once a minute, in batches, so a large backlog never holds a long lock), and close
     calls a dead worker left running, so nobody waits on them for ever."""
     now = now or timezone.now()
-    Invocation.objects.filter(status=Invocation.Status.RUNNING,
-                              created_at__lt=now - STALLED_AFTER).update(
-        status=Invocation.Status.FAILED, error_kind="worker_lost", finished_at=now,
-        error="The worker running this call stopped before it finished; nothing was kept. "
-              "Run it again.")
+    durable.stalled_sweep(
+        Invocation.objects.filter(status=Invocation.Status.RUNNING),
+        lambda stale: bool(stale.guard.update(
+            status=Invocation.Status.FAILED, error_kind="worker_lost", finished_at=now,
+            error=WORKER_LOST)),
+        since="created_at", older_than_s=STALLED_AFTER.total_seconds(), now=now)
     cutoff = now - timedelta(days=settings.TOOLS_LOG_RETENTION_DAYS)
     old = list(Invocation.objects.filter(created_at__lt=cutoff)
                .exclude(status__in=[Invocation.Status.PENDING, Invocation.Status.RUNNING])

@@ -19,14 +19,19 @@ from django.db import transaction
 from django.utils import timezone
 
 from marketplace.models import Plugin
-from projects.models import Membership, Team
-from projects.services.audit import audit_record
+from teams.models import Membership, Team
+from teams.services.audit import audit_record
 from tools.models import Activation, Invocation, Schedule
 from tools.services.invocations import (
     Caller,
     InvocationRefused,
     invocation_check,
     invocation_queue,
+)
+from tools.services.schedule_owners import (
+    owner_left_reason,
+    schedule_pause,
+    schedule_still_owned,
 )
 
 Every = Schedule.Every
@@ -115,11 +120,6 @@ def schedule_delete(*, team: Team, plugin: Plugin, user: User, schedule_id: int)
     return True
 
 
-def owner_left_reason(schedule: Schedule) -> str:
-    who = schedule.owner.get_username() if schedule.owner is not None else "whoever set it up"
-    return f"Paused: {who} is no longer a member of the team."[:200]
-
-
 def schedules_owner_left(*, team: Team, user: User, actor: User | None = None) -> list[int]:
     """Pause the schedules `user` set up in `team` (they left it): a schedule runs as its
     owner and tells them when it fails, so it must not run on for someone gone. The tool's
@@ -130,18 +130,6 @@ def schedules_owner_left(*, team: Team, user: User, actor: User | None = None) -
         if schedule_pause(schedule=schedule, reason=owner_left_reason(schedule), actor=actor):
             paused.append(schedule.pk)
     return paused
-
-
-def schedule_pause(*, schedule: Schedule, reason: str, actor: User | None = None) -> bool:
-    """Stop a schedule from running, saying why (a guarded update: paused once)."""
-    with transaction.atomic():
-        if not Schedule.objects.filter(pk=schedule.pk, enabled=True).update(
-                enabled=False, paused_reason=reason):
-            return False
-        audit_record(actor=actor, action="tool.schedule_paused", team=schedule.team,
-                     target=schedule, after={"plugin": schedule.plugin.name,
-                                             "command": schedule.command, "reason": reason})
-    return True
 
 
 def schedule_resume(*, team: Team, plugin: Plugin, user: User, schedule_id: int) -> bool:
@@ -161,13 +149,6 @@ def schedule_resume(*, team: Team, plugin: Plugin, user: User, schedule_id: int)
         audit_record(actor=user, action="tool.schedule_resumed", team=team, target=schedule,
                      after={"command": schedule.command, "owner": user.get_username()})
     return True
-
-
-def schedule_owner_is_member(schedule: Schedule) -> bool:
-    """Whether the schedule's owner is still in its team (a run never acts for, or tells,
-    someone who left)."""
-    return schedule.owner_id is not None and Membership.objects.filter(
-        team_id=schedule.team_id, user_id=schedule.owner_id).exists()
 
 
 def schedules_due_send(*, now: datetime | None = None) -> list[int]:
@@ -195,11 +176,8 @@ def _schedule_fire(schedule: Schedule, now: datetime) -> bool:
                               status=Activation.Status.ACTIVE).first())
         if activation is None:
             return False  # the team stopped using the plugin: the schedule waits, does nothing
-        if not schedule_owner_is_member(schedule):
-            # Left by a way that sent no signal (the admin site, a deleted account): checked
-            # again here, at run time.
-            schedule_pause(schedule=schedule, reason=owner_left_reason(schedule))
-            return False
+        if not schedule_still_owned(schedule):
+            return False  # the owner left (checked again here, at run time): paused
         invocation_queue(activation=activation, command=schedule.command,
                          payload=schedule.payload,
                          caller=Caller(Invocation.Caller.SCHEDULE, user_id=schedule.owner_id,
