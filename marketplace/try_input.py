@@ -10,10 +10,9 @@ import csv
 import io
 import json
 import re
-import tomllib
 from typing import Any
 
-from autocoder.runtime.declarations import DeclarationError, InputField, input_fields
+from autocoder.plugins import InputField, PluginManifest, read_manifest
 from marketplace.models import PluginVersion
 
 MAX_TABLE_ROWS = 10_000
@@ -33,10 +32,7 @@ _EMPTY: dict[str, Any] = {"text": "", "table": "", "number": 0, "boolean": False
 def try_commands(version: PluginVersion) -> list[dict[str, Any]]:
     """The version's commands as "Try it" offers them: a command without an example but with
     an input schema (`[commands.input]` of plugin.toml) gets one made from the schema."""
-    try:
-        manifest = tomllib.loads(version.files.get("plugin.toml", ""))
-    except tomllib.TOMLDecodeError:
-        manifest = {}
+    manifest = read_manifest(version.files.get("plugin.toml", ""))
     found = []
     for command in version.commands:
         if isinstance(command, dict) and not command.get("examples"):
@@ -46,12 +42,9 @@ def try_commands(version: PluginVersion) -> list[dict[str, Any]]:
     return found
 
 
-def _schema_sample(manifest: dict[str, Any], command: str) -> dict[str, Any]:
-    try:
-        fields = input_fields(manifest, command)
-    except DeclarationError:
-        return {}
-    return {field.name: _empty(field) for field in fields}
+def _schema_sample(manifest: PluginManifest | None, command: str) -> dict[str, Any]:
+    declared = manifest.command(command) if manifest is not None else None
+    return {field.name: _empty(field) for field in declared.inputs} if declared else {}
 
 
 def _empty(field: InputField) -> Any:

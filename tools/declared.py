@@ -2,62 +2,53 @@
 
 The marketplace keeps a summary of the manifest (`PluginVersion.manifest`) without the
 `[[settings]]` and `[commands.input]` tables, so they are read from the plugin.toml among the
-version's files: exactly what was reviewed. autocoder/runtime/declarations.py decides what
-they mean; this module only finds them.
+version's files: exactly what was reviewed. The plugin contract (autocoder/plugins/) reads the
+file into a manifest, once per text; this module only finds what the tools need in it.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import tomllib
 from typing import Any
 
-from autocoder.runtime.declarations import (
-    DeclarationError,
-    InputField,
-    SettingDecl,
-    input_fields,
-    settings_declared,
-)
+from autocoder.plugins import InputField, PluginManifest, SettingDecl, read_manifest
 from marketplace.models import PluginVersion
 
 logger = logging.getLogger(__name__)
 
 
 @functools.lru_cache(maxsize=256)
-def _parsed(text: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError:
-        return {}
+def _manifest(text: str) -> PluginManifest | None:
+    return read_manifest(text)
 
 
-def plugin_toml(version: PluginVersion) -> dict[str, Any]:
-    """The version's plugin.toml, parsed (published versions never change: cached)."""
-    return _parsed(version.files.get("plugin.toml", ""))
+def manifest_of(version: PluginVersion) -> PluginManifest | None:
+    """The version's plugin.toml as a manifest (None: unreadable). Published versions never
+    change, so each text is read once and every later call gets the same manifest."""
+    return _manifest(version.files.get("plugin.toml", ""))
 
 
 def declared_settings(version: PluginVersion) -> list[SettingDecl]:
-    try:
-        return settings_declared(plugin_toml(version))
-    except DeclarationError:
+    manifest = manifest_of(version)
+    if manifest is None:
+        return []
+    if manifest.raw.get("settings") and not manifest.settings:
         # Uploads with bad declarations are refused; an older version simply has none usable.
         logger.warning("version %s declares settings the portal cannot read", version.pk)
-        return []
+    return list(manifest.settings)
 
 
 def declared_inputs(version: PluginVersion, command: str) -> list[InputField]:
     """The command's input schema ([] without one: the form then follows the examples)."""
-    try:
-        return input_fields(plugin_toml(version), command)
-    except DeclarationError:
-        return []
+    manifest = manifest_of(version)
+    declared = manifest.command(command) if manifest is not None else None
+    return list(declared.inputs) if declared is not None else []
 
 
 def entry_of(version: PluginVersion) -> str:
-    return str(version.manifest.get("entry") or plugin_toml(version).get("plugin", {})
-               .get("entry", ""))
+    manifest = manifest_of(version)
+    return str(version.manifest.get("entry") or (manifest.entry if manifest else ""))
 
 
 def command_names(version: PluginVersion) -> list[str]:

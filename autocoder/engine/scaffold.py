@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from autocoder.engine.spec import CommandSpec, Spec, package_name
+from autocoder.plugins import CommandDecl, Permissions, PluginManifest, render_manifest
 
 ACCEPTANCE_TEST_PATH = "tests/test_acceptance.py"
 PLUGIN_VERSION = "0.1.0"
@@ -61,31 +62,22 @@ def method_name(command: str) -> str:
 def plugin_toml(spec: Spec, *, network: bool = False, filesystem: str = "none",
                 libraries: Sequence[str] = ()) -> str:
     """The manifest; `libraries` are the plugin runtime's libraries the code imports, pinned
-    ("openpyxl==3.1.5"), listed under [runtime] (see docs/plugins.md)."""
-    lines = [
-        "[plugin]",
-        f"name = {_toml_str(spec.name)}",
-        f'version = "{PLUGIN_VERSION}"',
-        f"summary = {_toml_str(spec.summary)}",
-        f'entry = "{spec.package}.plugin:Plugin"',
-        "",
-        "[permissions]",
-        f"network = {'true' if network else 'false'}",
-        f"filesystem = {_toml_str(filesystem)}",
-    ]
-    if libraries:
-        lines += ["", "[runtime]",
-                  f"libraries = [{', '.join(_toml_str(lib) for lib in libraries)}]"]
-    for command in spec.commands:
-        lines += ["", "[[commands]]", f"name = {_toml_str(command.name)}",
-                  f"description = {_toml_str(command.description)}"]
-    return "\n".join(lines) + "\n"
+    ("openpyxl==3.1.5"), listed under [runtime] (see docs/plugins.md). Written by the plugin
+    contract's one writer (autocoder/plugins/render.py)."""
+    return render_manifest(scaffold_manifest(spec, network=network, filesystem=filesystem,
+                                             libraries=libraries))
 
 
-def _toml_str(value: str) -> str:
-    """A TOML basic string: JSON's escapes are valid TOML, except that TOML has no \\u007f-free
-    shortcut for DEL, which JSON leaves raw and TOML forbids, so it is escaped too."""
-    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+def scaffold_manifest(spec: Spec, *, network: bool = False, filesystem: str = "none",
+                      libraries: Sequence[str] = ()) -> PluginManifest:
+    """What a generated plugin's plugin.toml says: the spec's name, summary and commands."""
+    return PluginManifest(
+        name=spec.name, version=PLUGIN_VERSION, summary=spec.summary,
+        entry=f"{spec.package}.plugin:Plugin", package=spec.package,
+        permissions=Permissions(network=network, filesystem=filesystem),
+        libraries=tuple(libraries),
+        commands=tuple(CommandDecl(name=command.name, description=command.description)
+                       for command in spec.commands))
 
 
 # -- the package ---------------------------------------------------------------------------------

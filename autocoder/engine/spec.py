@@ -8,17 +8,17 @@ person fixing a spec file (or the wizard showing it) should not have to fix one 
 from __future__ import annotations
 
 import json
-import keyword
 import math
-import re
 import sys
 from dataclasses import dataclass
 from typing import Any
 
+# Names: letters, digits, - and _, with at least one letter or digit (so the package name means
+# something); the plugin contract's rule, which plugin.toml follows too.
+from autocoder.plugins.names import NAME_PATTERN, package_name
+
 AUTONOMY_LEVELS: tuple[str, ...] = ("guided", "semi", "full")
 
-# Letters, digits, - and _, with at least one letter or digit (so the package name means something).
-NAME_PATTERN = re.compile(r"(?=.*[A-Za-z0-9])[A-Za-z0-9_-]{1,64}")
 MAX_SUMMARY_CHARS = 4000
 MAX_DESCRIPTION_CHARS = 2000
 MAX_COMMANDS = 20
@@ -99,14 +99,6 @@ class SpecError(ValueError):
     def __init__(self, errors: list[str]) -> None:
         self.errors = list(errors)
         super().__init__("; ".join(self.errors))
-
-
-def package_name(name: str) -> str:
-    """The Python package for a plugin or command name: `weekly-scheduler` -> `weekly_scheduler`."""
-    result = re.sub(r"[^a-z0-9]+", "_", (name or "").lower())
-    if not result.isidentifier() or keyword.iskeyword(result):
-        result = f"p_{result}"
-    return result
 
 
 def spec_from_json(text: str) -> Spec:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path, PurePosixPath
 
+from autocoder.plugins.permissions import permissions_from_text
 from autocoder.safety.bandit_gate import bandit_findings
 from autocoder.safety.imports import local_modules, unavailable_imports
 from autocoder.safety.policy import check_source, module_exports
@@ -76,17 +76,11 @@ def read_permissions(root: Path) -> Permissions:
     if not manifest.is_file():
         return Permissions()
     try:
-        data = tomllib.loads(manifest.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        text = manifest.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
         raise ValueError(f"plugin.toml is not valid TOML: {exc}") from exc
-    section = data.get("permissions", {})
-    if not isinstance(section, dict):
-        raise ValueError("plugin.toml [permissions] must be a table")
-    unknown = set(section) - {"network", "filesystem"}
-    if unknown:
-        raise ValueError(f"plugin.toml [permissions] has unknown keys: {sorted(unknown)}")
-    return Permissions(network=section.get("network", False),
-                       filesystem=section.get("filesystem", "none"))
+    # The contract's rule (autocoder/plugins/permissions.py); a ManifestError is a ValueError.
+    return permissions_from_text(text)
 
 
 def _read_sources(root: Path) -> dict[str, str]:

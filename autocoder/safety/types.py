@@ -5,8 +5,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# What a plugin declares in plugin.toml [permissions]: the plugin contract's type and rule.
+from autocoder.plugins.permissions import FILESYSTEM_MODES, Permissions
+
+__all__ = ["FILESYSTEM_MODES", "SEVERITIES", "DEFAULT_PERMISSIONS", "Finding", "Permissions",
+           "SafetyReport", "verdict_for"]
+
 SEVERITIES = ("HIGH", "MEDIUM", "LOW")
-FILESYSTEM_MODES = ("none", "workdir")
 
 
 @dataclass
@@ -30,22 +35,6 @@ class SafetyReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {"verdict": self.verdict, "findings": [f.as_dict() for f in self.findings]}
-
-
-@dataclass(frozen=True)
-class Permissions:
-    """What a plugin declares in plugin.toml [permissions] (docs/engine.md, "The plugin
-    contract")."""
-
-    network: bool = False
-    filesystem: str = "none"  # "none" | "workdir"
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.network, bool):
-            raise ValueError(f"permissions.network must be true or false, not {self.network!r}")
-        if self.filesystem not in FILESYSTEM_MODES:
-            raise ValueError(f"permissions.filesystem must be one of {FILESYSTEM_MODES}, "
-                             f"not {self.filesystem!r}")
 
 
 DEFAULT_PERMISSIONS = Permissions()
