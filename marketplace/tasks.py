@@ -1,6 +1,6 @@
 """Dramatiq actors of the marketplace: thin, they take ids and call a service.
 
-Both are sent through the outbox (autocoder.engine.services.outbox_message_queue), so a message
+Both are sent through the outbox (autocoder.durable.outbox_message_queue), so a message
 written while Redis is down goes out once it answers, and both are idempotent: a version is
 checked under a claim, a try runs once (a guarded update), so a message delivered twice does
 nothing more.

@@ -4,13 +4,11 @@ stalled runs and of steps whose worker died."""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
-from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from autocoder import heartbeat
+from autocoder import durable
 from autocoder.engine import loop
 from runs.models import Run
 from runs.services.common import RunStateError, step_queue_after_commit
@@ -25,7 +23,7 @@ def run_kick(*, run: Run, dispatch: Dispatch | None = enqueue_step) -> Run:
     is harmless: only one delivery of a step can commit."""
     with transaction.atomic():
         locked = Run.objects.select_for_update().get(id=run.id)
-        if locked.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+        if locked.status not in Run.ACTIVE:
             raise RunStateError(f"Only a queued or running run can be kicked ({locked.status}).")
         step_queue_after_commit(locked, dispatch, locked.step_token)
     return locked
@@ -43,15 +41,10 @@ def runs_stalled_kick(*, stalled_for_s: float | None = None,
     """
     limit = stalled_for_s if stalled_for_s is not None else float(
         loop.setting("ENGINE_STALL_S", 900))
-    cutoff = timezone.now() - timedelta(seconds=limit)
-    kicked: list[int] = []
-    working = (Run.Status.QUEUED, Run.Status.RUNNING)
-    for run_id, token in Run.objects.filter(status__in=working, updated_at__lt=cutoff
-                                            ).exclude(step_token="").values_list("id",
-                                                                                 "step_token"):
-        if _resend(Run.objects.filter(id=run_id, step_token=token, status__in=working,
-                                      updated_at__lt=cutoff), run_id, token, dispatch):
-            kicked.append(run_id)
+    kicked = durable.stalled_sweep(
+        Run.objects.filter(status__in=Run.ACTIVE).exclude(step_token=""),
+        lambda stale: _resend(stale, dispatch), since="updated_at", older_than_s=limit,
+        pin=["step_token"])
     if kicked:
         logger.warning("watchdog re-sent the current step of stalled runs %s", kicked)
     return kicked
@@ -65,26 +58,21 @@ def runs_orphaned_kick(*, live: set[str] | None = None,
     The broker would redeliver that worker's message only much later, so the step is sent
     again now; the guarded update (claimed_by still the dead worker) makes one sweeper win, and
     should the worker be alive after all, only one delivery of the step can commit."""
-    alive = live if live is not None else heartbeat.live_worker_ids()
-    kicked: list[int] = []
-    held = (Run.objects.filter(status=Run.Status.RUNNING).exclude(claimed_by="")
-            .exclude(step_token="").values_list("id", "step_token", "claimed_by"))
-    for run_id, token, worker in held:
-        if worker in alive:
-            continue
-        if _resend(Run.objects.filter(id=run_id, step_token=token, claimed_by=worker,
-                                      status=Run.Status.RUNNING), run_id, token, dispatch):
-            kicked.append(run_id)
-            logger.warning("worker %s died holding step %s of run %s; sent it again",
-                           worker, token, run_id)
-    return kicked
+    return durable.orphans_sweep(
+        Run.objects.filter(status=Run.Status.RUNNING).exclude(step_token=""),
+        lambda stale: _resend(stale, dispatch), pin=["step_token"], live=live)
 
 
-def _resend(guard: Any, run_id: int, token: str, dispatch: Dispatch) -> bool:
-    """Re-send step `token` when the guarded update wins (one sweeper per run)."""
+def _resend(stale: durable.Stale[Run], dispatch: Dispatch) -> bool:
+    """Re-send the step the sweep read (`pinned` step_token) when the guarded update wins
+    (one sweeper per run)."""
+    token = stale.pinned["step_token"]
     with transaction.atomic():
-        if not guard.update(claimed_by="", updated_at=timezone.now()):
+        if not durable.release(stale.guard, updated_at=timezone.now()):
             return False
-        row = outbox_step_add(run_id, token, 0)
+        row = outbox_step_add(stale.pk, token, 0)
     outbox_send(ids=[row.id], dispatch=dispatch)
+    if stale.worker:
+        logger.warning("worker %s died holding step %s of run %s; sent it again",
+                       stale.worker, token, stale.pk)
     return True
