@@ -159,11 +159,17 @@ def outbox_message_queue(*, actor: str, args: list[Any], delay_ms: int = 0) -> N
     transaction.on_commit(lambda: outbox_send(ids=[row.id]))
 
 
-def _actor_send(actor: str, args: list[Any], delay_ms: int) -> None:
+def actor_send(actor: str, args: list[Any], delay_ms: int = 0) -> None:
+    """One message to the Dramatiq actor named `actor`, now (raises when the broker is
+    unreachable; the outbox keeps its message then)."""
     import dramatiq
 
     dramatiq.get_broker().get_actor(actor).send_with_options(args=tuple(args),
                                                              delay=delay_ms or None)
+
+
+# The outbox's way to the broker (tests put a recorder here, leaving `actor_send` alone).
+_actor_send = actor_send
 
 
 def outbox_send(*, ids: list[int] | None = None, deliver: Deliver | None = None,
