@@ -66,6 +66,8 @@ urlpatterns = [
          name="interview_describe"),
     path("interviews/<int:pk>/questions/", interviews.interview_questions,
          name="interview_questions"),
+    path("interviews/<int:pk>/analyst/", interviews.interview_analyst,
+         name="interview_analyst"),
     path("interviews/<int:pk>/summary/", interviews.interview_summary, name="interview_summary"),
     path("interviews/<int:pk>/start/", interviews.interview_start, name="interview_start"),
 ]

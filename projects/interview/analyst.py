@@ -84,7 +84,52 @@ def _json_list(text: str) -> list[Any]:
             continue
         if isinstance(value, list):
             return value
-    return []
+    # A reply cut short (streamed, stopped at the bound): the items written in full so far.
+    return complete_items(text)
+
+
+def complete_items(text: str) -> list[Any]:
+    """The top-level items of a JSON list that are complete in `text`, which may still be
+    being written ("[{...}, {..." gives the first object): what the analyst has asked so far."""
+    start = (text or "").find("[")
+    if start < 0:
+        return []
+    items: list[Any] = []
+    depth, in_string, escaped, item_start = 0, False, False, -1
+    for index in range(start + 1, len(text)):
+        char = text[index]
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+                if depth == 0:
+                    _append_item(items, text[item_start:index + 1])
+            continue
+        if char == '"':
+            in_string = True
+            if depth == 0:
+                item_start = index
+        elif char in "{[":
+            if depth == 0:
+                item_start = index
+            depth += 1
+        elif char in "}]":
+            if depth == 0:
+                break  # the list's own end
+            depth -= 1
+            if depth == 0:
+                _append_item(items, text[item_start:index + 1])
+    return items
+
+
+def _append_item(items: list[Any], raw: str) -> None:
+    try:
+        items.append(json.loads(raw))
+    except (ValueError, RecursionError):
+        pass
 
 
 def _priority(value: object) -> str:

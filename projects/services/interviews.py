@@ -8,7 +8,9 @@ lose each other's answers.
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +21,7 @@ from django.db import transaction
 
 from autocoder import realtime
 from autocoder.engine.spec import SpecError, spec_from_dict
-from autocoder.llm.types import CallRecord, LLMError, Message, Provider
+from autocoder.llm.types import CallRecord, LLMError, LLMTimeout, Message, Provider
 from projects.interview import (
     analyst,
     answers,
@@ -30,9 +32,10 @@ from projects.interview import (
     samples,
     spec_assembly,
 )
-from projects.models import Interview, Project, Team
-from projects.services.audit import audit_record
-from runs.models import LLMCall, Run
+from projects.models import Interview
+from runs.models import LLMCall, Project, Run
+from teams.models import Team
+from teams.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
 
@@ -49,6 +52,14 @@ def analyst_timeout_s() -> float:
     return float(getattr(settings, "INTERVIEW_ANALYST_TIMEOUT_S", ANALYST_TIMEOUT_S))
 
 ProviderFor = Callable[[Interview], Provider]
+# Told what the analyst does while it thinks: ("question", its text) for each question as it
+# arrives, then ("outcome", "answered" | "cut" | "timeout" | "failed"); "cut" and "timeout"
+# mean the bound came first (with some questions, or none).
+Listener = Callable[[str, str], None]
+
+
+def _ignore(kind: str, value: str) -> None:
+    """A listener that hears nothing."""
 
 
 class InterviewClosed(Exception):
@@ -69,6 +80,8 @@ class Saved:
 
     errors: dict[str, list[str]]
     group: int | None  # the questions page to show next; None means the summary
+    # The analyst is to be asked next (consult=False left it for the page's live stream).
+    analyst_due: bool = False
 
 
 def _analyst_provider(interview: Interview) -> Provider:
@@ -82,8 +95,11 @@ def _analyst_provider(interview: Interview) -> Provider:
 
 
 def interview_create(*, team: Team, requester: User, request_text: str,
-                     provider_for: ProviderFor = _analyst_provider) -> Interview:
-    """Step 1: the request becomes a project on the board ("interviewing") and an interview."""
+                     provider_for: ProviderFor = _analyst_provider, consult: bool = True,
+                     listen: Listener = _ignore) -> Interview:
+    """Step 1: the request becomes a project on the board ("interviewing") and an interview.
+    consult=False leaves the analyst's first round to the page's live stream
+    (interview_analyst_due says so)."""
     state = answers.new_state(request_text)
     with transaction.atomic():
         project = Project.objects.create(team=team, requester=requester, name=state["name"],
@@ -93,7 +109,8 @@ def interview_create(*, team: Team, requester: User, request_text: str,
             state=state, questions=checklist.sync_questions([], state),
             step=Interview.Step.QUESTIONS)
         _announce(project)
-    interview_analyst_consult(interview=interview, provider_for=provider_for)
+    if consult:
+        interview_analyst_consult(interview=interview, provider_for=provider_for, listen=listen)
     return interview
 
 
@@ -114,7 +131,8 @@ def interview_request_update(*, interview: Interview, request_text: str) -> Inte
 def interview_answers_save(*, interview: Interview, question_ids: list[str],
                            data: Mapping[str, Any], action: str = "next", skip: str = "",
                            group: int = 0, files: Mapping[str, samples.SampleFile] | None = None,
-                           provider_for: ProviderFor = _analyst_provider) -> Saved:
+                           provider_for: ProviderFor = _analyst_provider, consult: bool = True,
+                           listen: Listener = _ignore) -> Saved:
     """Save a page of answers (whatever their state), skip one, and say which page comes next.
 
     `action` is "next" (problems keep the requester on this page), "back" (save and go back,
@@ -139,17 +157,29 @@ def interview_answers_save(*, interview: Interview, question_ids: list[str],
         return Saved(errors=errors, group=max(group - 1, -1))
     if action != "next" or skip or errors:
         return Saved(errors=errors, group=group)
+    if not consult and interview_analyst_due(interview):
+        return Saved(errors={}, group=None, analyst_due=True)
     return Saved(errors={}, group=interview_advance(interview=interview,
-                                                     provider_for=provider_for))
+                                                     provider_for=provider_for, listen=listen))
+
+
+def interview_analyst_due(interview: Interview) -> bool:
+    """Whether the wizard's next step is an analyst round: its first (right after step 1),
+    or another once every open question is answered."""
+    if interview.analyst_done or interview.analyst_rounds >= analyst.MAX_ANALYST_ROUNDS:
+        return False
+    return interview.analyst_rounds == 0 or \
+        navigation.first_open_group(interview.questions, interview.state) is None
 
 
 def interview_advance(*, interview: Interview,
-                      provider_for: ProviderFor = _analyst_provider) -> int | None:
+                      provider_for: ProviderFor = _analyst_provider,
+                      listen: Listener = _ignore) -> int | None:
     """The next page with open questions; when none is left the analyst may add some, and when
     it adds none (nothing essential unclear) the interview moves on to its summary."""
     group = navigation.first_open_group(interview.questions, interview.state)
     if group is None and not interview.analyst_done:
-        interview_analyst_consult(interview=interview, provider_for=provider_for)
+        interview_analyst_consult(interview=interview, provider_for=provider_for, listen=listen)
         group = navigation.first_open_group(interview.questions, interview.state)
     if group is None:
         Interview.objects.filter(pk=interview.pk, step=Interview.Step.QUESTIONS).update(
@@ -159,17 +189,19 @@ def interview_advance(*, interview: Interview,
 
 
 def interview_analyst_consult(*, interview: Interview,
-                              provider_for: ProviderFor = _analyst_provider) -> int:
+                              provider_for: ProviderFor = _analyst_provider,
+                              listen: Listener = _ignore) -> int:
     """Ask the analyst what is still unclear; returns how many new questions it added.
 
     The model is optional: no model, a failing one or a useless reply adds nothing, and the
     checklist still covers the essentials. The call runs outside any transaction (it can take
-    a while); its questions are merged under the row lock afterwards.
+    a while, at most analyst_timeout_s()); its questions are merged under the row lock
+    afterwards. `listen` hears each question as the model writes it, then the outcome.
     """
     if interview.analyst_done or interview.analyst_rounds >= analyst.MAX_ANALYST_ROUNDS:
         return 0
     messages = analyst.analyst_messages(interview.request, interview.state, interview.questions)
-    reply = _analyst_reply(interview, messages, provider_for)
+    reply = _analyst_reply(interview, messages, provider_for, listen)
     with transaction.atomic():
         locked = _locked(interview)
         locked.analyst_rounds += 1
@@ -185,18 +217,37 @@ def interview_analyst_consult(*, interview: Interview,
     return len(new)
 
 
-def _analyst_reply(interview: Interview, messages: list[Message],
-                   provider_for: ProviderFor) -> str:
+def _analyst_reply(interview: Interview, messages: list[Message], provider_for: ProviderFor,
+                   listen: Listener) -> str:
+    """The analyst's reply, streamed: each question is told to `listen` as soon as it is
+    written in full, and the whole call ends at the bound (the text so far is the reply)."""
     records: list[CallRecord] = []
+    bound = analyst_timeout_s()
+    told: set[str] = set()
+
+    def on_text(text: str) -> None:
+        items = analyst.complete_items(text)
+        if len(items) <= len(told):
+            return
+        for question in analyst.parse_analyst_questions(
+                json.dumps(items), interview.questions, round_number=interview.analyst_rounds + 1):
+            if question["text"] not in told:
+                told.add(question["text"])
+                listen("question", question["text"])
+
     try:
         provider = provider_for(interview)
         completion = provider.complete(messages, role="analyst", max_tokens=ANALYST_MAX_TOKENS,
-                                       timeout_s=analyst_timeout_s(), record=records.append)
+                                       timeout_s=bound, record=records.append, on_text=on_text,
+                                       deadline=time.monotonic() + bound)
     except LLMError as error:
         logger.info("analyst unavailable for interview %s: %s", interview.pk, error)
         _record_calls(messages, records, reply="", error=str(error))
+        listen("outcome", "timeout" if isinstance(error, LLMTimeout) else "failed")
         return ""
     _record_calls(messages, records, reply=completion.text, error="")
+    on_text(completion.text)  # a provider that does not stream says it all at the end
+    listen("outcome", "cut" if completion.finish_reason == "deadline" else "answered")
     return completion.text
 
 

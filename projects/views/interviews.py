@@ -6,33 +6,37 @@ URL pushed), plain form posts get a redirect, so the basic path needs no JavaScr
 
 from __future__ import annotations
 
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlencode
 
+from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url
 
-from projects.http import AuthenticatedHttpRequest, HtmxHttpRequest
 from projects.interview import answers, checklist, fields, navigation, samples
-from projects.models import Interview, Membership
-from projects.permissions import (
-    get_interview_for_editor,
-    get_interview_for_member,
-    get_team_for_member,
-)
+from projects.models import Interview
+from projects.permissions import get_interview_for_editor, get_interview_for_member
 from projects.selectors.interviews import questions_page, summary_view
 from projects.services import interviews as services
 from projects.views.broker import broker_required
 from runs.models import Run
+from teams.http import AuthenticatedHttpRequest, HtmxHttpRequest
+from teams.models import Membership
+from teams.permissions import get_team_for_member
 
 DESCRIBE = "projects/interviews/describe.html"
 QUESTIONS = "projects/interviews/questions.html"
 SUMMARY = "projects/interviews/summary.html"
+THINKING = "projects/interviews/thinking.html"
 CLOSED = "This request has already started, so its answers can no longer change."
 RENAME = "rename"  # the summary's name form, as opposed to its whole edit form
 
@@ -85,10 +89,16 @@ def interview_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     errors = ({fields.FIELD_REQUEST: answers.request_errors(text)} if request.method == "POST"
               else {})
     if request.method == "POST" and not errors[fields.FIELD_REQUEST]:
+        # With JavaScript (htmx) the analyst thinks on a page of its own, live; without, this
+        # post waits for it (at most analyst_timeout_s()) and says so if it gave up.
+        heard = _Heard()
         interview = services.interview_create(team=team, requester=request.user,
-                                              request_text=text)
-        return _go(request, _questions_url(interview, None),
-                   _questions_response(request, interview, None, {}))
+                                              request_text=text, consult=not request.htmx,
+                                              listen=heard)
+        if request.htmx:
+            return _thinking_response(request, interview)
+        heard.tell(request)
+        return _go(request, _questions_url(interview, None))
     context = {"team": team, "text": text, "errors": _present(errors),
                "action": reverse("interview_new", args=[team.slug])}
     return _render(request, DESCRIBE, context)
@@ -162,14 +172,19 @@ def _group_param(value: str | None) -> int | None:
 
 def _questions_post(request: AuthenticatedHttpRequest, interview: Interview) -> HttpResponse:
     group = _group_param(request.POST.get("group")) or 0
+    heard = _Heard()
     try:
         saved = services.interview_answers_save(
             interview=interview, question_ids=request.POST.getlist("question"),
             data=request.POST.dict(), action=request.POST.get("action", "next"),
-            skip=request.POST.get("skip", ""), group=group, files=_sample_files(request))
+            skip=request.POST.get("skip", ""), group=group, files=_sample_files(request),
+            consult=not request.htmx, listen=heard)
     except services.InterviewClosed:
         return _closed(request, interview)
     interview.refresh_from_db()
+    if saved.analyst_due:
+        return _thinking_response(request, interview)
+    heard.tell(request)
     if saved.group is not None and saved.group < 0:
         url = reverse("interview_describe", args=[interview.pk])
         page = _render(request, DESCRIBE, {"team": interview.team, "interview": interview,
@@ -198,6 +213,115 @@ def _questions_response(request: AuthenticatedHttpRequest, interview: Interview,
                                         "autonomy_choices": checklist.AUTONOMY_CHOICES,
                                         "recommended_autonomy": checklist.RECOMMENDED_AUTONOMY,
                                         "sample_limit": samples.SAMPLE_LIMIT_WORDS})
+
+
+# -- the analyst, live ------------------------------------------------------------------------
+
+
+class _Heard:
+    """What the analyst did during a plain (no-JavaScript) post, to say so on the next page."""
+
+    def __init__(self) -> None:
+        self.questions: list[str] = []
+        self.outcome = ""
+
+    def __call__(self, kind: str, value: str) -> None:
+        if kind == "question":
+            self.questions.append(value)
+        else:
+            self.outcome = value
+
+    def tell(self, request: HtmxHttpRequest) -> None:
+        if self.outcome in ("cut", "timeout"):
+            messages.info(request, analyst_outcome_words(self.outcome, len(self.questions)))
+
+
+def analyst_outcome_words(outcome: str, questions: int) -> str:
+    """The analyst's round in plain words, with its bound."""
+    bound = round(services.analyst_timeout_s())
+    more = f"{questions} more question{'s' if questions != 1 else ''}"
+    if outcome in ("cut", "timeout") and not questions:
+        return (f"The analyst model did not answer within {bound} seconds, so the wizard goes "
+                "on with its usual questions alone.")
+    if outcome in ("cut", "timeout"):
+        return (f"The analyst model was stopped after {bound} seconds; the {more} it had "
+                "written are kept.")
+    if outcome == "failed":
+        return "The analyst model is not available, so the wizard goes on with its usual questions."
+    if questions:
+        return f"The analyst added {more}; they come after the usual ones."
+    return "Nothing more to ask for now."
+
+
+def _thinking_response(request: HtmxHttpRequest, interview: Interview) -> HttpResponse:
+    """The page shown while the analyst thinks (htmx posts only): it follows the analyst's
+    stream, then opens the next page."""
+    return _render(request, THINKING, {
+        "interview": interview, "team": interview.team,
+        "stream_url": reverse("interview_analyst", args=[interview.pk]),
+        "next_url": _questions_url(interview, None)})
+
+
+@login_required
+def interview_analyst(request: AuthenticatedHttpRequest, pk: int) -> StreamingHttpResponse:
+    """Server-sent events while the analyst thinks: "question" for each question as it is
+    written, "tick" every second, then "done" with the next page's address and what happened
+    in plain words. The round (when one is due) runs here, within its bound."""
+    interview, _ = get_interview_for_editor(request.user, pk)
+    response = StreamingHttpResponse(_analyst_events(interview.pk),
+                                     content_type="text/event-stream")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"  # a reverse proxy passes each event on at once
+    return response
+
+
+def _event(kind: str, data: dict[str, Any]) -> str:
+    return f"event: {kind}\ndata: {json.dumps(data)}\n\n"
+
+
+async def _analyst_events(pk: int) -> AsyncIterator[str]:
+    loop = asyncio.get_running_loop()
+    heard: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
+
+    def listen(kind: str, value: str) -> None:  # called on the round's thread
+        loop.call_soon_threadsafe(heard.put_nowait, (kind, value))
+
+    started = time.monotonic()
+    work = asyncio.ensure_future(sync_to_async(_analyst_round)(pk, listen))
+    questions, outcome = 0, ""
+    yield ": the analyst is thinking\n\n"  # the headers and a first byte, at once
+    while True:
+        getter = asyncio.ensure_future(heard.get())
+        finished, _ = await asyncio.wait({getter, work}, timeout=1.0,
+                                         return_when=asyncio.FIRST_COMPLETED)
+        if getter not in finished:
+            getter.cancel()
+            if work in finished and heard.empty():
+                break
+            yield _event("tick", {"seconds": round(time.monotonic() - started)})
+            continue
+        kind, value = getter.result()
+        if kind == "question":
+            questions += 1
+            yield _event("question", {"text": value})
+        else:
+            outcome = value
+    url = work.result()
+    yield _event("done", {"url": url, "questions": questions,
+                          "message": analyst_outcome_words(outcome, questions)})
+
+
+def _analyst_round(pk: int, listen: services.Listener) -> str:
+    """Run the analyst round that is due (if any) and return the next page's address."""
+    interview = Interview.objects.get(pk=pk)
+    if interview.is_started:
+        return reverse("interview_summary", args=[pk])
+    if services.interview_analyst_due(interview):
+        services.interview_analyst_consult(interview=interview, listen=listen)
+    group = services.interview_advance(interview=interview, listen=listen)
+    if group is None:
+        return reverse("interview_summary", args=[pk])
+    return _questions_url(interview, group)
 
 
 # -- step 3 ---------------------------------------------------------------------------------
