@@ -8,6 +8,7 @@ import dramatiq
 from django.db import DatabaseError
 
 from autocoder.database.outage import describe, is_outage
+from runs.services.outbox import STEP_ACTOR
 
 logger = logging.getLogger(__name__)
 
@@ -26,8 +27,8 @@ def step_retry_when(retries: int, error: BaseException) -> bool:
 # One step of a generation run: a model call or a sandbox run, so minutes at most; the step
 # service counts its own attempts (worker kills included), Dramatiq retries only cover errors
 # raised before that bookkeeping or while the database does not answer.
-@dramatiq.actor(retry_when=step_retry_when, min_backoff=2_000, max_backoff=5_000,
-                time_limit=30 * 60 * 1000)
+@dramatiq.actor(actor_name=STEP_ACTOR, retry_when=step_retry_when, min_backoff=2_000,
+                max_backoff=5_000, time_limit=30 * 60 * 1000)
 def run_step(run_id: int, token: str) -> None:
     """Perform the step of run `run_id` that `token` names, then queue the next one."""
     from runs.services.stepping import run_step_perform
