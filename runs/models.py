@@ -19,9 +19,18 @@ class Run(models.Model):
     # The loop's words (autocoder/engine/states.py), so both sides name states alike.
     Status = states.RunStatus
 
-    TERMINAL = frozenset({"succeeded", "failed", "aborted", "cancelled"})
-    # States in which no step is queued or executing: a human (or resume) must act.
-    WAITING = frozenset({"paused", "awaiting_approval", "escalated", "held"})
+    # The groups of statuses, each defined here once (every other module uses these):
+    # finished: the run never moves again;
+    TERMINAL = frozenset({Status.SUCCEEDED, Status.FAILED, Status.ABORTED, Status.CANCELLED})
+    # finished without success: failed, aborted (by the loop or a person) or cancelled;
+    UNSUCCESSFUL = TERMINAL - {Status.SUCCEEDED}
+    # waiting for a person (held: for the installation): no step is queued or executing, a
+    # human (or resume, or the release of a hold) must act;
+    WAITING = frozenset({Status.PAUSED, Status.AWAITING_APPROVAL, Status.ESCALATED, Status.HELD})
+    # at a gate: waiting for a reviewer's decision (a subset of WAITING);
+    AT_GATE = frozenset({Status.AWAITING_APPROVAL, Status.ESCALATED})
+    # active: a step is queued or executing (the only statuses a step is claimed or sent in).
+    ACTIVE = frozenset({Status.QUEUED, Status.RUNNING})
 
     Phase = states.Phase
 

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 from autocoder.engine.scaffold import ACCEPTANCE_TEST_PATH
 from autocoder.engine.spec import package_name
+from runs.models import Run
 
 MAX_QUOTE_CHARS = 120
 FAILING = frozenset({"failed", "error"})
 # Phases of an attempt up to its checkpoint: a run standing in one of them works on the attempt
 # after the last completed one.
 BEFORE_CHECKPOINT = frozenset({"plan", "implement", "test_write", "gate", "sandbox", "verify"})
-TERMINAL = frozenset({"succeeded", "failed", "aborted", "cancelled"})
 
 _ACCEPTANCE = re.compile(r"test_(?P<method>\w+?)_example_(?P<number>\d+)$")
 
@@ -140,7 +140,7 @@ def summarize(facts: RunFacts) -> RunSummary:
 def current_attempt(facts: RunFacts) -> int:
     """The attempt the run works on or stopped at (at least 1, at most the budget)."""
     working_on_next = (facts.phase in BEFORE_CHECKPOINT and facts.status != "escalated"
-                       and facts.status not in TERMINAL)
+                       and facts.status not in Run.TERMINAL)
     number = facts.completed + 1 if working_on_next else facts.completed
     return max(1, min(number, max(facts.max_attempts, 1)))
 
@@ -149,7 +149,7 @@ def _where(facts: RunFacts) -> str:
     of = f"of {facts.max_attempts}"
     if facts.status == "succeeded":
         return f"Done in attempt {facts.completed} {of}"
-    if facts.status in TERMINAL:
+    if facts.status in Run.TERMINAL:
         if facts.completed == 0:
             return "Stopped before the first attempt was checked"
         return f"Stopped after attempt {facts.completed} {of}"
@@ -169,7 +169,7 @@ def _now(facts: RunFacts) -> str:
         if facts.published:
             return "it is published in the marketplace"
         return _WAITING_FOR["publish"] if facts.waiting_for == "publish" else ""
-    if status in TERMINAL:
+    if status in Run.TERMINAL:
         return ending(facts)
     if status == "escalated":
         return _WAITING_FOR["escalation"]
@@ -355,7 +355,7 @@ def loop_sentence(event: LoopFact) -> str:
 def _notes(facts: RunFacts) -> tuple[str, ...]:
     latest = facts.latest
     notes = [loop_sentence(e) for e in facts.events if latest and e.attempt == latest.number]
-    if latest and latest.safety_verdict == "review" and facts.status not in TERMINAL:
+    if latest and latest.safety_verdict == "review" and facts.status not in Run.TERMINAL:
         notes.append("The safety gate asks a person to look at the code before it is used.")
     return tuple(dict.fromkeys(notes))
 
@@ -363,9 +363,9 @@ def _notes(facts: RunFacts) -> tuple[str, ...]:
 def _tone(facts: RunFacts) -> str:
     if facts.status == "succeeded":
         return "ok"
-    if facts.status in TERMINAL:
+    if facts.status in Run.TERMINAL:
         return "bad"
-    if facts.status in ("escalated", "awaiting_approval", "held", "paused"):
+    if facts.status in Run.WAITING:
         return "warn"
     return "info"
 

@@ -292,7 +292,11 @@ def wait_for_run(run_id: int, done: Callable[[State], bool], *,
     return None
 
 
-FINISHED = ("succeeded", "failed", "escalated", "aborted", "cancelled", "awaiting_approval")
+def _stopped(status: str) -> bool:
+    """The run moves no further on its own: finished, or at a gate waiting for a reviewer."""
+    from runs.models import Run
+
+    return status in Run.TERMINAL | Run.AT_GATE
 
 
 # -- the bench -----------------------------------------------------------------------------------
@@ -343,7 +347,7 @@ def bench(*, stack: UpStack, outage_s: float = 60.0, sleep_s: int = 20,
     spec, plain = demo_spec_and_script()
     progress("a run without an outage, to compare with...")
     baseline = run_start_on_workers(spec=spec, script=plain)
-    wait_for_run(baseline, lambda s: s[0] in FINISHED, timeout_s=300)
+    wait_for_run(baseline, lambda s: _stopped(s[0]), timeout_s=300)
     expected = run_outcome(baseline)
     client = logged_in(stack.base, "requester", stack.admin_password)
     assert ask(client, BOARD).status == 200
@@ -361,11 +365,11 @@ def bench(*, stack: UpStack, outage_s: float = 60.0, sleep_s: int = 20,
     figures, restarted = _outage(stack, client, postgres, outage_s)
     progress("waiting for the run to finish...")
     # The step the outage interrupted: committed (a new token) once the run goes on.
-    moved = wait_for_run(run_id, lambda s: s[2] != token_then or s[0] in FINISHED,
+    moved = wait_for_run(run_id, lambda s: s[2] != token_then or _stopped(s[0]),
                          timeout_s=1200)
     figures["run_step_committed_after_restart_s"] = (
         round(time.monotonic() - restarted, 1) if moved else None)
-    wait_for_run(run_id, lambda s: s[0] in FINISHED, timeout_s=1200)
+    wait_for_run(run_id, lambda s: _stopped(s[0]), timeout_s=1200)
     timeline.stop.set()
     figures["run"], figures["run_without_outage"] = run_outcome(run_id), expected
     figures["run_timeline"] = timeline.lines(restarted)

@@ -42,8 +42,9 @@ TARGET_AUTO_FIX = 0.80
 # A period longer than this is cut (a page of 104 weekly bars is already hard to read).
 MAX_WEEKS = 104
 
-FINISHED = (Run.Status.SUCCEEDED, Run.Status.FAILED, Run.Status.ABORTED)
-FAILED = (Run.Status.FAILED, Run.Status.ABORTED)
+# Runs that ended on their own: a cancelled run (a person stopped it) is left out of both.
+FINISHED = Run.TERMINAL - {Run.Status.CANCELLED}
+FAILED = Run.UNSUCCESSFUL - {Run.Status.CANCELLED}
 
 
 class Median(Aggregate):

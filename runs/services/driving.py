@@ -22,8 +22,7 @@ def run_drive(*, run_id: int, provider_factory: ProviderFactory | None = None,
               on_step: Callable[[Run], None] | None = None) -> Run:
     """Perform the run's steps in this process until it finishes or waits for a person."""
     run = Run.objects.get(id=run_id)
-    token: str | None = run.step_token if run.status in (Run.Status.QUEUED,
-                                                          Run.Status.RUNNING) else None
+    token: str | None = run.step_token if run.status in Run.ACTIVE else None
     while token:
         token = run_step_perform(run_id=run_id, token=token, dispatch=None,
                                  provider_factory=provider_factory)

@@ -119,7 +119,7 @@ def _claim(run_id: int, token: str) -> Run | None:
         run = Run.objects.select_for_update().select_related("project").filter(id=run_id).first()
         if run is None or not token or run.step_token != token:
             return None
-        if run.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+        if run.status not in Run.ACTIVE:
             return None
         if run.cancel_requested:
             run_finish(run, Run.Status.CANCELLED, "cancelled")

@@ -16,7 +16,7 @@ from runs.services.project_status import project_status_follow
 def run_pause(*, run: Run) -> Run:
     with transaction.atomic():
         locked = Run.objects.select_for_update().select_related("project").get(id=run.id)
-        if locked.status not in (Run.Status.QUEUED, Run.Status.RUNNING):
+        if locked.status not in Run.ACTIVE:
             raise RunStateError(f"Only a queued or running run can be paused ({locked.status}).")
         locked.pause_requested = True
         locked.save(update_fields=["pause_requested"])
@@ -29,7 +29,7 @@ def run_resume(*, run: Run, dispatch: Dispatch | None = enqueue_step) -> Run:
         locked = Run.objects.select_for_update().select_related("project").get(id=run.id)
         if locked.status == Run.Status.PAUSED:
             run_continue(locked, dispatch)
-        elif locked.pause_requested and locked.status in (Run.Status.QUEUED, Run.Status.RUNNING):
+        elif locked.pause_requested and locked.status in Run.ACTIVE:
             locked.pause_requested = False
             locked.save(update_fields=["pause_requested"])
         else:

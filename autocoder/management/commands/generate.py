@@ -26,7 +26,7 @@ from runs.selectors import results as selectors
 from runs.services import driving
 
 # Statuses after which the command reports failure through its exit code.
-FAILED = {Run.Status.FAILED, Run.Status.ABORTED, Run.Status.CANCELLED}
+FAILED = Run.UNSUCCESSFUL
 
 
 def ensure_schema() -> None:
