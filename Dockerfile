@@ -14,6 +14,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
 RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 COPY pyproject.toml README.md ./
 COPY autocoder ./autocoder
+COPY teams ./teams
 COPY projects ./projects
 COPY marketplace ./marketplace
 RUN pip install --no-cache-dir .

@@ -35,7 +35,7 @@ from marketplace.validation import (
     normalize_name,
     render_readme,
 )
-from projects.models import Team
+from teams.models import Team
 
 logger = logging.getLogger(__name__)
 

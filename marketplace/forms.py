@@ -10,7 +10,7 @@ from packaging.version import InvalidVersion, Version
 from marketplace.models import Plugin
 from marketplace.try_input import TryInputError, command_example, try_payload
 from marketplace.validation import MAX_ARCHIVE_BYTES, PackageError, clean_tags
-from projects.models import Team
+from teams.models import Team
 
 
 class TagsField(forms.CharField):

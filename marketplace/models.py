@@ -40,7 +40,7 @@ class Plugin(models.Model):
     name = models.CharField(max_length=64, help_text="As first published (display form).")
     # PEP 503 normalised: the identity used by the index, URLs and the clash check.
     normalized_name = models.CharField(max_length=64, unique=True)
-    team = models.ForeignKey("projects.Team", on_delete=models.PROTECT, related_name="plugins")
+    team = models.ForeignKey("teams.Team", on_delete=models.PROTECT, related_name="plugins")
     visibility = models.CharField(max_length=8, choices=Visibility.choices,
                                   default=Visibility.TEAM)
     category = models.CharField(max_length=16, choices=Category.choices, default=Category.OTHER)

@@ -6,7 +6,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 
 from marketplace.selectors.visibility import viewer_for
-from projects.models import Team
+from teams.models import Team
 
 
 def require_member(user: User, team: Team) -> None:

@@ -21,8 +21,8 @@ from packaging.version import InvalidVersion, Version
 from marketplace.models import Plugin, PluginVersion
 from marketplace.served import served_preview
 from marketplace.validation import Manifest, PackageError, normalize_name, parse_manifest
-from projects.models import Team
 from runs.models import ApprovalRequest, Run
+from teams.models import Team
 
 PROPOSAL_KEY = "publish_as"
 SERVED_KEY = "served_files"

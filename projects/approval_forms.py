@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from django import forms
-from packaging.version import InvalidVersion, Version
 
+from projects.approval_extras import ApprovalExtra
 from runs.approval_rules import decisions_allowed
 from runs.models import ApprovalRequest, ApprovalVote
-
-if TYPE_CHECKING:
-    from marketplace.proposals import PublishChoice
 
 Decision = ApprovalVote.Decision
 LABELS = {
@@ -24,8 +21,6 @@ ESCALATION_LABELS = {Decision.REJECT: "Stop the run"}
 ORDER = [Decision.APPROVE, Decision.ANSWER, Decision.REQUEST_CHANGES, Decision.REJECT]
 
 
-PUBLISH_LABELS = {Decision.APPROVE: "Approve and publish"}
-
 
 def budget_labels(approval: ApprovalRequest) -> dict[Decision, str]:
     """"Continue with 2.00 USD more" / "Stop the run": the question the request asks."""
@@ -33,7 +28,6 @@ def budget_labels(approval: ApprovalRequest) -> dict[Decision, str]:
     more = f"{budget.get('more', '')} {budget.get('currency', '')}".strip()
     return {Decision.APPROVE: f"Continue with {more} more" if more else "Continue",
             Decision.REJECT: "Stop the run"}
-PUBLISH_FIELDS = ("version", "visibility", "category")
 
 
 class ApprovalDecisionForm(forms.Form):
@@ -42,10 +36,11 @@ class ApprovalDecisionForm(forms.Form):
                               max_length=4000, label="Comment")
     candidate = forms.CharField(widget=forms.HiddenInput)
 
-    def __init__(self, *args: Any, approval: ApprovalRequest,
-                 publish: PublishChoice | None = None, **kwargs: Any) -> None:
-        """`publish`: for a run's publish request, what approving publishes (the version,
-        visibility and category are chosen here, with the decision, in one step)."""
+    def __init__(self, *args: Any, approval: ApprovalRequest, extra: ApprovalExtra | None = None,
+                 choice: Any = None, **kwargs: Any) -> None:
+        """`extra`, `choice`: what an app adds to this kind of request and what approving
+        chooses (for a run's publish request: the version, visibility and category, chosen
+        here with the decision, in one step; projects/approval_extras.py)."""
         super().__init__(*args, **kwargs)
         allowed = decisions_allowed(approval.kind)
         labels: dict[Decision, str] = {}
@@ -53,8 +48,8 @@ class ApprovalDecisionForm(forms.Form):
             labels = ESCALATION_LABELS
         elif approval.kind == ApprovalRequest.Kind.BUDGET:
             labels = budget_labels(approval)
-        elif approval.kind == ApprovalRequest.Kind.PUBLISH and publish is not None:
-            labels = PUBLISH_LABELS
+        elif extra is not None and choice is not None:
+            labels = {Decision.APPROVE: extra.approve_label}
         decision = cast(forms.ChoiceField, self.fields["decision"])
         decision.choices = [(d.value, labels.get(d, LABELS[d])) for d in ORDER if d in allowed]
         if approval.kind == ApprovalRequest.Kind.ESCALATION:
@@ -65,40 +60,21 @@ class ApprovalDecisionForm(forms.Form):
         else:
             self.fields["comment"].help_text = ("Required when you request changes; given to "
                                                 "the model as guidance.")
-        self.publish = publish
-        if publish is not None and not publish.waiting:
-            self._publish_fields(publish)
-
-    def _publish_fields(self, publish: PublishChoice) -> None:
-        from marketplace.models import Plugin
-
-        fixed = ("Set on the plugin's page by the team's admins: a new version keeps the "
-                 "plugin's listing." if publish.listing_fixed else "")
-        self.fields["version"] = forms.CharField(
-            max_length=64, initial=publish.initial.version, label="Version",
-            help_text="Versions only go up; the suggestion is the next free one.")
-        self.fields["visibility"] = forms.ChoiceField(
-            choices=Plugin.Visibility.choices, initial=publish.initial.visibility,
-            label="Who sees and installs it", disabled=publish.listing_fixed,
-            help_text=fixed)
-        self.fields["category"] = forms.ChoiceField(
-            choices=Plugin.Category.choices, initial=publish.initial.category,
-            label="Category", disabled=publish.listing_fixed, help_text=fixed)
+        self.extra = extra
+        self.choice = choice
+        fields_before = set(self.fields)
+        if extra is not None and choice is not None:
+            extra.add_fields(self, choice)
+        self.choice_names = [name for name in self.fields if name not in fields_before]
 
     @property
     def publishes(self) -> bool:
-        """Approving this form publishes with the version, visibility and category chosen."""
-        return "version" in self.fields
+        """Approving this form also carries out what is chosen in its extra fields (publishes
+        with the version, visibility and category chosen)."""
+        return bool(self.choice_names)
 
     def publish_fields(self) -> list[forms.BoundField]:
-        return [self[name] for name in PUBLISH_FIELDS if name in self.fields]
-
-    def clean_version(self) -> str:
-        text = str(self.cleaned_data.get("version") or "").strip()
-        try:
-            return str(Version(text))
-        except InvalidVersion:
-            raise forms.ValidationError("Use a version like 1.0.0 (PEP 440).") from None
+        return [self[name] for name in self.choice_names]
 
     def clean(self) -> dict[str, Any]:
         super().clean()

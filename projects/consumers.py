@@ -19,9 +19,9 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 from django.conf import settings
 
 from autocoder import metrics, realtime
-from projects.models import Membership, Team
-from projects.permissions import membership_for
 from runs.models import Run
+from teams.models import Membership, Team
+from teams.permissions import membership_for
 
 # Application close codes (4000-4999): clients tell "log in again" from "no access".
 CLOSE_UNAUTHENTICATED = 4401

@@ -4,7 +4,7 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from projects.selectors import request_memberships
+from teams.selectors import request_memberships
 
 
 def teams(request: HttpRequest) -> dict[str, Any]:

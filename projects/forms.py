@@ -5,8 +5,8 @@ from typing import Any
 
 from django import forms
 
-from autocoder.llm.pricing import currency
-from projects.models import Membership, SiteTeamSettings, Team
+from autocoder.money import currency
+from teams.models import Membership, SiteTeamSettings, Team
 
 
 class TeamSettingsForm(forms.ModelForm):

@@ -7,8 +7,8 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 from django.utils.functional import SimpleLazyObject
 
-from projects.models import Team
-from projects.selectors import request_memberships
+from teams.models import Team
+from teams.selectors import request_memberships
 
 SESSION_KEY = "current_team_slug"
 

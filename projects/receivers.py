@@ -1,20 +1,18 @@
-"""The portal's answers to the runs app (runs/signals.py), and its bridge to the marketplace.
+"""The portal's answers to the runs app (runs/signals.py).
 
-The runs app sits below the portal and the marketplace and imports neither; what they do when a
-run or an approval moves is connected here:
+The runs app sits below the portal and the marketplace and imports neither; what the portal does
+when a run or an approval moves is connected here (the marketplace's own answers, to a decided
+publish request and for a publish proposal, are in marketplace/receivers.py):
 - a new approval request replaces the run's older ones and tells its deciders, once the step
   that created it has committed (a rolled-back step notifies nobody);
 - votes, decisions and superseded requests are written to the audit log; a decision is
-  announced to the requester; a decided publish request goes on to the marketplace;
+  announced to the requester;
 - a run held for a broken part of the installation tells the team's admins, and so does
-  generation that spent most of a budget;
-- a run's publish request carries the marketplace's proposal (version, visibility, category,
-  the files it would serve).
+  generation that spent most of a budget.
 """
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from django.contrib.auth.models import User
@@ -23,14 +21,12 @@ from django.db.models.signals import post_save
 from django.dispatch import receiver
 
 from autocoder.installation import InstallationFault
-from projects.models import Team
-from projects.services.audit import audit_record
 from runs import signals
 from runs.approval_rules import Tally
 from runs.budgets import BudgetState
 from runs.models import ApprovalRequest, Run
-
-logger = logging.getLogger(__name__)
+from teams.models import Team
+from teams.services.audit import audit_record
 
 
 @receiver(post_save, sender=ApprovalRequest, dispatch_uid="projects.approval_requested")
@@ -57,7 +53,7 @@ def _announce(pk: int) -> None:
 @receiver(signals.approvals_superseded, dispatch_uid="projects.approvals_superseded")
 def approvals_superseded(sender: Any, approval: ApprovalRequest, replaced: list[int],
                          **kwargs: Any) -> None:
-    from projects.services.notifications import notifications_review_settled
+    from teams.services.notifications import notifications_review_settled
 
     notifications_review_settled(team_id=approval.project.team_id, approval_ids=list(replaced))
     for pk in replaced:
@@ -83,23 +79,16 @@ def approval_voted(sender: Any, approval: ApprovalRequest, user: User, decision:
 @receiver(signals.approval_decided, dispatch_uid="projects.approval_decided")
 def approval_decided(sender: Any, approval: ApprovalRequest, actor: User,
                      **kwargs: Any) -> None:
-    from projects.services.notifications import (
-        notification_decision_send,
-        notifications_review_settled,
-    )
+    from projects.services.notifications import notification_decision_send
+    from teams.services.notifications import notifications_review_settled
 
     notification_decision_send(approval=approval, actor=actor)
     notifications_review_settled(team_id=approval.project.team_id, approval_ids=[approval.pk])
-    if approval.kind == ApprovalRequest.Kind.PUBLISH:
-        # Imported here: the marketplace builds on the portal's models.
-        from marketplace.services.gate import publish_approval_decided
-
-        publish_approval_decided(approval=approval)
 
 
 @receiver(signals.run_held, dispatch_uid="projects.run_held")
 def run_held(sender: Any, team: Team, fault: InstallationFault, **kwargs: Any) -> None:
-    from projects.services.notifications import notifications_installation_fault
+    from teams.services.notifications import notifications_installation_fault
 
     notifications_installation_fault(team=team, fault=fault)
 
@@ -108,7 +97,7 @@ def run_held(sender: Any, team: Team, fault: InstallationFault, **kwargs: Any) -
 def budget_nearly_spent(sender: Any, run: Run, state: BudgetState, **kwargs: Any) -> None:
     from django.urls import reverse
 
-    from projects.services.notifications import notifications_budget_nearly_spent
+    from teams.services.notifications import notifications_budget_nearly_spent
 
     figures = f"{state.spent_text} of {state.limit_text}"
     message = (f"Run {run.pk} of “{run.project.name}” has spent {state.share}% of its budget "
@@ -118,17 +107,3 @@ def budget_nearly_spent(sender: Any, run: Run, state: BudgetState, **kwargs: Any
     url = (reverse("run_detail", args=[run.pk]) if state.scope == "run"
            else reverse("team_insights", args=[team.slug]))
     notifications_budget_nearly_spent(team=team, message=message, url=url)
-
-
-@receiver(signals.publish_payload_wanted, dispatch_uid="projects.publish_payload_wanted")
-def publish_payload_wanted(sender: Any, run: Run, files: dict[str, str],
-                           **kwargs: Any) -> dict[str, Any]:
-    """The marketplace's proposal for the publish request; an unreadable plugin.toml leaves it
-    out (publishing says why)."""
-    from marketplace.proposals import publish_payload_default
-
-    try:
-        return publish_payload_default(team=run.project.team, files=files)
-    except ValueError:
-        logger.info("run %s: no publish proposal, plugin.toml is not readable", run.id)
-        return {}

@@ -20,8 +20,8 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 
-from projects.models import Membership, Project, Team
-from runs.models import ApprovalRequest, ApprovalVote, Iteration, Run
+from runs.models import ApprovalRequest, ApprovalVote, Iteration, Project, Run
+from teams.models import Membership, Team
 
 Decision = ApprovalVote.Decision
 Kind = ApprovalRequest.Kind

@@ -24,9 +24,9 @@ from typing import Any, Literal
 from django.db.models import F
 from django.utils import timezone
 
-from autocoder.llm.pricing import currency, money
-from projects.models import Team
+from autocoder.money import currency, money
 from runs.models import MonthSpend, Run
+from teams.models import Team
 
 WARN_AT = Decimal("0.8")
 CENT = Decimal("0.01")

@@ -1,9 +1,14 @@
-"""Generation runs and their durable state (checkpoints, loop events, LLM calls, approval
-requests and their votes, the step outbox).
+"""Projects and their generation runs, with the runs' durable state (checkpoints, loop events,
+LLM calls, approval requests and their votes, the step outbox).
+
+A project is what a team asked for (the interview's spec) and where it stands on the board; its
+status follows its runs (runs/services/project_status.py writes it, and only there). Its
+interview, comments and pages are the portal's (projects/).
 
 A run is a state machine advanced one step at a time by workers; every field a resumed worker
 needs lives on these rows, never in process memory. The tables keep the names they had when
-these models lived in the projects app ("projects_run", ...): the move changed no table.
+these models lived in the projects app ("projects_run", "projects_project", ...): the moves
+changed no table.
 """
 
 from __future__ import annotations
@@ -12,7 +17,39 @@ from django.conf import settings
 from django.db import models
 
 from autocoder.engine import states
-from projects.models import Project
+
+
+class Project(models.Model):
+    class Status(models.TextChoices):
+        INTERVIEWING = "interviewing", "Interviewing"
+        QUEUED = "queued", "Queued"
+        GENERATING = "generating", "Generating"
+        AWAITING_APPROVAL = "awaiting_approval", "Awaiting approval"
+        SUCCEEDED = "succeeded", "Succeeded"
+        PUBLISHED = "published", "Published"
+        ESCALATED = "escalated", "Escalated"
+        FAILED = "failed", "Failed"
+
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="projects")
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="requested_projects"
+    )
+    name = models.CharField(max_length=120)
+    spec = models.JSONField(default=dict, blank=True, help_text="The interview's result (spec).")
+    status = models.CharField(max_length=24, choices=Status.choices, default=Status.INTERVIEWING)
+    # Position on the board's queue column; 0 once the project has left the queue.
+    queue_position = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    status_changed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "projects_project"
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["team", "status"], name="project_team_status")]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class Run(models.Model):
@@ -312,7 +349,7 @@ class MonthSpend(models.Model):
     monthly budget that month (runs/budgets.py). Added to as each model call is recorded, so
     checking the budget before a step reads one row instead of summing the month's calls."""
 
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
     month = models.DateField(help_text="The first day of the month.")
     spent = models.DecimalField(max_digits=14, decimal_places=6, default=0)
     extra = models.DecimalField(max_digits=14, decimal_places=6, default=0)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import factory
 from django.contrib.auth import get_user_model
 
-from projects.models import Membership, Team
+from teams.models import Membership, Team
 
 PASSWORD = "correct horse battery staple"
 

@@ -25,7 +25,7 @@ class Activation(models.Model):
         # Replaced by a later activation (an upgrade or a roll-back) or switched off.
         RETIRED = "retired", "No longer in use"
 
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
     plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.PROTECT, related_name="+")
     version = models.ForeignKey("marketplace.PluginVersion", on_delete=models.PROTECT,
                                 related_name="+")
@@ -66,7 +66,7 @@ class ToolSetting(models.Model):
     A secret is stored sealed (autocoder/sealing.py) and never shown again; `value` of a
     secret is the sealed text."""
 
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
     plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
     name = models.CharField(max_length=64)
     value = models.TextField(blank=True)
@@ -91,7 +91,7 @@ sealed_column_register("tools.ToolSetting", "value", secret=True)
 class ToolStorage(models.Model):
     """The plugin's small key-value store for one team (`api.storage`): never shared."""
 
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
     plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
     data = models.JSONField(default=dict)
     size = models.PositiveIntegerField(default=0, help_text="Bytes of JSON.")
@@ -109,7 +109,7 @@ class ToolToken(models.Model):
     """A team's API token for one plugin. Only a SHA-256 is stored (marketplace's token_hash:
     256-bit random tokens need no slow hash)."""
 
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
     plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
     name = models.CharField(max_length=80)
     prefix = models.CharField(max_length=12)
@@ -135,7 +135,7 @@ class Schedule(models.Model):
         HOURS = "hours", "Every few hours"
         DAY = "day", "Every day at a set time"
 
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
     plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
                               related_name="+")
@@ -181,7 +181,7 @@ class Invocation(models.Model):
         FAILED = "failed", "Failed"
         REFUSED = "refused", "Refused"
 
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
     plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
     version = models.ForeignKey("marketplace.PluginVersion", on_delete=models.CASCADE,
                                 related_name="+")

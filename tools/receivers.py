@@ -1,4 +1,4 @@
-"""The tools app's answers to the portal's signals (projects/signals.py): the portal sits below
+"""The tools app's answers to the portal's signals (teams/signals.py): the portal sits below
 the tools and imports nothing of them."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.dispatch import receiver
 
-from projects.models import Team
-from projects.signals import membership_removed
+from teams.models import Team
+from teams.signals import membership_removed
 
 
 @receiver(membership_removed, dispatch_uid="tools.membership_removed")

@@ -26,7 +26,7 @@ from django.http import Http404
 from marketplace.models import Plugin, PluginVersion
 from marketplace.selectors.tokens import token_hash
 from marketplace.selectors.visibility import can_see, viewer_for
-from projects.models import Membership, Team
+from teams.models import Membership, Team
 from tools.models import (
     Activation,
     Invocation,

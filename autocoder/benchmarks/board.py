@@ -20,8 +20,8 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from projects.models import Membership, Project, Team
-from runs.models import ApprovalRequest, Iteration, Run
+from runs.models import ApprovalRequest, Iteration, Project, Run
+from teams.models import Membership, Team
 
 STATUSES = list(Project.Status.values)
 

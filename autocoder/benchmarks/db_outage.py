@@ -236,8 +236,8 @@ def demo_spec_and_script(*, sleep_s: int = 0) -> tuple[dict[str, Any], dict[str,
 
 def run_start_on_workers(*, spec: dict[str, Any], script: dict[str, Any]) -> int:
     """A run of the demo team on the stack's workers (the first step goes to the queue)."""
-    from projects.models import Team
     from runs.services import driving, starting
+    from teams.models import Team
 
     team = Team.objects.get(slug="demo")
     requester = driving.team_requester(team)

@@ -19,11 +19,11 @@ from typing import Any
 from django.contrib.auth.models import User
 
 from autocoder.engine.spec import package_name
-from projects.models import Team
 from runs.llm_calls import ProviderFactory
 from runs.models import Run
 from runs.selectors import results as selectors
 from runs.services import driving
+from teams.models import Team
 
 MODES = {
     # mode: (max_iterations or None for the bench's --iterations, use_lessons)

@@ -21,8 +21,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from autocoder.benchmarks.board import _host, _percentile
-from projects.models import Membership, Project, Team
-from runs.models import ApprovalRequest, Iteration, LoopEvent, Run
+from runs.models import ApprovalRequest, Iteration, LoopEvent, Project, Run
+from teams.models import Membership, Team
 
 WEEKS = 52
 # Outcomes in a realistic mix: mostly successes, some after failed attempts.

@@ -137,7 +137,8 @@ def seed_sample_data(*, team_slug: str) -> Seeded:
     from autocoder.benchmarks.board import board_seed
     from autocoder.benchmarks.marketplace import catalogue_seed, synthetic_entries
     from marketplace.models import Plugin
-    from projects.models import Membership, Project, Team
+    from runs.models import Project
+    from teams.models import Membership, Team
 
     team = Team.objects.filter(slug=team_slug).first()
     if team is None:

@@ -28,7 +28,7 @@ from marketplace.selectors.catalogue import catalogue_search, clean_params
 from marketplace.selectors.visibility import viewer_for
 from marketplace.services.submissions import embedding_text
 from marketplace.validation import normalize_name
-from projects.models import Membership, Team
+from teams.models import Membership, Team
 
 EMBED_BATCH = 256
 

@@ -59,7 +59,7 @@ def api_seed(*, team_slug: str, admin_username: str) -> tuple[str, str]:
 
     from marketplace.models import PluginVersion
     from marketplace.services.publishing import plugin_directory_publish
-    from projects.models import Team
+    from teams.models import Team
     from tools.selectors import active_activation
     from tools.services.activations import activation_decide, activation_request
     from tools.services.tokens import tool_token_create

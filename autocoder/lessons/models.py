@@ -37,7 +37,7 @@ class Lesson(models.Model):
     avoidance_rule = models.TextField()
     tags = ArrayField(models.CharField(max_length=40), default=list, blank=True)
     team = models.ForeignKey(
-        "projects.Team", null=True, blank=True, on_delete=models.CASCADE, related_name="lessons",
+        "teams.Team", null=True, blank=True, on_delete=models.CASCADE, related_name="lessons",
         help_text="Empty for a global lesson, which every team retrieves.",
     )
     retrieved_count = models.PositiveIntegerField(default=0)
@@ -96,7 +96,7 @@ class LessonSource(models.Model):
 
     lesson = models.ForeignKey(Lesson, on_delete=models.CASCADE, related_name="sources")
     # The team that owned the run, so a promoted lesson never shows another team's runs.
-    team = models.ForeignKey("projects.Team", null=True, on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey("teams.Team", null=True, on_delete=models.CASCADE, related_name="+")
     run_id = models.BigIntegerField()
     # 0 stands for "the run as a whole" (a positive lesson without a known final iteration).
     iteration = models.PositiveIntegerField()

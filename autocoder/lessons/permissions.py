@@ -12,7 +12,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from autocoder.lessons.models import Lesson
-from projects.models import Membership
+from teams.models import Membership
 
 User = AbstractBaseUser | AnonymousUser
 

@@ -30,7 +30,7 @@ from autocoder.lessons.permissions import can_curate, can_promote
 from autocoder.lessons.selectors import lessons_nearest
 from autocoder.lessons.types import ReflectionNote, RunSummary
 from autocoder.signatures import normalize_error_signature
-from projects.models import Team
+from teams.models import Team
 
 __all__ = [
     "ReflectionNote", "RunSummary", "lesson_create", "lesson_promote", "lesson_restore",

@@ -22,8 +22,8 @@ from autocoder.lessons.permissions import (
     get_lesson_for_curator,
     get_lesson_for_viewer,
 )
-from projects.models import Team
-from projects.permissions import get_team_for_member
+from teams.models import Team
+from teams.permissions import get_team_for_member
 
 PAGE_SIZE = 20
 # URL names the engine's run page may get; until one exists the lesson page prints the path.

@@ -34,8 +34,8 @@ def _banner(request: HttpRequest) -> dict[str, Any] | None:
 
 
 def _team_admin(request: HttpRequest) -> bool:
-    from projects.models import Membership
-    from projects.selectors import request_memberships
+    from teams.models import Membership
+    from teams.selectors import request_memberships
 
     return any(m.role == Membership.Role.ADMIN for m in request_memberships(request))
 

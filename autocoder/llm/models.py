@@ -62,7 +62,7 @@ class TeamModelOverride(SealedApiKey, models.Model):
         ANTHROPIC = "anthropic", "Anthropic"
         LLAMACPP = "llamacpp", "llama.cpp in the worker (GGUF file)"
 
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE,
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE,
                              related_name="model_overrides")
     role = models.CharField(max_length=16, choices=[(role, role.title()) for role in ROLES])
     provider = models.CharField(max_length=16, choices=Provider.choices, blank=True,

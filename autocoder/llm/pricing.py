@@ -8,11 +8,10 @@ says "no price set" instead of pretending the tokens were free.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from decimal import ROUND_HALF_UP, Decimal
-
-from django.conf import settings
+from decimal import Decimal
 
 from autocoder.llm.models import ModelPrice
+from autocoder.money import money
 
 NO_PRICE = "no price set"
 
@@ -23,20 +22,6 @@ def prices_for(models: Iterable[str]) -> dict[str, ModelPrice]:
     if not names:
         return {}
     return {price.model: price for price in ModelPrice.objects.filter(model__in=names)}
-
-
-def currency() -> str:
-    return str(settings.COST_CURRENCY)
-
-
-def money(amount: Decimal | float | int) -> str:
-    """"0.0421 USD", "0.50 USD", "12.50 USD": cents, with four places for a fraction of one
-    unit of the currency that is not a whole number of cents."""
-    value = Decimal(amount)
-    cents = Decimal("0.01")
-    places = (cents if abs(value) >= 1 or value == value.quantize(cents)
-              else Decimal("0.0001"))
-    return f"{value.quantize(places, rounding=ROUND_HALF_UP):,} {currency()}"
 
 
 def cost_text(cost: Decimal | float | int | None, *, unpriced_tokens: int = 0,

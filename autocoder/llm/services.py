@@ -14,8 +14,8 @@ from django.db import transaction
 from autocoder.llm.models import ModelPrice, SiteModelConfig, TeamModelOverride
 from autocoder.llm.selectors import MODEL_PRICE_ACTION, SITE_MODEL_ACTION
 from autocoder.llm.types import ROLES, safe_url
-from projects.models import Team
-from projects.services.audit import audit_record
+from teams.models import Team
+from teams.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
 

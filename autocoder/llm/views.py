@@ -20,7 +20,8 @@ from django.views.decorators.http import require_POST
 from autocoder.llm import pricing, readiness, selectors, services
 from autocoder.llm.forms import ModelPriceForm, SiteModelForm, SiteModelSaveForm
 from autocoder.llm.types import LLMConfigError
-from projects.http import AuthenticatedHttpRequest
+from autocoder.money import currency
+from teams.http import AuthenticatedHttpRequest
 
 PAGE = "llm/model_settings.html"
 PRICES_PAGE = "llm/model_prices.html"
@@ -84,7 +85,7 @@ def model_prices(request: AuthenticatedHttpRequest) -> HttpResponse:
                                       "next call.")
             return redirect("llm:model_prices")
     return render(request, PRICES_PAGE, {"form": form, "prices": selectors.model_price_list(),
-                                         "currency": pricing.currency()})
+                                         "currency": currency()})
 
 
 @login_required

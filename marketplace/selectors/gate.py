@@ -11,9 +11,9 @@ from django.db.models import QuerySet
 
 from marketplace.models import PluginVersion
 from marketplace.selectors.visibility import Viewer, visible_q
-from projects.models import Membership
 from runs import approval_rules
 from runs.selectors.approvals import who_decides
+from teams.models import Membership
 
 
 def version_decision_refusal(*, version: PluginVersion, user: AbstractBaseUser) -> str:

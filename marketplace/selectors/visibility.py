@@ -17,8 +17,8 @@ from django.http import HttpRequest
 
 from marketplace.models import Plugin
 from marketplace.validation import normalize_name
-from projects.models import Membership
-from projects.selectors.teams import request_memberships
+from teams.models import Membership
+from teams.selectors.teams import request_memberships
 
 
 @dataclass(frozen=True)

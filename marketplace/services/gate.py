@@ -8,22 +8,27 @@ run's publish approval request; `publish_approval_decided` settles it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from marketplace.inbox import upload_url
 from marketplace.models import Plugin, PluginVersion, VersionDecision
 from marketplace.proposals import PublishProposal, proposal_from_payload
 from marketplace.selectors.gate import version_decision_refusal
 from marketplace.selectors.visibility import can_see, viewer_for
 from marketplace.services.listing import plugin_listing_refresh
-from projects.models import Project
-from projects.services.audit import audit_record
 from projects.services.board import team_event_on_commit
 from runs import approval_rules
-from runs.models import ApprovalRequest
+from runs.models import ApprovalRequest, Project
+from runs.services.project_status import project_published
+from teams.services.audit import audit_record
+from teams.services.notifications import (
+    decision_message,
+    notification_decided_send,
+    notifications_review_requested,
+    notifications_review_settled,
+)
 
 NOT_AS_APPROVED = ("its version, visibility or category is not what the publish request"
                    " approved; publish the run again to ask the reviewers for it")
@@ -65,9 +70,6 @@ def plugin_version_decide(*, version: PluginVersion, user: User, approve: bool,
 
 def deciders_notify(version: PluginVersion) -> None:
     """Put a new upload in the bell of everyone the approval rules let decide it."""
-    from projects.selectors.inbox import upload_url
-    from projects.services.notifications import notifications_review_requested
-
     plugin = version.plugin
     submitter = version.submitted_by.get_username() if version.submitted_by else "someone"
     deciders = [user for user in approval_rules.upload_deciders(
@@ -81,13 +83,6 @@ def deciders_notify(version: PluginVersion) -> None:
 
 def _submitter_notify(version: PluginVersion, *, actor: User, comment: str) -> None:
     """Tell whoever uploaded `version` how it was decided, with the reviewer's words."""
-    from projects.selectors.inbox import upload_url
-    from projects.services.notifications import (
-        decision_message,
-        notification_decided_send,
-        notifications_review_settled,
-    )
-
     plugin = version.plugin
     notifications_review_settled(team_id=plugin.team_id, url=upload_url(version))
     message = decision_message(actor=actor, what=f"version {version.version} of “{plugin.name}”",
@@ -159,14 +154,11 @@ def _version_reject(version: PluginVersion, comment: str) -> None:
         decision_comment=comment.strip())
 
 
-def _project_mark_published(*, run_id: int, now: Any) -> None:
-    project = Project.objects.filter(runs__id=run_id).first()
-    if project is None or project.status == Project.Status.PUBLISHED:
-        return
-    Project.objects.filter(id=project.id).update(
-        status=Project.Status.PUBLISHED, status_changed_at=now, updated_at=now, queue_position=0)
-    team_event_on_commit(team_id=project.team_id, kind="project.updated",
-                         data={"project": project.id, "status": Project.Status.PUBLISHED})
+def _project_mark_published(*, run_id: int) -> None:
+    project = project_published(run_id=run_id)
+    if project is not None:
+        team_event_on_commit(team_id=project.team_id, kind="project.updated",
+                             data={"project": project.id, "status": Project.Status.PUBLISHED})
 
 
 def _version_go_live(version: PluginVersion, approver: User | None) -> None:
@@ -184,7 +176,7 @@ def _version_go_live(version: PluginVersion, approver: User | None) -> None:
     plugin.save(update_fields=["visibility", "category", "tags", "published_at", "updated_at"])
     plugin_listing_refresh(plugin=plugin)
     if version.run_id:  # the project's card moves to the board's Published column
-        _project_mark_published(run_id=version.run_id, now=now)
+        _project_mark_published(run_id=version.run_id)
     audit_record(actor=approver, action="plugin.publish", team=plugin.team, target=version,
                  after={"plugin": plugin.name, "version": version.version,
                         "visibility": plugin.visibility,

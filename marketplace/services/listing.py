@@ -17,8 +17,8 @@ from packaging.version import Version
 from marketplace.models import Artifact, Plugin, PluginVersion
 from marketplace.selectors.visibility import viewer_for
 from marketplace.validation import PackageError, clean_tags
-from projects.models import Membership
-from projects.services.audit import audit_record
+from teams.models import Membership
+from teams.services.audit import audit_record
 
 README_INDEX_CHARS = 20_000
 

@@ -31,10 +31,10 @@ from marketplace.services.listing import plugin_settings_update
 from marketplace.services.submissions import version_create
 from marketplace.storage import artifact_dir_remove
 from marketplace.validation import PackageError, files_from_directory
-from projects.models import Membership, Team
-from projects.services.audit import audit_record
 from runs import approval_rules
 from runs.models import ApprovalRequest, ApprovalVote, LLMCall, Run
+from teams.models import Membership, Team
+from teams.services.audit import audit_record
 
 if TYPE_CHECKING:
     from runs.services.approvals import VoteOutcome

@@ -17,9 +17,9 @@ from marketplace.checks import CheckedPlugin, name_and_version_check
 from marketplace.models import Artifact, Plugin, PluginVersion
 from marketplace.storage import artifact_dir_remove, artifact_relpath, artifact_write
 from marketplace.validation import Manifest, PackageError, clean_tags, normalize_name, source_sha256
-from projects.models import Team
-from projects.services.audit import audit_record
 from runs.models import ApprovalRequest, Run
+from teams.models import Team
+from teams.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
 

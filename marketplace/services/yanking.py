@@ -11,7 +11,7 @@ from marketplace.permissions import require_reviewer
 from marketplace.services.gate import DecisionConflict
 from marketplace.services.listing import plugin_listing_refresh
 from marketplace.validation import PackageError
-from projects.services.audit import audit_record
+from teams.services.audit import audit_record
 
 MAX_YANK_REASON_CHARS = 300
 

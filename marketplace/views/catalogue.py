@@ -56,9 +56,9 @@ from marketplace.services.uploads import plugin_upload_store
 from marketplace.services.yanking import plugin_version_unyank, plugin_version_yank
 from marketplace.try_input import try_commands
 from marketplace.validation import PackageError
-from projects.http import AuthenticatedHttpRequest
 from projects.permissions import get_run_for_member
-from projects.selectors import teams_for_user
+from teams.http import AuthenticatedHttpRequest
+from teams.selectors import teams_for_user
 
 
 def _plugin_or_404(request: AuthenticatedHttpRequest, name: str) -> tuple[Plugin, Viewer]:

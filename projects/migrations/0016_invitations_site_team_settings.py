@@ -6,7 +6,7 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-import projects.models.invitations
+import teams.models.invitations
 
 
 class Migration(migrations.Migration):
@@ -45,7 +45,7 @@ class Migration(migrations.Migration):
                 ('role', models.CharField(choices=[('requester', 'Requester'), ('reviewer', 'Reviewer'), ('admin', 'Admin')], default='requester', max_length=16)),
                 ('status', models.CharField(choices=[('pending', 'Waiting for an answer'), ('accepted', 'Accepted'), ('declined', 'Declined'), ('withdrawn', 'Withdrawn')], default='pending', max_length=16)),
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('expires_at', models.DateTimeField(default=projects.models.invitations.invitation_expiry)),
+                ('expires_at', models.DateTimeField(default=teams.models.invitations.invitation_expiry)),
                 ('answered_at', models.DateTimeField(blank=True, null=True)),
                 ('invited_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
                 ('team', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='invitations', to='projects.team')),

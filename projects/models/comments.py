@@ -10,8 +10,8 @@ from django.db import models
 
 
 class Comment(models.Model):
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
-    project = models.ForeignKey("projects.Project", on_delete=models.CASCADE,
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
+    project = models.ForeignKey("runs.Project", on_delete=models.CASCADE,
                                 related_name="comments")
     run = models.ForeignKey("runs.Run", null=True, blank=True, on_delete=models.CASCADE,
                             related_name="comments")

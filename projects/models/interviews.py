@@ -13,13 +13,13 @@ class Interview(models.Model):
         SUMMARY = "summary", "Summary"
         STARTED = "started", "Started"
 
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="interviews")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="interviews")
     requester = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="interviews"
     )
     # Created with the interview (status "interviewing") so the request shows on the board.
     project = models.OneToOneField(
-        "projects.Project", on_delete=models.CASCADE, related_name="interview"
+        "runs.Project", on_delete=models.CASCADE, related_name="interview"
     )
     step = models.CharField(max_length=12, choices=Step.choices, default=Step.QUESTIONS)
     request = models.TextField(help_text="What the requester needs, in their own words.")

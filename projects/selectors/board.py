@@ -21,11 +21,12 @@ from django.utils.safestring import SafeString
 
 from autocoder import realtime
 from autocoder.compiled_queries import fetch_rows
-from autocoder.llm.pricing import NO_PRICE, money
+from autocoder.llm.pricing import NO_PRICE
+from autocoder.money import money
 from autocoder.shared_copies import SharedCopies
-from projects.models import Membership, Project, Team
 from runs.approval_rules import awaiting_member_q
-from runs.models import ApprovalRequest, ApprovalVote, Iteration, Run
+from runs.models import ApprovalRequest, ApprovalVote, Iteration, Project, Run
+from teams.models import Membership, Team
 
 S = Project.Status
 # Every card of a team's unfiltered board, as rows, kept between the team's live events; a

@@ -8,10 +8,11 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from marketplace.validation import render_readme  # the one markdown sanitiser (plugin READMEs)
-from projects.models import Comment, Membership, Project
+from autocoder.markdown import render_markdown
+from projects.models import Comment
 from projects.services.comments import MAX_CHARS, may_delete, may_edit, thread_page_url
-from runs.models import ApprovalRequest, Run
+from runs.models import ApprovalRequest, Project, Run
+from teams.models import Membership
 
 
 @dataclass(frozen=True)
@@ -38,7 +39,7 @@ class Thread:
 def render_comment(body: str) -> str:
     """Markdown to HTML with the sanitising of plugin READMEs: no scripts, no event handlers,
     no javascript: links, no images."""
-    return render_readme(body)
+    return render_markdown(body)
 
 
 def safe_page(path: str | None, *, default: str) -> str:

@@ -1,58 +1,29 @@
-"""The reviewer's inbox: everything that waits for a decision of theirs, a run's gates (plan,
-change, escalation, publish request, from runs/selectors/approvals.py) and plugin versions
-uploaded to the marketplace, oldest first, and its count on every page."""
+"""The reviewer's inbox: everything that waits for a decision of theirs, oldest first, and its
+count on every page: a run's gates (plan, change, escalation, publish request, from
+runs/selectors/approvals.py) and what the apps above the portal add through the
+"inbox_source" hook (autocoder/hooks.py; the marketplace: uploaded plugin versions,
+marketplace/inbox.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.paginator import Page, Paginator
-from django.db.models import CharField, Exists, OuterRef, Q, QuerySet, Value
+from django.db.models import CharField, QuerySet, Value
 from django.urls import reverse
 
+from autocoder import hooks
 from autocoder.compiled_queries import count_rows
-from projects.models import Membership
-from runs.approval_rules import decidable_uploads_q
 from runs.models import ApprovalRequest
 from runs.selectors.approvals import approvals_awaiting
+from teams.models import Membership
 
-if TYPE_CHECKING:
-    from marketplace.models import PluginVersion
-
-
-def uploads_awaiting(user: User | AnonymousUser, memberships: list[Membership] | None = None
-                     ) -> QuerySet[PluginVersion]:
-    """Plugin versions uploaded to the marketplace (or sent from the command line) that wait
-    at the publish gate in the user's teams, that the user may decide (`upload_refusal`) and
-    see, and has not voted on. A run's version is left out: its gate is the run's publish
-    request, which `approvals_awaiting` lists."""
-    # Imported here: the marketplace builds on the projects app.
-    from marketplace.models import PluginVersion, VersionDecision
-    from marketplace.selectors.visibility import viewer_of, visible_q
-
-    if not user.is_authenticated:
-        return PluginVersion.objects.none()
-    if memberships is None:
-        memberships = list(Membership.objects.filter(user=user).select_related("team"))
-    scope = Q(pk__in=[])
-    for membership in memberships:
-        allowed = decidable_uploads_q(membership=membership, team=membership.team)
-        if allowed is not None:
-            scope |= allowed & Q(plugin__team_id=membership.team_id)
-    voted = Exists(VersionDecision.objects.filter(version=OuterRef("pk"), user_id=user.pk))
-    return (PluginVersion.objects
-            .filter(scope, visible_q(viewer_of(user.pk, memberships), "plugin__"),
-                    status=PluginVersion.Status.PENDING, approval__isnull=True)
-            .exclude(voted).select_related("plugin__team", "submitted_by").defer("files")
-            .order_by("created_at"))
-
-
-# Which table a row of the inbox comes from.
-GATE, UPLOAD = "gate", "upload"
+# The source of a run's gates; other sources are named by the apps that register them.
+GATE = "gate"
 
 
 def _inbox_rows(user: User | AnonymousUser,
@@ -66,8 +37,10 @@ def _inbox_rows(user: User | AnonymousUser,
         return (queryset.order_by().annotate(inbox=Value(source, output_field=CharField()))
                 .values_list("created_at", "pk", "inbox"))
 
-    return rows(approvals_awaiting(user, memberships), GATE).union(
-        rows(uploads_awaiting(user, memberships), UPLOAD), all=True)
+    others = [rows(source.awaiting(user, memberships), source.name)
+              for source in hooks.get(INBOX_SOURCE)]
+    gates = rows(approvals_awaiting(user, memberships), GATE)
+    return gates.union(*others, all=True) if others else gates
 
 
 def inbox_count(user: User | AnonymousUser, memberships: list[Membership] | None = None) -> int:
@@ -85,6 +58,20 @@ def membership_shape(memberships: Iterable[Membership]) -> tuple[tuple[int, str,
     """Everything of the user's memberships the inbox query is built from: the teams, the role
     in each (who may decide) and whether the team lets requesters decide."""
     return tuple(sorted((m.team_id, m.role, m.team.requester_may_approve) for m in memberships))
+
+
+INBOX_SOURCE = "inbox_source"
+
+
+@dataclass(frozen=True)
+class InboxSource:
+    """What an app adds to the inbox (registered with hooks.register(INBOX_SOURCE, source)):
+    `awaiting(user, memberships)` is a queryset of what waits for the user (with `created_at`
+    and `pk`), `items(pks)` the inbox items of some of its rows by pk."""
+
+    name: str
+    awaiting: Callable[[User | AnonymousUser, list[Membership] | None], QuerySet[Any]]
+    items: Callable[[list[int]], dict[int, InboxItem]]
 
 
 @dataclass(frozen=True)
@@ -110,22 +97,19 @@ def inbox_page(user: User | AnonymousUser, number: Any = 1, *, per_page: int = 2
 
 
 def inbox_items(rows: Iterable[tuple[datetime, int, str]]) -> list[InboxItem]:
-    from marketplace.models import PluginVersion
-
+    """The items of `rows` (created_at, pk, source), in their order: one query per source."""
     rows = list(rows)
-    gates = {a.pk: a for a in ApprovalRequest.objects.select_related(
-        "project__team", "project__requester").filter(
-        pk__in=[pk for _, pk, source in rows if source == GATE])}
-    uploads = {v.pk: v for v in PluginVersion.objects.select_related(
-        "plugin__team", "submitted_by").defer("files").filter(
-        pk__in=[pk for _, pk, source in rows if source == UPLOAD])}
-    items = []
-    for _, pk, source in rows:
-        if source == GATE and pk in gates:
-            items.append(_gate_item(gates[pk]))
-        elif source == UPLOAD and pk in uploads:
-            items.append(upload_item(uploads[pk]))
-    return items
+    items_of: dict[str, Callable[[list[int]], dict[int, InboxItem]]] = {
+        GATE: _gate_items, **{source.name: source.items for source in hooks.get(INBOX_SOURCE)}}
+    found: dict[str, dict[int, InboxItem]] = {
+        name: items([pk for _, pk, source in rows if source == name])
+        for name, items in items_of.items()}
+    return [found[source][pk] for _, pk, source in rows if pk in found.get(source, {})]
+
+
+def _gate_items(pks: list[int]) -> dict[int, InboxItem]:
+    return {approval.pk: _gate_item(approval) for approval in ApprovalRequest.objects
+            .select_related("project__team", "project__requester").filter(pk__in=pks)}
 
 
 def _gate_item(approval: ApprovalRequest) -> InboxItem:
@@ -135,19 +119,3 @@ def _gate_item(approval: ApprovalRequest) -> InboxItem:
         requested_by=approval.project.requester.get_username(),
         created_at=approval.created_at, url=reverse("approval_detail", args=[approval.pk]),
         source=GATE)
-
-
-def upload_item(version: PluginVersion) -> InboxItem:
-    """An uploaded version as the inbox shows it; its decision is taken on its own page."""
-    return InboxItem(
-        what=f"Uploaded version {version.version}", subject=version.plugin.name,
-        team=version.plugin.team.name,
-        requested_by=version.submitted_by.get_username() if version.submitted_by else "",
-        created_at=version.created_at, url=upload_url(version), source=UPLOAD)
-
-
-def upload_url(version: PluginVersion) -> str:
-    """Where an uploaded version is decided: its page, at its decision (the anchor also keeps
-    a re-upload of a rejected number apart from the first one)."""
-    page = reverse("marketplace:version", args=[version.plugin.normalized_name, version.version])
-    return f"{page}#gate-{version.pk}"

@@ -32,9 +32,10 @@ from django.db.models.functions import TruncWeek
 from django.utils import timezone
 
 from autocoder.lessons.models import LessonOutcome
-from autocoder.llm.pricing import cost_text, currency
-from projects.models import Team
+from autocoder.llm.pricing import cost_text
+from autocoder.money import currency
 from runs.models import ApprovalRequest, Iteration, LoopEvent, Run
+from teams.models import Team
 
 # The seed's targets, shown beside the figures.
 TARGET_BUILD_SUCCESS = 0.95

@@ -8,8 +8,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import OuterRef, Subquery
 
-from projects.models import Project
-from runs.models import Run
+from runs.models import Project, Run
 
 HOME_LIMIT = 20
 

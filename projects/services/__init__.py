@@ -1,14 +1,2 @@
-"""Writes of the projects app, one module per area; the team services are re-exported here."""
-
-from projects.services.teams import (
-    DEMO_TEAM_SLUG,
-    DEMO_USERS,
-    DemoData,
-    demo_data_ensure,
-    membership_add,
-    team_create,
-    team_settings_update,
-)
-
-__all__ = ["DEMO_TEAM_SLUG", "DEMO_USERS", "DemoData", "demo_data_ensure", "membership_add",
-           "team_create", "team_settings_update"]
+"""Writes of the projects app (interviews, runs started from them, the board, comments), one
+module per area."""

@@ -10,9 +10,10 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from autocoder import realtime
-from projects.models import Membership, Project
 from projects.selectors.board import queue_order
-from projects.services.audit import audit_record
+from runs.models import Project
+from teams.models import Membership
+from teams.services.audit import audit_record
 
 
 class QueueError(Exception):

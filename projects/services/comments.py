@@ -24,10 +24,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from autocoder import realtime
-from projects.models import Comment, Membership, Project
-from projects.services.audit import audit_record
-from projects.services.notifications import notifications_comment_send
-from runs.models import ApprovalRequest, Run
+from projects.models import Comment
+from runs.models import ApprovalRequest, Project, Run
+from teams.models import Membership
+from teams.services.audit import audit_record
+from teams.services.notifications import notifications_comment_send
 
 MAX_CHARS = 10_000
 EXCERPT_CHARS = 120

@@ -10,10 +10,10 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from projects.models import Membership
-from projects.services.audit import audit_record
 from runs.models import Run
 from runs.services import common, finishing, starting, waiting
+from teams.models import Membership
+from teams.services.audit import audit_record
 
 ACTIONS = ("pause", "resume", "cancel", "retry")
 

@@ -8,10 +8,9 @@ from typing import Any
 from django import template
 
 from projects.comment_forms import CommentForm
-from projects.models import Project
-from projects.permissions import membership_for
 from projects.selectors.comments import thread_for
-from runs.models import ApprovalRequest, Run
+from runs.models import ApprovalRequest, Project, Run
+from teams.permissions import membership_for
 
 register = template.Library()
 

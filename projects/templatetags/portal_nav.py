@@ -9,8 +9,8 @@ from django import template
 from django.http import HttpRequest
 
 from projects.selectors.inbox import inbox_count
-from projects.selectors.notifications import unread_count
-from projects.selectors.teams import request_memberships
+from teams.selectors.notifications import unread_count
+from teams.selectors.teams import request_memberships
 
 register = template.Library()
 

@@ -8,7 +8,7 @@ from typing import Any
 from django import template
 
 from projects.selectors.inbox import inbox_page
-from projects.selectors.teams import request_memberships
+from teams.selectors.teams import request_memberships
 
 register = template.Library()
 

@@ -10,20 +10,20 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
-from marketplace.validation import PackageError as PublishRefused
+from projects.approval_extras import ChoiceRefused, approval_extra
 from projects.approval_forms import ApprovalDecisionForm
 from projects.diffs import unified_rows
-from projects.http import AuthenticatedHttpRequest
-from projects.models import Membership
 from projects.permissions import get_approval_for_member
-from projects.selectors import request_memberships
 from projects.selectors.inbox import inbox_page
-from projects.selectors.teams import teams_for_user
 from projects.views.broker import broker_required
 from runs import approval_rules as rules
 from runs.models import ApprovalRequest, ApprovalVote
 from runs.selectors.approvals import review_material, who_decides
 from runs.services import approvals as services
+from teams.http import AuthenticatedHttpRequest
+from teams.models import Membership
+from teams.selectors import request_memberships
+from teams.selectors.teams import teams_for_user
 
 PAGE_SIZE = 25
 _PENDING = ApprovalRequest.Status.PENDING
@@ -43,13 +43,11 @@ def approval_list(request: AuthenticatedHttpRequest) -> HttpResponse:
 
 
 def _form(approval: ApprovalRequest, data: Any = None, **kwargs: Any) -> ApprovalDecisionForm:
-    """The decision form; a pending publish request's also chooses what approving publishes."""
-    publish = None
-    if approval.kind == ApprovalRequest.Kind.PUBLISH and approval.status == _PENDING:
-        from marketplace.proposals import publish_choice  # the marketplace builds on projects
-
-        publish = publish_choice(approval)
-    return ApprovalDecisionForm(data, approval=approval, publish=publish, **kwargs)
+    """The decision form; a pending publish request's also chooses what approving publishes
+    (what an app adds to a kind of request: projects/approval_extras.py)."""
+    extra = approval_extra(approval.kind)
+    choice = extra.choice(approval) if extra and approval.status == _PENDING else None
+    return ApprovalDecisionForm(data, approval=approval, extra=extra, choice=choice, **kwargs)
 
 
 @login_required
@@ -82,7 +80,7 @@ def approval_decide(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         form.is_valid()
         form.add_error(None, str(error))
         return _render(request, approval, membership, form, status=409, refused=str(error))
-    except PublishRefused as error:
+    except ChoiceRefused as error:
         # The plugin cannot be published as chosen (a version already taken, a name of another
         # team...): nothing was decided; the reviewer corrects the choice or rejects.
         for problem in error.errors:
@@ -95,13 +93,8 @@ def approval_decide(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 def _vote(request: AuthenticatedHttpRequest, approval: ApprovalRequest,
           form: ApprovalDecisionForm) -> services.VoteOutcome:
     data = form.cleaned_data
-    if form.publishes and data["decision"] == ApprovalVote.Decision.APPROVE:
-        from marketplace.services.publishing import publish_request_approve
-
-        return publish_request_approve(
-            approval=approval, user=request.user, comment=data["comment"],
-            candidate=data["candidate"], version=data["version"],
-            visibility=data["visibility"], category=data["category"])
+    if form.extra and form.publishes and data["decision"] == ApprovalVote.Decision.APPROVE:
+        return form.extra.approve(approval=approval, user=request.user, data=data)
     return services.approval_vote_cast(approval=approval, user=request.user,
                                        decision=data["decision"], comment=data["comment"],
                                        candidate=data["candidate"])
@@ -125,12 +118,13 @@ def _context(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membe
     is_pending = approval.status == ApprovalRequest.Status.PENDING
     diff = (unified_rows(material.against.files if material.against else {},
                          material.iteration.files) if material.iteration else None)
+    extra = approval_extra(approval.kind)
     return {
+        **(extra.page(approval) if extra else {}),
         "who_decides": who_decides(deciders=rules.gate_deciders(approval), team_name=team.name,
                                    thing="request", viewer_id=request.user.pk,
                                    author=approval.project.requester)
         if refusal and is_pending else "",
-        "published": _published(approval),
         "approval": approval, "project": approval.project, "run": approval.run, "team": team,
         "payload": approval.payload or {}, "material": material, "diff": diff, "tally": tally,
         "my_vote": next((v for v in tally.votes if v.user_id == request.user.pk), None),
@@ -138,13 +132,3 @@ def _context(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membe
         "is_pending": is_pending, "form": form,
         "outcomes": material.test_report.get("outcomes") or [],
     }
-
-
-def _published(approval: ApprovalRequest) -> Any:
-    """The marketplace version a decided publish request put live (None otherwise)."""
-    if (approval.kind != ApprovalRequest.Kind.PUBLISH
-            or approval.status != ApprovalRequest.Status.APPROVED):
-        return None
-    from marketplace.selectors.versions import published_version_of_run
-
-    return published_version_of_run(approval.run_id)

@@ -9,10 +9,10 @@ from django.http import HttpResponse
 from django.shortcuts import render
 
 from projects.approval_forms import AuditFilterForm
-from projects.audit_words import audit_sentence
-from projects.http import AuthenticatedHttpRequest
-from projects.permissions import get_team_for_member
-from projects.selectors.audit import audit_actions, audit_entries
+from teams.audit_words import audit_sentence
+from teams.http import AuthenticatedHttpRequest
+from teams.permissions import get_team_for_member
+from teams.selectors.audit import audit_actions, audit_entries
 
 PAGE_SIZE = 50
 

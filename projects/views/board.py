@@ -13,12 +13,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from projects.board_render import CardContext, column_cards_html
-from projects.http import AuthenticatedHttpRequest
 from projects.middleware import SESSION_KEY
-from projects.models import Membership, Project, Team
-from projects.permissions import get_team_for_member
 from projects.selectors.board import COLUMN_KEYS, COLUMNS, BoardFilters, board_for
 from projects.services import board as services
+from runs.models import Project
+from teams.http import AuthenticatedHttpRequest
+from teams.models import Membership, Team
+from teams.permissions import get_team_for_member
 
 # Beyond this many cards a column shows a link to itself alone (a status filter) instead.
 COLUMN_LIMIT = 100

@@ -15,8 +15,6 @@ from django.template.loader import render_to_string
 from django.views.decorators.http import require_http_methods, require_POST
 
 from projects.comment_forms import CommentForm
-from projects.http import AuthenticatedHttpRequest
-from projects.models import Membership, Project
 from projects.permissions import (
     get_approval_for_member,
     get_comment_for_member,
@@ -25,7 +23,9 @@ from projects.permissions import (
 )
 from projects.selectors.comments import Thread, thread_for, thread_of
 from projects.services import comments as services
-from runs.models import ApprovalRequest, Run
+from runs.models import ApprovalRequest, Project, Run
+from teams.http import AuthenticatedHttpRequest
+from teams.models import Membership
 
 TEMPLATE = "projects/_comments.html"
 

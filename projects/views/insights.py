@@ -12,8 +12,6 @@ from django.utils import timezone
 
 from projects import charts
 from projects.forms import InsightsPeriodForm
-from projects.http import AuthenticatedHttpRequest
-from projects.permissions import get_team_for_member
 from projects.selectors.insights import (
     TARGET_AUTO_FIX,
     TARGET_BUILD_SUCCESS,
@@ -22,6 +20,8 @@ from projects.selectors.insights import (
     team_insights,
 )
 from projects.templatetags.insights import loop_kind
+from teams.http import AuthenticatedHttpRequest
+from teams.permissions import get_team_for_member
 
 
 @login_required

@@ -12,14 +12,14 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from projects.forms import InvitationForm
-from projects.http import AuthenticatedHttpRequest
 from projects.middleware import SESSION_KEY
-from projects.models import Invitation
-from projects.models.invitations import LIFETIME
-from projects.permissions import get_team_for_admin
-from projects.selectors.invitations import invitation_open_for, invitations_open_for
-from projects.services import invitations as services
 from projects.views.teams import team_page
+from teams.http import AuthenticatedHttpRequest
+from teams.models import Invitation
+from teams.models.invitations import LIFETIME
+from teams.permissions import get_team_for_admin
+from teams.selectors.invitations import invitation_open_for, invitations_open_for
+from teams.services import invitations as services
 
 
 @login_required

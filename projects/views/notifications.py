@@ -9,11 +9,11 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_POST
 
-from projects.http import AuthenticatedHttpRequest
-from projects.models import Notification
-from projects.selectors.notifications import notifications_for
-from projects.services import notifications as services
 from projects.templatetags.portal_nav import nav_counts
+from teams.http import AuthenticatedHttpRequest
+from teams.models import Notification
+from teams.selectors.notifications import notifications_for
+from teams.services import notifications as services
 
 PAGE_SIZE = 30
 

@@ -12,8 +12,6 @@ from django.views.decorators.http import require_POST
 
 from autocoder.installation import PART_NAMES, InstallationFault
 from projects.diffs import code_lines, split_rows, unified_rows
-from projects.http import AuthenticatedHttpRequest
-from projects.models import Membership
 from projects.permissions import get_run_for_member
 from projects.services import runs as services
 from projects.views.broker import broker_reachable, broker_unavailable
@@ -29,6 +27,8 @@ from runs.selectors.runs import (
     visible_findings,
 )
 from runs.summary import what_it_showed
+from teams.http import AuthenticatedHttpRequest
+from teams.models import Membership
 
 
 def _int(params: QueryDict, name: str) -> int | None:

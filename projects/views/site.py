@@ -8,12 +8,12 @@ from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 
-from autocoder.llm.pricing import currency
+from autocoder.money import currency
 from projects.forms import SiteTeamSettingsForm
-from projects.http import AuthenticatedHttpRequest
-from projects.permissions import require_site_admin
-from projects.selectors.site import site_team_settings_get, site_team_settings_history
-from projects.services.site import site_team_settings_update
+from teams.http import AuthenticatedHttpRequest
+from teams.permissions import require_site_admin
+from teams.selectors.site import site_team_settings_get, site_team_settings_history
+from teams.services.site import site_team_settings_update
 
 
 @login_required

@@ -6,24 +6,20 @@ from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
-from autocoder.llm.pricing import money
+from autocoder.money import money
 from projects.forms import InvitationForm, MemberRoleForm, TeamCreateForm, TeamSettingsForm
-from projects.http import AuthenticatedHttpRequest
 from projects.middleware import SESSION_KEY
-from projects.models import Membership, Team
-from projects.models.invitations import LIFETIME
-from projects.permissions import get_team_for_admin, get_team_for_member
-from projects.selectors import team_members, teams_for_user
 from projects.selectors.interviews import interviews_unfinished_for_user
-from projects.selectors.invitations import (
-    TEAM_PAGE_DAYS,
-    invitations_open_for,
-    team_invitations,
-)
 from projects.selectors.requests import requests_for_user
-from projects.selectors.site import is_site_admin, team_creation_allowed
-from projects.services import teams as services
 from runs.budgets import month_budget_state, month_spent
+from teams.http import AuthenticatedHttpRequest
+from teams.models import Membership, Team
+from teams.models.invitations import LIFETIME
+from teams.permissions import get_team_for_admin, get_team_for_member
+from teams.selectors import team_members, teams_for_user
+from teams.selectors.invitations import TEAM_PAGE_DAYS, invitations_open_for, team_invitations
+from teams.selectors.site import is_site_admin, team_creation_allowed
+from teams.services import teams as services
 
 
 @login_required

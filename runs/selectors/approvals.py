@@ -11,9 +11,9 @@ from typing import Any
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
-from projects.models import Membership
 from runs.approval_rules import awaiting_member_q
 from runs.models import ApprovalRequest, ApprovalVote, Iteration
+from teams.models import Membership
 
 
 def _voted_by(user: User) -> Exists:

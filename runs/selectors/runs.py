@@ -11,8 +11,7 @@ from django.utils import timezone
 
 from autocoder.engine.states import Phase
 from autocoder.safety import finding_applies
-from projects.models import Project
-from runs.models import ApprovalRequest, Iteration, LoopEvent, Run
+from runs.models import ApprovalRequest, Iteration, LoopEvent, Project, Run
 from runs.summary import (
     AttemptFacts,
     FindingFact,

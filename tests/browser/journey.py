@@ -25,11 +25,11 @@ from marketplace.models import PluginVersion
 from marketplace.proposals import publish_payload_default
 from marketplace.services.publishing import publish_request_approve
 from marketplace.services.uploads import plugin_upload_submit
-from projects.models import Project, Team
-from projects.services.invitations import invitation_send
 from runs.approval_rules import approval_candidate
 from runs.budgets import BudgetState, spend_record
-from runs.models import ApprovalRequest, Iteration, Run
+from runs.models import ApprovalRequest, Iteration, Project, Run
+from teams.models import Team
+from teams.services.invitations import invitation_send
 from tests.browser.pages import answer_actions, continue_, describe, fill_example
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.marketplace.conftest import plugin_tree, zip_bytes

@@ -12,8 +12,9 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from autocoder import realtime
-from projects.models import Membership, Project
 from projects.selectors.board import queued_projects
+from runs.models import Project
+from teams.models import Membership
 from tests.browser.pages import (
     LIVE_UPDATE_MS,
     log_in,

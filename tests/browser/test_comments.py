@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from projects.models import Comment, Notification
+from projects.models import Comment
+from teams.models import Notification
 from tests.browser.pages import LIVE_UPDATE_MS, log_in, same_document, wait_until_live
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.live import LiveServer

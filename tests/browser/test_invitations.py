@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from projects.models import Membership
+from teams.models import Membership
 from tests.browser.pages import log_in
 from tests.factories import MembershipFactory, UserFactory
 from tests.live import LiveServer

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from projects.models import Project
-from runs.models import ApprovalRequest, Run
+from runs.models import ApprovalRequest, Project, Run
 from tests.browser.pages import (
     LIVE_UPDATE_MS,
     answer_actions,

@@ -17,7 +17,7 @@ import pytest
 from playwright.sync_api import expect
 
 from marketplace.models import Plugin, PluginVersion
-from projects.models import Project
+from runs.models import Project
 from tests.browser.journey import succeeded_run
 from tests.browser.pages import LIVE_UPDATE_MS, log_in, wait_until_live
 from tests.live import LiveServer

@@ -16,8 +16,8 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from projects.interview import spec_assembly
-from projects.models import Interview, Project
-from runs.models import Run
+from projects.models import Interview
+from runs.models import Project, Run
 from tests.browser.pages import (
     REQUEST,
     answer_actions,

@@ -11,9 +11,8 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.db import connection
 
-from projects.models import Project
 from runs.approval_rules import StaleCandidate
-from runs.models import ApprovalRequest, Run
+from runs.models import ApprovalRequest, Project, Run
 from runs.selectors import results as selectors
 from runs.services import deciding, driving, finishing
 from tests.engine.conftest import DispatchRecorder, iterations, prompts

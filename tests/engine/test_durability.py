@@ -19,9 +19,8 @@ from django.utils import timezone
 
 from autocoder.llm import ScriptedProvider
 from autocoder.llm.types import LLMAuthError, LLMTimeout, Message
-from projects.models import Project
 from runs import llm_calls
-from runs.models import Iteration, LLMCall, Run
+from runs.models import Iteration, LLMCall, Project, Run
 from runs.services import common, driving, finishing, resending, stepping, waiting
 from tests.engine.conftest import DispatchRecorder, iterations, load_script
 

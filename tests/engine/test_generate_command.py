@@ -12,8 +12,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from projects.models import Project, Team
-from runs.models import LLMCall, Run
+from runs.models import LLMCall, Project, Run
+from teams.models import Team
 from tests.engine.conftest import SCRIPTS
 
 pytestmark = pytest.mark.django_db
@@ -105,7 +105,7 @@ def test_approve_command_lets_a_waiting_run_go_on(engine_settings: Any, tmp_path
 @pytest.mark.slow
 def test_approve_command_follows_the_teams_rules_and_audits(engine_settings: Any,
                                                             tmp_path: Path) -> None:
-    from projects.models import AuditEntry
+    from teams.models import AuditEntry
 
     result, _ = generate(str(SCRIPTS / "greeter.spec.json"), "--script",
                          str(SCRIPTS / "success.json"), "--autonomy", "semi", "--no-lessons",

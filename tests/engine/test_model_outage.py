@@ -24,9 +24,9 @@ from django.urls import reverse
 from autocoder.heartbeat import watchdog_sweep
 from autocoder.llm.services import site_model_config_set
 from autocoder.llm.types import ROLES
-from projects.models import Notification
 from runs.models import LLMCall, Run
 from runs.services import holding, starting
+from teams.models import Notification
 from tests.engine.conftest import greeter_spec, load_script
 from tests.engine.test_model_settings import COMPLETION, PROMPT, ModelServer
 from tests.engine.test_worker import wait_until_settled

@@ -15,9 +15,9 @@ from django.test import Client
 
 from autocoder import heartbeat
 from autocoder.testing.workers import in_process_worker
-from projects.models import AuditEntry
 from runs.models import Run, StepOutbox
 from runs.services import finishing, outbox, resending, stepping
+from teams.models import AuditEntry
 from tests.engine.conftest import DispatchRecorder
 from tests.engine.redis_outage import RedisOutage, session_redis_socket
 

@@ -14,8 +14,7 @@ import pytest
 
 from autocoder.lessons.models import Lesson
 from autocoder.llm import LLMBadRequest, Message, ScriptedProvider
-from projects.models import Project
-from runs.models import Run
+from runs.models import Project, Run
 from runs.services import driving
 
 pytestmark = pytest.mark.django_db

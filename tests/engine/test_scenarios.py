@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from projects.models import Project
-from runs.models import ApprovalRequest, LLMCall, Run
+from runs.models import ApprovalRequest, LLMCall, Project, Run
 from runs.selectors import results as selectors
 from runs.services import driving
 from tests.engine.conftest import iterations, prompts

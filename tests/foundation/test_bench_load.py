@@ -55,7 +55,7 @@ def test_seed_fills_the_board_and_catalogue_once(member: str) -> None:
     """`bench_load --seed`: the data the documented figures were measured with, added once."""
     from autocoder.benchmarks.load import SEED_PLUGINS, SEED_PROJECTS, seed_sample_data
     from marketplace.models import Plugin
-    from projects.models import Project
+    from runs.models import Project
 
     first = seed_sample_data(team_slug="bench")
     again = seed_sample_data(team_slug="bench")

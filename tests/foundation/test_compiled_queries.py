@@ -11,7 +11,6 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from autocoder import compiled_queries
-from projects.models import Membership, Project
 from projects.selectors.board import (
     CARD_FIELDS,
     BoardFilters,
@@ -20,8 +19,9 @@ from projects.selectors.board import (
     my_review_project_ids,
 )
 from projects.selectors.inbox import _inbox_rows, inbox_count, membership_shape
-from runs.models import Run
-from tests.projects.conftest import Portal, portal  # noqa: F401  (fixture)
+from runs.models import Project, Run
+from teams.models import Membership
+from tests.teams.conftest import Portal, portal  # noqa: F401  (fixture)
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
 
 pytestmark = pytest.mark.django_db

@@ -16,7 +16,7 @@ from asgiref import sync
 from django.test import Client
 
 from autocoder.http_bridge import BufferedWsgiBridge
-from tests.projects.conftest import Portal, portal  # noqa: F401  (fixture)
+from tests.teams.conftest import Portal, portal  # noqa: F401  (fixture)
 
 Message = dict[str, Any]
 

@@ -17,7 +17,7 @@ from django.test import Client
 from autocoder.llm.config import role_config
 from autocoder.llm.models import SiteModelConfig
 from autocoder.llm.selectors import SITE_MODEL_ACTION
-from projects.models import AuditEntry
+from teams.models import AuditEntry
 from tests.factories import UserFactory
 from tests.live import free_port
 from tests.llm.conftest import chat_reply

@@ -20,9 +20,9 @@ from django.urls import reverse
 from autocoder.health import REQUIRED_FOR_SERVICE, check_llm
 from autocoder.llm.models import SiteModelConfig
 from autocoder.llm.services import site_model_config_set
-from projects.models import Notification
 from runs.models import LLMCall, Run
 from runs.services import holding, starting, stepping
+from teams.models import Notification
 from tests.engine.conftest import greeter_spec
 from tests.factories import UserFactory
 from tests.live import free_port

@@ -15,12 +15,13 @@ from django.urls import reverse
 
 from autocoder.llm import Message
 from autocoder.llm.models import ModelPrice
-from autocoder.llm.pricing import NO_PRICE, cost_text, money
+from autocoder.llm.pricing import NO_PRICE, cost_text
 from autocoder.llm.scripted import SCRIPTED_MODEL
 from autocoder.llm.selectors import MODEL_PRICE_ACTION
-from projects.models import AuditEntry
+from autocoder.money import money
 from runs.llm_calls import RunLLM
 from runs.models import LLMCall, Run
+from teams.models import AuditEntry
 from tests.factories import MembershipFactory, UserFactory
 from tests.projects.portal_factories import RunFactory
 

@@ -19,9 +19,9 @@ from django.urls import reverse
 from autocoder.health import REQUIRED_FOR_SERVICE, check_llm
 from autocoder.llm.readiness import model_fault
 from autocoder.management.commands.up import Command as UpCommand
-from projects.models import Notification, Project
-from runs.models import Run
+from runs.models import Project, Run
 from runs.services.stepping import run_step_perform
+from teams.models import Notification
 from tests.factories import UserFactory
 from tests.live import free_port
 from tests.llm.conftest import chat_reply

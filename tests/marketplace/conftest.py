@@ -20,8 +20,8 @@ from marketplace.proposals import publish_payload_default
 from marketplace.services.gate import plugin_version_decide
 from marketplace.services.uploads import plugin_upload_submit
 from marketplace.validation import check_plugin_files
-from projects.models import Project, Team
-from runs.models import ApprovalRequest, Iteration, LLMCall, Run
+from runs.models import ApprovalRequest, Iteration, LLMCall, Project, Run
+from teams.models import Team
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 
 WORD_COUNT_SPEC: dict[str, Any] = {

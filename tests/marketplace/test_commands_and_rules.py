@@ -17,7 +17,7 @@ from marketplace.models import Artifact, Plugin, PluginVersion
 from marketplace.services.gate import DecisionConflict, plugin_version_decide
 from marketplace.services.yanking import plugin_version_unyank, plugin_version_yank
 from marketplace.validation import PackageError
-from projects.models import AuditEntry
+from teams.models import AuditEntry
 from tests.marketplace.conftest import plugin_tree
 
 pytestmark = pytest.mark.django_db

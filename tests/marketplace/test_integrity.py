@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from marketplace.models import PluginVersion
 from marketplace.services.gate import plugin_version_decide
-from projects.models import Membership
+from teams.models import Membership
 from tests.marketplace.conftest import client_for, plugin_tree
 
 pytestmark = pytest.mark.django_db

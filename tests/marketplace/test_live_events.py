@@ -16,7 +16,7 @@ from websockets.sync.client import ClientConnection
 
 from autocoder import realtime
 from marketplace.services.checking import _check_event
-from projects.models import Membership
+from teams.models import Membership
 from tests.live import LiveServer, live_asgi_server
 from tests.marketplace.conftest import Submit
 from tests.projects.test_live import next_event, open_socket

@@ -14,11 +14,11 @@ from marketplace.models import Plugin, PluginVersion
 from marketplace.selectors.visibility import plugin_for_viewer, viewer_for
 from marketplace.services.gate import plugin_version_decide
 from marketplace.services.publishing import plugin_version_publish
-from projects.models import AuditEntry, Project
 from runs.approval_rules import approval_candidate
-from runs.models import ApprovalRequest, Run
+from runs.models import ApprovalRequest, Project, Run
 from runs.services import finishing
 from runs.services.approvals import StaleCandidate, approval_vote_cast
+from teams.models import AuditEntry
 from tests.marketplace.conftest import client_for
 from tests.marketplace.test_publish_run import approve_on_the_approval_screen, publish_request
 

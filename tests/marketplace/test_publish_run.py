@@ -20,10 +20,10 @@ from marketplace.selectors.visibility import viewer_for
 from marketplace.services.gate import plugin_version_decide, publish_approval_decided
 from marketplace.services.publishing import plugin_version_publish
 from marketplace.validation import PackageError
-from projects.models import AuditEntry, Project
 from runs.approval_rules import approval_candidate
-from runs.models import ApprovalRequest, Run
+from runs.models import ApprovalRequest, Project, Run
 from runs.services.approvals import approval_vote_cast
+from teams.models import AuditEntry
 from tests.marketplace.conftest import WORD_COUNT_SPEC, client_for, plugin_tree
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,8 @@ from typing import Any
 
 from django.utils import timezone
 
-from projects.models import Project, Team
-from runs.models import ApprovalRequest, Iteration, LoopEvent, Run
+from runs.models import ApprovalRequest, Iteration, LoopEvent, Project, Run
+from teams.models import Team
 from tests.projects.portal_factories import PLUGIN_V1, PLUGIN_V2, findings_report
 
 README = "# weekly-scheduler\n\nPlans a week of meetings from a list of days.\n"

@@ -7,8 +7,7 @@ from typing import Any
 import factory
 from django.utils import timezone
 
-from projects.models import Project
-from runs.models import ApprovalRequest, Iteration, LoopEvent, Run
+from runs.models import ApprovalRequest, Iteration, LoopEvent, Project, Run
 from tests.factories import TeamFactory, UserFactory
 
 PLUGIN_V1 = '''class Plugin:

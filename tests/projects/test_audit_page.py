@@ -8,9 +8,9 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from projects.models import AuditEntry
-from projects.services.audit import audit_record
-from tests.projects.conftest import Portal
+from teams.models import AuditEntry
+from teams.services.audit import audit_record
+from tests.teams.conftest import Portal
 
 pytestmark = pytest.mark.django_db
 
@@ -103,7 +103,7 @@ def test_each_entry_reads_as_a_sentence_with_the_details_folded(portal: Portal,
 
 
 def test_an_action_without_words_of_its_own_still_reads_as_a_sentence(portal: Portal) -> None:
-    from projects.audit_words import VERBS, audit_sentence
+    from teams.audit_words import VERBS, audit_sentence
 
     entry = AuditEntry(actor_name="alice", action="thing.frobnicate_all", target_type="run",
                        target_id="5", target_repr="")
@@ -117,11 +117,11 @@ def test_every_action_the_portal_records_has_words() -> None:
     import re
     from pathlib import Path
 
-    from projects.audit_words import VERBS
+    from teams.audit_words import VERBS
 
     root = Path(__file__).resolve().parents[2]
     pattern = re.compile(r'(?:action=|_ACTION = )"([a-z_]+\.[a-z_]+)"')
-    written = {match for app in ("autocoder", "projects", "runs", "marketplace", "tools")
+    written = {match for app in ("autocoder", "teams", "projects", "runs", "marketplace", "tools")
                for path in (root / app).rglob("*.py") if "migrations" not in path.parts
                for match in pattern.findall(path.read_text())}
     assert written and not written - set(VERBS), sorted(written - set(VERBS))

@@ -12,10 +12,10 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from projects.models import AuditEntry, Project
 from projects.selectors.board import queued_projects
-from runs.models import Iteration, Run
-from tests.projects.conftest import Portal
+from runs.models import Iteration, Project, Run
+from teams.models import AuditEntry
+from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, RunFactory, approval_for
 
 pytestmark = pytest.mark.django_db

@@ -14,7 +14,8 @@ import pytest
 from django.conf import settings
 from django.core.management import CommandError, call_command
 
-from projects.models import Project, Team
+from runs.models import Project
+from teams.models import Team
 from tests.live import child_env
 
 pytestmark = pytest.mark.django_db

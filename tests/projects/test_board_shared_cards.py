@@ -17,9 +17,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from autocoder import realtime
-from projects.models import Project
 from projects.selectors.board import TEAM_CARDS
-from tests.projects.conftest import Portal
+from runs.models import Project
+from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -15,12 +15,12 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from projects.models import AuditEntry, Notification
 from runs import approval_rules as rules
 from runs import budgets
 from runs.models import ApprovalRequest, Run
 from runs.services import stepping
-from tests.projects.conftest import Portal
+from teams.models import AuditEntry, Notification
+from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, RunFactory
 
 pytestmark = pytest.mark.django_db

@@ -13,11 +13,12 @@ from django.test import Client
 from django.urls import reverse
 from websockets.sync.client import ClientConnection
 
-from projects.models import AuditEntry, Comment, Notification, Project
+from projects.models import Comment
 from projects.services.comments import comment_add, mentioned_names
-from runs.models import Run
+from runs.models import Project, Run
+from teams.models import AuditEntry, Notification
 from tests.live import LiveServer, live_asgi_server
-from tests.projects.conftest import Portal
+from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
 from tests.projects.test_live import next_event, open_socket
 

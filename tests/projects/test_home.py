@@ -7,7 +7,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from projects.models import Interview, Project
+from projects.models import Interview
+from runs.models import Project
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.projects.portal_factories import ProjectFactory, RunFactory
 

@@ -15,9 +15,9 @@ from django.test import Client
 from django.utils import timezone
 
 from autocoder.lessons.models import Lesson, LessonOutcome
-from projects.models import Membership, Team
 from projects.selectors.insights import Period, team_insights
 from runs.models import ApprovalRequest, LoopEvent, Run
+from teams.models import Membership, Team
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.projects.portal_factories import IterationFactory, ProjectFactory, RunFactory
 

@@ -18,15 +18,15 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from autocoder import realtime
-from projects.models import AuditEntry, Membership, Project
 from projects.selectors.board import my_review_project_ids
-from projects.services.audit import audit_record
 from runs.approval_rules import approval_candidate
-from runs.models import ApprovalRequest, Run
+from runs.models import ApprovalRequest, Project, Run
 from runs.selectors.approvals import approvals_awaiting
+from teams.models import AuditEntry, Membership
+from teams.services.audit import audit_record
 from tests.factories import PASSWORD, UserFactory
 from tests.live import LiveServer, live_asgi_server
-from tests.projects.conftest import Portal
+from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
 
 A = ApprovalRequest.Status

@@ -20,8 +20,9 @@ from django.urls import reverse
 
 from autocoder.engine.scaffold import scaffold_files
 from autocoder.engine.spec import spec_from_dict
-from projects.models import AuditEntry, Interview, Project
-from runs.models import LLMCall, Run
+from projects.models import Interview
+from runs.models import LLMCall, Project, Run
+from teams.models import AuditEntry
 from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -15,10 +15,10 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from projects.models import AuditEntry, Invitation, Membership, Notification
-from projects.selectors.notifications import unread_count
+from teams.models import AuditEntry, Invitation, Membership, Notification
+from teams.selectors.notifications import unread_count
 from tests.factories import UserFactory
-from tests.projects.conftest import Portal
+from tests.teams.conftest import Portal
 
 pytestmark = pytest.mark.django_db
 

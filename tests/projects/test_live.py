@@ -16,11 +16,10 @@ from websockets.exceptions import InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from autocoder import realtime
-from projects.models import Project
 from runs.approval_rules import approval_candidate
-from runs.models import Run
+from runs.models import Project, Run
 from tests.live import LiveServer, live_asgi_server
-from tests.projects.conftest import Portal
+from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from projects.models import Notification
 from projects.services.notifications import notifications_approval_requested
-from tests.projects.conftest import Portal
+from teams.models import Notification
+from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
 
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,8 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from projects.models import Membership, Project
+from runs.models import Project
+from teams.models import Membership
 from tests.factories import MembershipFactory
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
 

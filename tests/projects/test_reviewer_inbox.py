@@ -18,12 +18,12 @@ from django.urls import reverse
 from marketplace.models import Plugin, PluginVersion
 from marketplace.services.checking import plugin_version_check
 from marketplace.services.gate import plugin_version_decide
-from projects.models import Membership, Notification, Project
 from projects.selectors.inbox import inbox_count, inbox_page
 from runs import approval_rules as rules
-from runs.models import ApprovalRequest, Run
+from runs.models import ApprovalRequest, Project, Run
+from teams.models import Membership, Notification
 from tests.marketplace.conftest import plugin_tree, zip_bytes
-from tests.projects.conftest import Portal
+from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
 
 pytestmark = pytest.mark.django_db

@@ -10,9 +10,9 @@ import pytest
 from django.urls import reverse
 
 from projects.diffs import code_lines, split_rows, unified_rows
-from projects.models import AuditEntry, Project
-from runs.models import Run
-from tests.projects.conftest import Portal
+from runs.models import Project, Run
+from teams.models import AuditEntry
+from tests.teams.conftest import Portal
 from tests.projects.portal_factories import (
     PLUGIN_V1,
     PLUGIN_V2,

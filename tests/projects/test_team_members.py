@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from projects.models import AuditEntry, Invitation, Membership
+from teams.models import AuditEntry, Invitation, Membership
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db

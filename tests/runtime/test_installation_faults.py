@@ -15,9 +15,9 @@ from django.conf import settings as django_settings
 
 from autocoder import health
 from autocoder.lessons.models import Lesson
-from projects.models import Notification, Project
-from runs.models import LoopEvent, Run
+from runs.models import LoopEvent, Project, Run
 from runs.services import driving, holding, starting
+from teams.models import Notification
 from tests.engine.conftest import greeter_spec, load_script
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.runtime.conftest import forget_probe

@@ -12,7 +12,7 @@ from django.test import Client
 from django.utils import timezone
 
 from marketplace.models import Plugin, PluginVersion
-from projects.models import Team
+from teams.models import Team
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tools.models import Activation
 

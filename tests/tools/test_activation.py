@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from projects.models import AuditEntry, Notification
 from runs.approval_rules import AlreadyDecided, MayNotDecide
+from teams.models import AuditEntry, Notification
 from tests.tools.conftest import client_for, publish_version
 from tools.models import Activation, ToolSetting
 from tools.services.activations import (

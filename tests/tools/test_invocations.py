@@ -12,7 +12,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from projects.models import AuditEntry, Notification
+from teams.models import AuditEntry, Notification
 from tests.tools.conftest import client_for
 from tools.models import Activation, Invocation, ToolStorage
 from tools.selectors import plugin_usage

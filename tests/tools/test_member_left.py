@@ -12,8 +12,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from projects.models import AuditEntry, Membership, Notification
-from projects.services.teams import membership_remove
+from teams.models import AuditEntry, Membership, Notification
+from teams.services.teams import membership_remove
 from tests.tools.conftest import client_for
 from tools.models import Activation, Invocation, Schedule
 from tools.services import invocations

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from projects.models import Notification
+from teams.models import Notification
 from tests.tools.conftest import client_for
 from tools.models import Activation, Invocation, Schedule
 from tools.services.invocations import invocation_perform

@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from projects.models import Notification
+from teams.models import Notification
 from tests.tools.conftest import client_for, publish_version
 from tools.models import Activation, Invocation, Schedule, ToolStorage
 from tools.services.activations import activation_decide, activation_request

@@ -13,13 +13,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from marketplace.models import Plugin, PluginVersion
-from projects.models import Membership, Team
-from projects.services.audit import audit_record
-from projects.services.notifications import (
-    notification_decided_send,
-    notifications_review_requested,
-)
 from runs import approval_rules
+from teams.models import Membership, Team
+from teams.services.audit import audit_record
+from teams.services.notifications import notification_decided_send, notifications_review_requested
 from tools.models import Activation, VersionBlock
 from tools.services.events import activation_events_queue
 

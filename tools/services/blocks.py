@@ -11,9 +11,9 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from marketplace.models import PluginVersion
-from projects.models import Membership, Team
-from projects.services.audit import audit_record
-from projects.services.notifications import notifications_review_requested
+from teams.models import Membership, Team
+from teams.services.audit import audit_record
+from teams.services.notifications import notifications_review_requested
 from tools.models import Activation, VersionBlock
 
 MAX_REASON_CHARS = 500

@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from marketplace.models import Plugin
 from marketplace.selectors.tokens import token_hash
-from projects.models import Team
-from projects.services.audit import audit_record
+from teams.models import Team
+from teams.services.audit import audit_record
 from tools.models import ToolToken
 from tools.services.activations import ActivationError, check_may_decide
 

@@ -9,8 +9,8 @@ from django.db import transaction
 
 from autocoder.sealing import seal, unseal
 from marketplace.models import Plugin, PluginVersion
-from projects.models import Team
-from projects.services.audit import audit_record
+from teams.models import Team
+from teams.services.audit import audit_record
 from tools.declared import declared_settings
 from tools.models import ToolSetting
 from tools.selectors import SettingView, setting_rows

@@ -1,4 +1,4 @@
-"""Pages of the tools app: thin; access through projects/permissions.py (404 for outsiders),
+"""Pages of the tools app: thin; access through teams/permissions.py (404 for outsiders),
 decisions through the services (which ask runs/approval_rules.py who may decide)."""
 
 from __future__ import annotations
@@ -19,10 +19,10 @@ from autocoder.runtime.invoke import INVOKE_LIMITS
 from marketplace.install_commands import TOKEN_PLACEHOLDER
 from marketplace.models import PluginVersion
 from projects.diffs import unified_rows
-from projects.http import AuthenticatedHttpRequest
-from projects.models import Membership, Team
-from projects.permissions import get_team_for_member
 from runs.approval_rules import activation_refusal
+from teams.http import AuthenticatedHttpRequest
+from teams.models import Membership, Team
+from teams.permissions import get_team_for_member
 from tools import selectors
 from tools.api_commands import api_example, curl_command
 from tools.declared import command_info, command_names, declared_settings

@@ -17,8 +17,8 @@ from autocoder.benchmarks import humaneval
 from autocoder.llm import ScriptedProvider
 from autocoder.llm.types import LLMConfigError
 from autocoder.management.commands.generate import ensure_schema
-from projects.models import Membership, Team
-from projects.services import demo_data_ensure, membership_add
+from teams.models import Membership, Team
+from teams.services import demo_data_ensure, membership_add
 
 BENCH_TEAM_SLUG = "humaneval-bench"
 

@@ -19,11 +19,11 @@ from autocoder import config
 from autocoder.engine.spec import SpecError, spec_from_json
 from autocoder.llm import ScriptedProvider
 from autocoder.llm.types import LLMConfigError
-from projects.models import Team
-from projects.services import demo_data_ensure
 from runs.models import Run
 from runs.selectors import results as selectors
 from runs.services import driving
+from teams.models import Team
+from teams.services import demo_data_ensure
 
 # Statuses after which the command reports failure through its exit code.
 FAILED = Run.UNSUCCESSFUL

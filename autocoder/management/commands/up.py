@@ -31,7 +31,7 @@ from autocoder.supervisor import (
     web_children,
     web_process_count,
 )
-from projects.services import demo_data_ensure
+from teams.services import demo_data_ensure
 
 HEALTH_TIMEOUT_S = 120
 WEB_STOP_S = 1.5

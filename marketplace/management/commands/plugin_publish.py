@@ -17,7 +17,7 @@ from django.core.management.base import BaseCommand, CommandError
 from marketplace.models import Plugin
 from marketplace.services.publishing import plugin_directory_publish
 from marketplace.validation import PackageError
-from projects.models import Team
+from teams.models import Team
 
 
 class Command(BaseCommand):

@@ -9,7 +9,6 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from projects.models import Team
 from projects.selectors.insights import (
     TARGET_AUTO_FIX,
     TARGET_BUILD_SUCCESS,
@@ -18,6 +17,7 @@ from projects.selectors.insights import (
     team_insights,
 )
 from projects.templatetags.insights import decimal, percent, span
+from teams.models import Team
 
 
 class Command(BaseCommand):

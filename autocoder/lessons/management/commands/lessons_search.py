@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from autocoder.lessons.embedder import EmbedderError
 from autocoder.lessons.selectors import RETRIEVAL_MIN_SIMILARITY, lessons_retrieve
-from projects.models import Team
+from teams.models import Team
 
 
 class Command(BaseCommand):

@@ -8,9 +8,9 @@ from decimal import Decimal
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from projects.models import SiteTeamSettings
-from projects.selectors.site import SITE_TEAMS_ACTION
-from projects.services.audit import audit_record
+from teams.models import SiteTeamSettings
+from teams.selectors.site import SITE_TEAMS_ACTION
+from teams.services.audit import audit_record
 
 FIELDS = ("team_creation", "default_monthly_budget", "default_run_budget")
 

@@ -6,7 +6,7 @@ from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
 
 from autocoder.compiled_queries import count_rows
-from projects.models import Notification
+from teams.models import Notification
 
 
 def notifications_for(user: User | AnonymousUser, *,

@@ -9,7 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.serializers.json import DjangoJSONEncoder
 from django.db import models
 
-from projects.models import AuditEntry, Team
+from teams.models import AuditEntry, Team
 
 SYSTEM_ACTOR = "system"
 

@@ -29,7 +29,7 @@ class AuditEntry(models.Model):
     """Who did what to which object, with the state before and after."""
 
     # No database constraints: the log outlives the teams, users and objects it names.
-    team = models.ForeignKey("projects.Team", null=True, blank=True, on_delete=models.DO_NOTHING,
+    team = models.ForeignKey("teams.Team", null=True, blank=True, on_delete=models.DO_NOTHING,
                              db_constraint=False, related_name="+")
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                               on_delete=models.DO_NOTHING, db_constraint=False, related_name="+")
@@ -45,6 +45,7 @@ class AuditEntry(models.Model):
     objects = AuditEntryQuerySet.as_manager()
 
     class Meta:
+        db_table = "projects_auditentry"
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "audit entries"
         indexes = [
@@ -75,12 +76,12 @@ class Notification(models.Model):
         COMMENT = "comment", "Comment"
         # Generation spent most of a budget (for the team's admins).
         BUDGET = "budget", "Budget"
-        # A team admin invited you to their team (projects/services/invitations.py).
+        # A team admin invited you to their team (teams/services/invitations.py).
         INVITATION = "invitation", "Invitation"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                              related_name="notifications")
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE, related_name="+")
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
     kind = models.CharField(max_length=20, choices=Kind.choices)
     message = models.CharField(max_length=300)
     url = models.CharField(max_length=300, blank=True)
@@ -90,6 +91,7 @@ class Notification(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "projects_notification"
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["user", "read_at"], name="notification_user_unread")]
         constraints = [

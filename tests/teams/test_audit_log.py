@@ -7,9 +7,9 @@ from django.db import DatabaseError, connection, transaction
 from django.test import Client
 from django.urls import reverse
 
-from projects.models import AuditEntry
-from projects.models.reviews import AppendOnlyError
-from projects.services.audit import audit_record
+from teams.models import AuditEntry
+from teams.models.records import AppendOnlyError
+from teams.services.audit import audit_record
 from tests.factories import UserFactory
 
 pytestmark = pytest.mark.django_db
@@ -100,14 +100,14 @@ def test_refused_settings_change_leaves_no_entry(team_with_roles: dict) -> None:
 def test_admin_shows_entries_read_only(entry: AuditEntry) -> None:
     superuser = UserFactory(is_staff=True, is_superuser=True)
     admin = client_for(superuser)
-    listing = admin.get(reverse("admin:projects_auditentry_changelist"))
+    listing = admin.get(reverse("admin:teams_auditentry_changelist"))
     assert listing.status_code == 200 and "team.settings_update" in listing.content.decode()
-    detail = admin.get(reverse("admin:projects_auditentry_change", args=[entry.pk]))
+    detail = admin.get(reverse("admin:teams_auditentry_change", args=[entry.pk]))
     assert detail.status_code == 200 and 'name="_save"' not in detail.content.decode()
-    posted = admin.post(reverse("admin:projects_auditentry_change", args=[entry.pk]),
+    posted = admin.post(reverse("admin:teams_auditentry_change", args=[entry.pk]),
                         {"action": "edited"})
     assert posted.status_code == 403
-    assert admin.post(reverse("admin:projects_auditentry_delete", args=[entry.pk]),
+    assert admin.post(reverse("admin:teams_auditentry_delete", args=[entry.pk]),
                       {"post": "yes"}).status_code == 403
-    assert admin.get(reverse("admin:projects_auditentry_add")).status_code == 403
+    assert admin.get(reverse("admin:teams_auditentry_add")).status_code == 403
     assert AuditEntry.objects.get(pk=entry.pk).action == "team.settings_update"

@@ -4,7 +4,7 @@ folded below each sentence (docs/portal.md, "The audit log")."""
 
 from __future__ import annotations
 
-from projects.models import AuditEntry
+from teams.models import AuditEntry
 
 # What each action did, as the verb phrase between who did it and what it was done to.
 VERBS: dict[str, str] = {

@@ -10,10 +10,10 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
-from projects import signals
-from projects.models import Membership, Team
-from projects.selectors.site import team_budget_defaults, team_creation_allowed
-from projects.services.audit import audit_record
+from teams import signals
+from teams.models import Membership, Team
+from teams.selectors.site import team_budget_defaults, team_creation_allowed
+from teams.services.audit import audit_record
 
 DEMO_TEAM_SLUG = "demo"
 DEMO_USERS: tuple[tuple[str, str], ...] = (
@@ -35,7 +35,7 @@ class MembershipError(Exception):
 
 
 class TeamCreationRefused(PermissionDenied):
-    """The site lets only its admins start teams (projects/selectors/site.py)."""
+    """The site lets only its admins start teams (teams/selectors/site.py)."""
 
 
 TEAM_CREATION_REFUSED = ("Only site administrators can start a team here. Ask one to start it "
@@ -61,7 +61,7 @@ def membership_add(*, team: Team, user: User, role: str,
     """Put `user` in `team` with `role` (a member already in it keeps their place, new role).
 
     Server-side only (management commands, benchmarks, demo set-ups): it asks nobody. In the
-    portal a team admin invites people instead (projects/services/invitations.py)."""
+    portal a team admin invites people instead (teams/services/invitations.py)."""
     with transaction.atomic():
         existing = (Membership.objects.select_for_update()
                     .filter(team=team, user=user).first())

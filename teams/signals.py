@@ -10,6 +10,6 @@ from __future__ import annotations
 
 from django.dispatch import Signal
 
-# A member left a team (projects/services/teams.py, membership_remove); kwargs: team, user,
+# A member left a team (teams/services/teams.py, membership_remove); kwargs: team, user,
 # actor (who removed them, or None). The tools app pauses the schedules they set up there.
 membership_removed = Signal()

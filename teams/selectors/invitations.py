@@ -8,7 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from projects.models import Invitation, Team
+from teams.models import Invitation, Team
 
 # How long a team page keeps showing invitations that were answered, withdrawn or expired.
 TEAM_PAGE_DAYS = 30

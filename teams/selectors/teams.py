@@ -10,7 +10,7 @@ from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from autocoder.compiled_queries import fetch_instances, model_columns
-from projects.models import Membership, Team
+from teams.models import Membership, Team
 
 _MEMO = "_autocoder_memberships"
 

@@ -6,7 +6,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from projects.models import Team
+from teams.models import Team
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from datetime import date, datetime, time, timedelta
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
-from projects.models import AuditEntry, Team
+from teams.models import AuditEntry, Team
 
 
 def audit_entries(*, team: Team, action: str = "", actor: str = "", q: str = "",

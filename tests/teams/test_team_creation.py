@@ -13,10 +13,10 @@ import pytest
 from django.contrib.auth.models import AbstractUser
 from django.urls import reverse
 
-from projects.models import AuditEntry, Membership, SiteTeamSettings, Team
-from projects.services import demo_data_ensure
+from teams.models import AuditEntry, Membership, SiteTeamSettings, Team
+from teams.services import demo_data_ensure
 from tests.factories import UserFactory
-from tests.projects.conftest import Portal
+from tests.teams.conftest import Portal
 
 pytestmark = pytest.mark.django_db
 

@@ -6,7 +6,7 @@ and accepts or declines on their invitations page; only acceptance makes them a 
 invitation can be withdrawn while it waits and expires after `LIFETIME`.
 
 Server-side set-ups (the demo team of `up`, management commands, the Django admin) add members
-directly with `membership_add` (projects/services/teams.py); nothing a team admin can reach
+directly with `membership_add` (teams/services/teams.py); nothing a team admin can reach
 does.
 """
 
@@ -18,9 +18,9 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from projects.models import Invitation, Membership, Notification, Team
-from projects.models.invitations import LIFETIME
-from projects.services.audit import audit_record
+from teams.models import Invitation, Membership, Notification, Team
+from teams.models.invitations import LIFETIME
+from teams.services.audit import audit_record
 
 Status = Invitation.Status
 # The one answer to an invitation, whoever (if anyone) has that name.

@@ -9,8 +9,8 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 
-from autocoder.llm.pricing import money
-from projects.models import AuditEntry, SiteTeamSettings
+from autocoder.money import money
+from teams.models import AuditEntry, SiteTeamSettings
 
 SITE_TEAMS_ACTION = "site.team_settings"
 

@@ -25,6 +25,7 @@ class Team(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "projects_team"
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -45,6 +46,7 @@ class Membership(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
+        db_table = "projects_membership"
         constraints = [
             models.UniqueConstraint(fields=["team", "user"], name="unique_membership"),
         ]
@@ -64,7 +66,7 @@ class Membership(models.Model):
 
 class SiteTeamSettings(models.Model):
     """What the whole site says about teams, set by site admins on /settings/teams/. One row;
-    until it is saved the defaults below apply (projects/selectors/site.py)."""
+    until it is saved the defaults below apply (teams/selectors/site.py)."""
 
     SINGLETON_ID = 1
 
@@ -87,6 +89,7 @@ class SiteTeamSettings(models.Model):
                                    on_delete=models.SET_NULL, related_name="+")
 
     class Meta:
+        db_table = "projects_siteteamsettings"
         verbose_name = verbose_name_plural = "site settings for teams"
 
     def __str__(self) -> str:

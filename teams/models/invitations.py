@@ -1,5 +1,5 @@
 """Invitations to join a team: a team admin invites a user name or e-mail address, and only the
-person's acceptance makes them a member (projects/services/invitations.py).
+person's acceptance makes them a member (teams/services/invitations.py).
 
 An invitation is stored whether or not an account answers to the name (`user` is then empty
 and nobody can accept it), so the team's admins learn nothing about who has an account.
@@ -14,7 +14,7 @@ from django.db import models
 from django.db.models.functions import Lower
 from django.utils import timezone
 
-from projects.models.teams import Membership
+from teams.models.teams import Membership
 
 LIFETIME = timedelta(days=14)
 
@@ -31,7 +31,7 @@ class Invitation(models.Model):
         DECLINED = "declined", "Declined"
         WITHDRAWN = "withdrawn", "Withdrawn"
 
-    team = models.ForeignKey("projects.Team", on_delete=models.CASCADE,
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE,
                              related_name="invitations")
     # What the admin typed (a user name or an e-mail address), as they typed it.
     invited_as = models.CharField(max_length=254)
@@ -49,6 +49,7 @@ class Invitation(models.Model):
     answered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
+        db_table = "projects_invitation"
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["user", "status"], name="invitation_user_status")]
         constraints = [
