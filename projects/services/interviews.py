@@ -163,6 +163,50 @@ def interview_answers_save(*, interview: Interview, question_ids: list[str],
                                                      provider_for=provider_for, listen=listen))
 
 
+# A round of the analyst for the thinking page (views/interviews.py) runs on a thread of its
+# own, so the web process goes on answering (its requests share one thread; docs/operating.md),
+# and keeps what it does in Redis for the page's poll, in whichever web process that lands: the
+# questions as they arrive, then the outcome. Gone a minute after the round.
+PROGRESS_KEY = "autocoder:interview-analyst:{pk}:{part}"
+PROGRESS_TTL_S = 60
+
+
+class AnalystProgress:
+    """The analyst round of one interview as the thinking page polls it."""
+
+    def __init__(self, pk: int) -> None:
+        import redis
+
+        self.connection = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=1,
+                                               socket_connect_timeout=1)
+        self.keys = {part: PROGRESS_KEY.format(pk=pk, part=part)
+                     for part in ("running", "questions", "done")}
+
+    def begin(self) -> bool:
+        """Claim the round (False: one is already going on for this interview)."""
+        bound = round(analyst_timeout_s()) + 15
+        if not self.connection.set(self.keys["running"], "1", nx=True, ex=bound):
+            return False
+        self.connection.delete(self.keys["questions"], self.keys["done"])
+        return True
+
+    def listen(self, kind: str, value: str) -> None:
+        if kind == "question":
+            self.connection.pipeline().rpush(self.keys["questions"], value).expire(
+                self.keys["questions"], PROGRESS_TTL_S).execute()
+
+    def finish(self, result: Mapping[str, Any]) -> None:
+        self.connection.pipeline().set(self.keys["done"], json.dumps(result),
+                                       ex=PROGRESS_TTL_S).delete(self.keys["running"]).execute()
+
+    def read(self) -> dict[str, Any]:
+        """{"questions": written so far, "done": the round's result or None}."""
+        questions, done = self.connection.pipeline().lrange(
+            self.keys["questions"], 0, 20).get(self.keys["done"]).execute()
+        return {"questions": [q.decode() for q in questions],
+                "done": json.loads(done) if done else None}
+
+
 def interview_analyst_due(interview: Interview) -> bool:
     """Whether the wizard's next step is an analyst round: its first (right after step 1),
     or another once every open question is answered."""

@@ -6,21 +6,20 @@ URL pushed), plain form posts get a redirect, so the basic path needs no JavaScr
 
 from __future__ import annotations
 
-import asyncio
-import json
-import time
-from collections.abc import AsyncIterator
+import logging
+import threading
 from typing import Any
 from urllib.parse import urlencode
 
-from asgiref.sync import sync_to_async
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse, StreamingHttpResponse
+from django.db import connections
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url
+from redis.exceptions import RedisError
 
 from projects.interview import answers, checklist, fields, navigation, samples
 from projects.models import Interview
@@ -39,6 +38,7 @@ SUMMARY = "projects/interviews/summary.html"
 THINKING = "projects/interviews/thinking.html"
 CLOSED = "This request has already started, so its answers can no longer change."
 RENAME = "rename"  # the summary's name form, as opposed to its whole edit form
+logger = logging.getLogger(__name__)
 
 
 def _render(request: HtmxHttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
@@ -219,13 +219,16 @@ def _questions_response(request: AuthenticatedHttpRequest, interview: Interview,
 
 
 class _Heard:
-    """What the analyst did during a plain (no-JavaScript) post, to say so on the next page."""
+    """What the analyst did during a round, to say so (on the next page after a plain post)."""
 
-    def __init__(self) -> None:
+    def __init__(self, also: services.Listener | None = None) -> None:
         self.questions: list[str] = []
         self.outcome = ""
+        self.also = also
 
     def __call__(self, kind: str, value: str) -> None:
+        if self.also is not None:
+            self.also(kind, value)
         if kind == "question":
             self.questions.append(value)
         else:
@@ -254,61 +257,47 @@ def analyst_outcome_words(outcome: str, questions: int) -> str:
 
 
 def _thinking_response(request: HtmxHttpRequest, interview: Interview) -> HttpResponse:
-    """The page shown while the analyst thinks (htmx posts only): it follows the analyst's
-    stream, then opens the next page."""
+    """The page shown while the analyst thinks (htmx posts only): its script starts the round
+    and polls for the questions it writes meanwhile, then opens the next page."""
     return _render(request, THINKING, {
         "interview": interview, "team": interview.team,
-        "stream_url": reverse("interview_analyst", args=[interview.pk]),
+        "analyst_url": reverse("interview_analyst", args=[interview.pk]),
         "next_url": _questions_url(interview, None)})
 
 
 @login_required
-def interview_analyst(request: AuthenticatedHttpRequest, pk: int) -> StreamingHttpResponse:
-    """Server-sent events while the analyst thinks: "question" for each question as it is
-    written, "tick" every second, then "done" with the next page's address and what happened
-    in plain words. The round (when one is due) runs here, within its bound."""
+def interview_analyst(request: AuthenticatedHttpRequest, pk: int) -> JsonResponse:
+    """The thinking page's calls. POST starts the analyst round that is due (if any) on a
+    thread of its own, bounded by analyst_timeout_s(); GET (every second) reads what it has
+    done: {"questions": written so far, "done": {"url", "questions", "message"} or null}."""
     interview, _ = get_interview_for_editor(request.user, pk)
-    response = StreamingHttpResponse(_analyst_events(interview.pk),
-                                     content_type="text/event-stream")
-    response["Cache-Control"] = "no-cache"
-    response["X-Accel-Buffering"] = "no"  # a reverse proxy passes each event on at once
-    return response
+    progress = services.AnalystProgress(interview.pk)
+    try:
+        if request.method == "POST" and progress.begin():
+            threading.Thread(target=_analyst_round_in_background, args=(interview.pk, progress),
+                             name=f"analyst-{interview.pk}", daemon=True).start()
+        return JsonResponse(progress.read())
+    except RedisError:  # no progress to show: the page goes on to the next one
+        return JsonResponse({"questions": [], "done": {
+            "url": _questions_url(interview, None), "questions": [], "message": ""}})
 
 
-def _event(kind: str, data: dict[str, Any]) -> str:
-    return f"event: {kind}\ndata: {json.dumps(data)}\n\n"
-
-
-async def _analyst_events(pk: int) -> AsyncIterator[str]:
-    loop = asyncio.get_running_loop()
-    heard: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
-
-    def listen(kind: str, value: str) -> None:  # called on the round's thread
-        loop.call_soon_threadsafe(heard.put_nowait, (kind, value))
-
-    started = time.monotonic()
-    work = asyncio.ensure_future(sync_to_async(_analyst_round)(pk, listen))
-    questions, outcome = 0, ""
-    yield ": the analyst is thinking\n\n"  # the headers and a first byte, at once
-    while True:
-        getter = asyncio.ensure_future(heard.get())
-        finished, _ = await asyncio.wait({getter, work}, timeout=1.0,
-                                         return_when=asyncio.FIRST_COMPLETED)
-        if getter not in finished:
-            getter.cancel()
-            if work in finished and heard.empty():
-                break
-            yield _event("tick", {"seconds": round(time.monotonic() - started)})
-            continue
-        kind, value = getter.result()
-        if kind == "question":
-            questions += 1
-            yield _event("question", {"text": value})
-        else:
-            outcome = value
-    url = work.result()
-    yield _event("done", {"url": url, "questions": questions,
-                          "message": analyst_outcome_words(outcome, questions)})
+def _analyst_round_in_background(pk: int, progress: services.AnalystProgress) -> None:
+    heard = _Heard(also=progress.listen)
+    result: dict[str, Any] = {"url": reverse("interview_questions", args=[pk]),
+                              "questions": [], "message": ""}
+    try:
+        url = _analyst_round(pk, heard)
+        result = {"url": url, "questions": heard.questions,
+                  "message": analyst_outcome_words(heard.outcome, len(heard.questions))}
+    except Exception:
+        logger.exception("the analyst round of interview %s failed", pk)
+    finally:
+        try:
+            progress.finish(result)
+        except RedisError:
+            logger.warning("cannot report the analyst round of interview %s", pk)
+        connections.close_all()  # this thread's own
 
 
 def _analyst_round(pk: int, listen: services.Listener) -> str:

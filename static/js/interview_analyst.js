@@ -1,51 +1,77 @@
-/* The wizard's "Thinking about your answers" page: the analyst model's questions appear as it
-   writes them (server-sent events from the interview's analyst/ address), the seconds count,
-   and the next page opens when the analyst is done or its bound has passed. Without
-   EventSource the page keeps its "Go on without waiting" link. */
+/* The wizard's "Thinking about your answers" page: it starts the analyst's round (a POST to the
+   interview's analyst/ address; the round runs on the server within the analyst's bound), then
+   polls the same address every second, showing each question as the model writes it and
+   counting the seconds, and opens the next page when the round is done. Should no answer come
+   (the bound plus a margin), the next page opens as it stands. Without fetch the page keeps its
+   "Go on without waiting" link. */
 (function () {
   "use strict";
 
+  function csrfToken() {
+    try { return JSON.parse(document.body.getAttribute("hx-headers") || "{}")["X-CSRFToken"]; }
+    catch (error) { return ""; }
+  }
+
   function start(box) {
-    if (!box || box.dataset.started || !window.EventSource) return;
+    if (!box || box.dataset.started || !window.fetch) return;
     box.dataset.started = "1";
+    const url = box.dataset.analyst;
     const asked = box.querySelector("[data-asked]");
     const list = box.querySelector("[data-questions]");
     const status = box.querySelector("[data-status]");
     const elapsed = box.querySelector("[data-elapsed]");
-    const source = new EventSource(box.dataset.stream);
+    const started = Date.now();
+    const giveUpMs = (Number(box.dataset.bound) + 10) * 1000;
     let finished = false;
 
-    function go(url) {
-      finished = true;
-      source.close();
-      window.location.assign(url || box.dataset.next);
+    function show(questions) {
+      for (let index = list.children.length; index < questions.length; index++) {
+        const item = document.createElement("li");
+        item.textContent = questions[index];
+        list.appendChild(item);
+        asked.hidden = false;
+      }
     }
 
-    function data(event) {
-      try { return JSON.parse(event.data); } catch (error) { return {}; }
+    function go(next) {
+      finished = true;
+      window.location.assign(next || box.dataset.next);
     }
 
-    source.addEventListener("question", function (event) {
-      const item = document.createElement("li");
-      item.textContent = data(event).text || "";
-      list.appendChild(item);
-      asked.hidden = false;
-    });
-    source.addEventListener("tick", function (event) {
-      elapsed.textContent = " (" + (data(event).seconds || 0) + " s)";
-    });
-    source.addEventListener("done", function (event) {
-      const done = data(event);
+    function answer(data) {
+      if (finished || !data) return;
+      show(data.questions || []);
+      const done = data.done;
+      if (!done) return;
       finished = true;
-      source.close();
-      status.textContent = done.message || "Done.";
+      show(done.questions || []);
+      if (done.message) status.textContent = done.message;
       box.classList.add("done");
-      // Long enough to read the last line; the next page has the questions too.
-      setTimeout(function () { go(done.url); }, done.questions ? 1500 : 800);
+      // Long enough to read the line; the next page has the questions too.
+      setTimeout(function () { go(done.url); }, (done.questions || []).length ? 1500 : 800);
+    }
+
+    function ask(options) {
+      return fetch(url, Object.assign({ credentials: "same-origin",
+                                        headers: { Accept: "application/json",
+                                                   "X-CSRFToken": csrfToken() } }, options))
+        .then(function (response) { return response.ok ? response.json() : null; })
+        .then(answer);
+    }
+
+    function poll() {
+      if (finished) return;
+      const spent = Date.now() - started;
+      elapsed.textContent = " (" + Math.floor(spent / 1000) + " s)";
+      if (spent > giveUpMs) { go(box.dataset.next); return; }
+      ask({}).catch(function () {}).then(function () {
+        if (!finished) setTimeout(poll, 1000);
+      });
+    }
+
+    ask({ method: "POST" }).catch(function () {}).then(function () {
+      if (!finished) setTimeout(poll, 500);
     });
-    source.onerror = function () {
-      if (!finished) go(box.dataset.next); // the stream broke: the next page as it stands
-    };
   }
 
   function scan() { start(document.getElementById("analyst-thinking")); }

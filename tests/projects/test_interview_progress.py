@@ -1,8 +1,9 @@
 """The wizard while the analyst thinks (issue 28, item 7): the probe's first Continue took
 31.8 s with a local model behind a frozen form. With JavaScript (htmx) the post answers at once
-with a "Thinking about your answers" page that follows the analyst over server-sent events: each
-question as the model writes it, the seconds, then the next page. Without JavaScript the post
-waits (within the bound) as before, and a model that gave up is said so in plain words.
+with a "Thinking about your answers" page; its script starts the analyst's round (a POST; the
+round runs on a thread of its own within the bound) and polls the same address for each
+question as the model writes it, then the next page. Without JavaScript the post waits (within
+the bound) as before, and a model that gave up is said so in plain words.
 
 The model is a loopback server (tests/llm/fakeserver.py) that streams like an OpenAI-compatible
 one, or the scripted provider; nothing is mocked."""
@@ -24,7 +25,8 @@ from projects.models import Interview
 from runs.models import LLMCall
 from tests.llm.fakeserver import FakeServer, Reply
 
-pytestmark = pytest.mark.django_db
+# The round runs on a thread of its own, which sees only committed rows.
+pytestmark = pytest.mark.django_db(transaction=True)
 
 REQUEST = "I need something that greets a person by name, politely."
 QUESTIONS = [
@@ -83,20 +85,27 @@ def client_for(user: object) -> Client:
     return client
 
 
-def events(client: Client, interview: Interview) -> list[tuple[str, dict[str, Any]]]:
-    """The analyst page's server-sent events, in order."""
+def polled(client: Client, interview: Interview) -> dict[str, Any]:
+    """What the thinking page's poll reads: the questions so far, the round's result."""
     response = client.get(reverse("interview_analyst", args=[interview.pk]))
+    assert response.status_code == 200 and response["Content-Type"] == "application/json"
+    return dict(response.json())
+
+
+def analyst_round(client: Client, interview: Interview) -> dict[str, Any]:
+    """What the thinking page's script does: start the round, poll until it is done. Returns
+    the result, with "seen": the questions each poll saw while it was going on."""
+    started = time.monotonic()
+    response = client.post(reverse("interview_analyst", args=[interview.pk]))
     assert response.status_code == 200
-    assert response["Content-Type"] == "text/event-stream"
-    assert response["Cache-Control"] == "no-cache"
-    body = b"".join(response).decode()
-    found = []
-    for block in body.split("\n\n"):
-        kind = re.search(r"^event: (\S+)$", block, re.M)
-        data = re.search(r"^data: (.*)$", block, re.M)
-        if kind and data:
-            found.append((kind.group(1), json.loads(data.group(1))))
-    return found
+    seen = []
+    while True:
+        data = polled(client, interview)
+        if data["done"] is not None:
+            return {**data["done"], "seen": seen}
+        seen.append(data["questions"])
+        assert time.monotonic() - started < 20, seen
+        time.sleep(0.1)
 
 
 def test_the_first_continue_answers_at_once_with_a_live_thinking_page(
@@ -112,7 +121,7 @@ def test_the_first_continue_answers_at_once_with_a_live_thinking_page(
     assert response.status_code == 200 and "<html" not in html
     assert "<title>Thinking about your answers" in html
     assert 'id="analyst-thinking"' in html
-    assert f'data-stream="{reverse("interview_analyst", args=[interview.pk])}"' in html
+    assert f'data-analyst="{reverse("interview_analyst", args=[interview.pk])}"' in html
     # The live line is a status region; the questions list is announced as it grows.
     assert re.search(r'<p class="busy thinking-status" role="status" aria-live="polite">', html)
     assert re.search(r'<ol data-questions aria-live="polite">', html)
@@ -124,29 +133,27 @@ def test_the_first_continue_answers_at_once_with_a_live_thinking_page(
                                                 ).content.decode()
 
 
-def test_the_stream_sends_each_question_as_the_model_writes_it_then_the_next_page(
-        team_with_roles: dict, model: FakeServer) -> None:
+def test_the_round_keeps_each_question_as_the_model_writes_it_then_names_the_next_page(
+        team_with_roles: dict, model: FakeServer, clean_redis: Any) -> None:
     first, second = (json.dumps(q) for q in QUESTIONS)
-    model.queue(streamed("[" + first[:30], 0.3, first[30:] + ", ", 0.3, second + "]"))
+    model.queue(streamed("[" + first[:30], 0.3, first[30:] + ", ", 1.5, second + "]"))
     client = client_for(team_with_roles["member"])
     client.post(reverse("interview_new", args=["acme"]), {"request": REQUEST}, **HTMX)
     interview = Interview.objects.get()
-    found = events(client, interview)
-    assert model.requests[0].body["stream"] is True
-    kinds = [kind for kind, _ in found if kind != "tick"]
-    assert kinds == ["question", "question", "done"], found
-    assert [data["text"] for kind, data in found if kind == "question"] == [
-        "Should the greeting be formal or casual?", "Should it use emoji?"]
-    done = found[-1][1]
-    assert done["url"] == reverse("interview_questions", args=[interview.pk]) + "?group=0"
-    assert done["questions"] == 2
-    assert done["message"] == "The analyst added 2 more questions; they come after the usual ones."
+    assert polled(client, interview) == {"questions": [], "done": None}
+    done = analyst_round(client, interview)
+    assert model.requests[0].body["stream"] is True  # read as it is written
+    asked = ["Should the greeting be formal or casual?", "Should it use emoji?"]
+    # The first question was there for the page while the model was writing the second.
+    assert [asked[0]] in done.pop("seen")
+    assert done == {
+        "url": reverse("interview_questions", args=[interview.pk]) + "?group=0",
+        "questions": asked,
+        "message": "The analyst added 2 more questions; they come after the usual ones."}
     interview.refresh_from_db()
-    assert [q["text"] for q in interview.questions if q["source"] == "analyst"] == [
-        "Should the greeting be formal or casual?", "Should it use emoji?"]
-    # Asking again (a reload, a reconnecting EventSource) does not ask the model again.
-    again = events(client, interview)
-    assert [kind for kind, _ in again] == ["done"] and len(model.requests) == 1
+    assert [q["text"] for q in interview.questions if q["source"] == "analyst"] == asked
+    # Asking again (a reload, a second tab) does not ask the model again.
+    assert analyst_round(client, interview)["questions"] == [] and len(model.requests) == 1
 
 
 def test_at_the_bound_the_stream_keeps_what_arrived_and_says_so(
@@ -157,15 +164,14 @@ def test_at_the_bound_the_stream_keeps_what_arrived_and_says_so(
     client.post(reverse("interview_new", args=["acme"]), {"request": REQUEST}, **HTMX)
     interview = Interview.objects.get()
     started = time.monotonic()
-    found = events(client, interview)
+    done = analyst_round(client, interview)
     assert time.monotonic() - started < 3 + 2.5
-    assert [kind for kind, _ in found if kind == "tick"]  # the seconds counted while it thought
-    assert [data["text"] for kind, data in found if kind == "question"] == [
-        "Should the greeting be formal or casual?"]
-    assert found[-1] == ("done", {
-        "url": reverse("interview_questions", args=[interview.pk]) + "?group=0", "questions": 1,
+    done.pop("seen")
+    assert done == {
+        "url": reverse("interview_questions", args=[interview.pk]) + "?group=0",
+        "questions": ["Should the greeting be formal or casual?"],
         "message": "The analyst model was stopped after 3 seconds; the 1 more question it had "
-                   "written are kept."})
+                   "written are kept."}
     interview.refresh_from_db()
     assert [q["text"] for q in interview.questions if q["source"] == "analyst"] == [
         "Should the greeting be formal or casual?"]
@@ -178,10 +184,11 @@ def test_a_model_silent_past_the_bound_leaves_the_checklist_alone_said_plainly(
     client.post(reverse("interview_new", args=["acme"]), {"request": REQUEST}, **HTMX)
     interview = Interview.objects.get()
     started = time.monotonic()
-    found = events(client, interview)
+    done = analyst_round(client, interview)
     assert time.monotonic() - started < 3 + 2.5
-    assert found[-1][1]["message"] == ("The analyst model did not answer within 3 seconds, so "
-                                       "the wizard goes on with its usual questions alone.")
+    assert done["questions"] == []
+    assert done["message"] == ("The analyst model did not answer within 3 seconds, so the "
+                               "wizard goes on with its usual questions alone.")
     interview.refresh_from_db()
     assert not [q for q in interview.questions if q["source"] == "analyst"]
 
@@ -218,9 +225,9 @@ def test_the_last_checklist_page_thinks_live_and_goes_on_to_the_analysts_questio
     assert "Thinking about your answers" in html  # the analyst's second round, live
     interview.refresh_from_db()
     assert interview.analyst_rounds == 1 and interview.step == Interview.Step.QUESTIONS
-    found = events(client, interview)
-    assert found[-1][1]["url"] == reverse("interview_summary", args=[interview.pk])
-    assert found[-1][1]["message"] == "Nothing more to ask for now."
+    done = analyst_round(client, interview)
+    assert done["url"] == reverse("interview_summary", args=[interview.pk])
+    assert done["message"] == "Nothing more to ask for now."
     interview.refresh_from_db()
     assert interview.analyst_rounds == 2 and interview.step == Interview.Step.SUMMARY
 
@@ -231,5 +238,6 @@ def test_only_the_interviews_editors_follow_its_analyst(team_with_roles: dict,
     client.post(reverse("interview_new", args=["acme"]), {"request": REQUEST}, **HTMX)
     interview = Interview.objects.get()
     url = reverse("interview_analyst", args=[interview.pk])
-    assert Client().get(url).status_code == 302  # to log in
+    assert Client().post(url).status_code == 302  # to log in
+    assert client_for(team_with_roles["outsider"]).post(url).status_code == 404
     assert client_for(team_with_roles["outsider"]).get(url).status_code == 404
