@@ -13,6 +13,7 @@ from django.utils import timezone
 from autocoder.engine import loop
 from runs import approval_rules, budgets
 from runs.models import ApprovalRequest, Run
+from runs.pending import pending_carried, pending_ending, run_pending
 from runs.services.common import run_notify
 from runs.services.outbox import Dispatch, enqueue_step
 from runs.services.project_status import project_publish_decided
@@ -24,8 +25,6 @@ MAX_GUIDANCE_CHARS = 4000
 # The approval rules' refusals under the names callers know (the rules, and the one
 # refusal type they all are, live in runs/approval_rules.py).
 ApprovalConflict = approval_rules.AlreadyDecided  # somebody else decided the request first
-
-
 ApprovalInputError = approval_rules.DecisionNotAccepted  # e.g. an answer without guidance
 
 
@@ -66,7 +65,7 @@ def _apply_decision(run: Run, approval: ApprovalRequest, dispatch: Dispatch | No
     }
     handlers[approval.kind](run, approval, dispatch)
     run_notify(run, {"kind": "run.approval_decided", "approval_id": approval.id,
-                  "approval_kind": approval.kind, "decision": approval.status})
+                     "approval_kind": approval.kind, "decision": approval.status})
 
 
 def _add_guidance(run: Run, approval: ApprovalRequest) -> None:
@@ -85,19 +84,18 @@ def _decide_plan(run: Run, approval: ApprovalRequest, dispatch: Dispatch | None)
 
 
 def _decide_change(run: Run, approval: ApprovalRequest, dispatch: Dispatch | None) -> None:
-    carry = {k: v for k, v in run.pending.items() if k in ("lesson_ids", "lessons")}
+    carry = pending_carried(run)
     if approval.status == ApprovalRequest.Status.REJECTED:
         who = approval.decided_by.get_username() if approval.decided_by else "a reviewer"
         reason = f"change of iteration {approval.iteration} rejected by {who}"
         run.phase = Run.Phase.LEARN
-        run.pending = {**carry, "outcome": {"status": Run.Status.FAILED,
-                                            "reason": f"{reason}: {approval.comment}".strip(": ")}}
+        run.pending = pending_ending(carry, Run.Status.FAILED,
+                                     f"{reason}: {approval.comment}".strip(": "))
     elif approval.status == ApprovalRequest.Status.CHANGES_REQUESTED:
         _add_guidance(run, approval)
         if run.phase == Run.Phase.LEARN:  # the iteration passed, but not to the reviewer's taste
             exhausted = loop.budget_exhausted(run, run.iteration)
-            run.pending = ({**carry, "outcome": {"status": Run.Status.FAILED,
-                                                 "reason": exhausted}}
+            run.pending = (pending_ending(carry, Run.Status.FAILED, exhausted)
                            if exhausted else carry)
             run.phase = Run.Phase.LEARN if exhausted else Run.Phase.IMPLEMENT
     run_continue(run, dispatch)
@@ -107,9 +105,9 @@ def _decide_escalation(run: Run, approval: ApprovalRequest, dispatch: Dispatch |
     if approval.status == ApprovalRequest.Status.REJECTED:
         who = approval.decided_by.get_username() if approval.decided_by else "a reviewer"
         run.phase = Run.Phase.LEARN
-        run.pending = {**run.pending, "outcome": {
-            "status": Run.Status.ABORTED,
-            "reason": f"stopped by {who} at an escalation: {approval.comment}".strip(": ")}}
+        run.pending = pending_ending(
+            run_pending(run), Run.Status.ABORTED,
+            f"stopped by {who} at an escalation: {approval.comment}".strip(": "))
     else:
         _add_guidance(run, approval)
         run.escalations_answered += 1
@@ -125,9 +123,9 @@ def _decide_budget(run: Run, approval: ApprovalRequest, dispatch: Dispatch | Non
     else:
         who = approval.decided_by.get_username() if approval.decided_by else "a team admin"
         run.phase = Run.Phase.LEARN
-        run.pending = {**run.pending, "outcome": {
-            "status": Run.Status.ABORTED,
-            "reason": f"stopped at its budget by {who}: {approval.comment}".strip(": ")}}
+        run.pending = pending_ending(
+            run_pending(run), Run.Status.ABORTED,
+            f"stopped at its budget by {who}: {approval.comment}".strip(": "))
     run_continue(run, dispatch)
 
 

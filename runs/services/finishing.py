@@ -11,6 +11,7 @@ from django.utils import timezone
 from autocoder.engine import loop
 from runs import signals
 from runs.models import ApprovalRequest, Iteration, Run
+from runs.pending import run_pending
 from runs.services.common import RunStateError, run_notify
 from runs.services.project_status import project_status_follow
 
@@ -83,7 +84,7 @@ def _publish_proposal(run: Run, best: Iteration | None) -> dict[str, Any]:
 def _second_opinion_on(run: Run, best: Iteration | None) -> dict[str, Any]:
     """The reviewing model's opinion, asked by the verify step (never here, under the row
     lock), when it is about the candidate being published."""
-    opinion = (run.pending or {}).get("second_opinion")
+    opinion = run_pending(run).get("second_opinion")
     if not opinion or best is None or opinion.get("iteration") != best.number:
         return {}
     return {"second_opinion": opinion}

@@ -21,7 +21,7 @@ from runs.services.waiting import run_wait, run_wait_for_approval
 
 
 def step_commit(run_id: int, token: str, phase: str, transition: loop.Transition,
-            llm: RunLLM | None, elapsed_ms: int, dispatch: Dispatch | None) -> str | None:
+                llm: RunLLM | None, elapsed_ms: int, dispatch: Dispatch | None) -> str | None:
     with transaction.atomic():
         run = Run.objects.select_for_update().select_related("project__team").get(id=run_id)
         if run.step_token != token:

@@ -32,6 +32,7 @@ from runs.llm_calls import (
     default_provider_factory,
 )
 from runs.models import ApprovalRequest, Run
+from runs.pending import pending_carried, pending_outcome_status
 from runs.selectors.results import RunTables
 from runs.services.common import step_max_attempts, step_queue_after_commit
 from runs.services.finishing import run_finish
@@ -126,9 +127,9 @@ def _claim(run_id: int, token: str) -> Run | None:
             return None
         if run.step_attempts >= step_max_attempts():
             run_finish(run, Run.Status.FAILED,
-                    f"step '{run.phase}' of iteration {run.iteration + 1} was interrupted "
-                    f"{run.step_attempts} times (the worker was killed, for example for using "
-                    "too much memory); the run stops here")
+                       f"step '{run.phase}' of iteration {run.iteration + 1} was interrupted "
+                       f"{run.step_attempts} times (the worker was killed, for example for using "
+                       "too much memory); the run stops here")
             return None
         run.step_attempts += 1
         # Who holds the step now: should this worker die, the watchdog sees its heartbeat end.
@@ -152,9 +153,7 @@ def _budget_transition(run: Run) -> loop.Transition | None:
     if not reason and run.max_tokens and run.tokens_total >= run.max_tokens:
         reason = f"token budget exhausted: {run.tokens_total} of {run.max_tokens} tokens used"
     if reason:
-        pending = {k: v for k, v in (run.pending or {}).items()
-                   if k in ("lesson_ids", "lessons")}
-        return loop.ending(pending, Run.Status.FAILED, reason)
+        return loop.ending(dict(pending_carried(run)), Run.Status.FAILED, reason)
     reached = budgets.budget_reached(run)
     if reached is None:
         return None
@@ -191,9 +190,8 @@ def _step_failed(run_id: int, token: str, phase: str, error: BaseException, *,
                   f"{run.step_attempts} times: {text}" if retryable
                   else f"step '{phase}' of iteration {run.iteration + 1} failed: {text}")
         if phase == Run.Phase.LEARN:
-            run_finish(run, run.pending.get("outcome", {}).get("status", Run.Status.FAILED), reason)
+            run_finish(run, pending_outcome_status(run, Run.Status.FAILED), reason)
             return None
     # The end of the run still goes through `learn`, so the failure is remembered.
-    pending = {k: v for k, v in (run.pending or {}).items() if k in ("lesson_ids", "lessons")}
-    return step_commit(run_id, token, phase, loop.ending(pending, Run.Status.FAILED, reason),
-                   None, 0, dispatch)
+    ending = loop.ending(dict(pending_carried(run)), Run.Status.FAILED, reason)
+    return step_commit(run_id, token, phase, ending, None, 0, dispatch)
