@@ -23,6 +23,8 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from autocoder.engine.states import Checkpoint
+
 DETECTION_TYPES: tuple[str, ...] = (
     "repeated_error", "no_progress", "test_failure_loop", "oscillation", "identical_replies",
 )
@@ -33,6 +35,8 @@ NO_PROGRESS_ITERATIONS = 3
 TEST_FAILURE_LOOP_RUNS = 5
 IDENTICAL_REPLIES_TIMES = 2
 MAX_SIGNATURE_CHARS = 300
+# The test outcomes that count as failing (the detector's failing sets, the loop's failures).
+FAILING = frozenset({"failed", "error"})
 
 
 @dataclass(frozen=True)
@@ -53,6 +57,17 @@ class Detection:
     confidence: float
     occurrences: int
     iteration: int
+
+
+def snapshot(it: Checkpoint) -> IterationSnapshot:
+    """What the detector reads of a stored iteration."""
+    outcomes = (it.test_report or {}).get("outcomes", [])
+    return IterationSnapshot(
+        number=it.number, code_hash=it.code_hash,
+        pass_count=sum(o["outcome"] == "passed" for o in outcomes),
+        failing=frozenset(o["nodeid"] for o in outcomes if o["outcome"] in FAILING),
+        error_signature=it.error_signature, reply_hash=it.reply_hash, tests_ran=it.tests_ran,
+    )
 
 
 def detect(history: Sequence[IterationSnapshot], *, since: int = 0) -> list[Detection]:

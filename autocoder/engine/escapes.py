@@ -4,14 +4,28 @@ Escapes form a ladder, mildest first: reset_context -> try_alternative -> escala
 A detection starts on the rung that suits its pattern, and an escape already tried for the same
 signature in this run is never chosen again, so one persistent problem climbs the ladder and ends
 in abort within four decisions: the engine never loops on its own escapes.
+
+`after_failure` is where the loop applies the ladder once an iteration failed (after its
+reflection): the detector's findings for that iteration, the escape taken, the budgets.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from autocoder.engine.detector import Detection
+from autocoder.engine.budgets import budget_exhausted
+from autocoder.engine.detector import Detection, detect, snapshot
 from autocoder.engine.spec import AUTONOMY_LEVELS
+from autocoder.engine.states import (
+    Checkpoint,
+    GateKind,
+    Phase,
+    RunHistory,
+    RunStatus,
+    RunView,
+)
+from autocoder.engine.transitions import Approval, Transition, ending
 
 ESCAPES: tuple[str, ...] = ("reset_context", "try_alternative", "escalate", "abort")
 
@@ -86,3 +100,69 @@ def choose_escape(detection: Detection, *, tried: list[tuple[str, str]], autonom
 def problem_words(kind: str) -> str:
     """A loop-detector pattern in plain words ("the same tests keep failing")."""
     return PROBLEM_WORDS.get(kind, f"the loop detector saw a pattern ({kind})")
+
+
+def after_failure(run: RunView, history: RunHistory, checkpoint: Checkpoint,
+                  pending: dict[str, Any]) -> Transition:
+    """Where a failed iteration leads: the detector's findings at it, the strongest escape
+    (abort, ask a person, start again, another approach) and the budgets; by default the
+    next iteration implements the same plan."""
+    decisions = loop_decisions(run, history, checkpoint.number)
+    events = [{"iteration": checkpoint.number, "type": d.type, "signature": d.signature,
+               "confidence": d.confidence, "occurrences": d.occurrences,
+               "action": e.action, "reason": e.reason} for d, e in decisions]
+    tried = [*run.escapes_tried, *([d.signature, e.action] for d, e in decisions)]
+    updates: dict[str, Any] = {"escapes_tried": tried}
+    action, reason, detail = _strongest(decisions)
+    if action == "reset_context":
+        # A fresh context is judged on its own iterations; other escapes keep the window, so a
+        # problem that survives them climbs the ladder instead of starting over.
+        updates["since_iteration"] = checkpoint.number
+    transition = _route(run, action, reason, checkpoint, pending, updates)
+    if transition.approval is not None and detail:
+        transition.approval.payload["details"] = detail
+    transition.events = events
+    transition.notes += [{"kind": "run.loop_event", **event} for event in events]
+    return transition
+
+
+def loop_decisions(run: RunView, history: RunHistory,
+                   number: int) -> list[tuple[Detection, EscapeDecision]]:
+    """The detector's findings at iteration `number`, each with the escape chosen for it."""
+    snapshots = [snapshot(it) for it in history.checkpoints()]
+    tried = [(s, a) for s, a in run.escapes_tried]
+    return [(d, choose_escape(d, tried=tried, autonomy=run.autonomy,
+                              escalations_answered=run.escalations_answered))
+            for d in detect(snapshots, since=run.since_iteration) if d.iteration == number]
+
+
+def _strongest(decisions: list[tuple[Detection, EscapeDecision]]) -> tuple[str, str, str]:
+    if not decisions:
+        return "", "", ""
+    _, escape = max(decisions, key=lambda pair: ESCAPES.index(pair[1].action))
+    return escape.action, escape.reason, escape.detail
+
+
+def _route(run: RunView, action: str, reason: str, checkpoint: Checkpoint, pending: dict[str, Any],
+           updates: dict[str, Any]) -> Transition:
+    if action == "abort":
+        transition = ending(pending, RunStatus.ABORTED, f"the loop detector stopped the run: "
+                                                         f"{reason}")
+    elif (exhausted := budget_exhausted(run, checkpoint.number)):
+        transition = ending(pending, RunStatus.FAILED, exhausted)
+    elif action == "escalate":
+        transition = Transition(phase=Phase.PLAN, pending=pending)
+        transition.approval = Approval(GateKind.ESCALATION, {
+            "reason": reason, "iteration": checkpoint.number,
+            "failures": checkpoint.failures, "reflection": checkpoint.reflection,
+            "plan": run.plan, "earlier_approaches": run.approaches,
+            "question": "The run is stuck. What should it do differently? Your answer is "
+                        "given to the model as guidance.",
+        })
+    elif action in ("reset_context", "try_alternative"):
+        transition = Transition(phase=Phase.PLAN, pending=pending)
+        updates["escape_in_force"] = action
+    else:
+        transition = Transition(phase=Phase.IMPLEMENT, pending=pending)
+    transition.updates = updates
+    return transition

@@ -1,0 +1,103 @@
+"""The phases that check the code without a model: the safety gate, then the tests in the
+sandbox. A sandbox or plugin runtime that is broken holds the run (InstallationFault) instead of
+failing the iteration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autocoder.engine.scaffold import plugin_toml
+from autocoder.engine.spec import Spec
+from autocoder.engine.states import Phase
+from autocoder.engine.steps import Step, setting
+from autocoder.engine.transitions import Transition
+from autocoder.engine.writing import manifest_permissions
+from autocoder.installation import InstallationFault
+from autocoder.sandbox.types import PluginRuntimeError, SandboxError
+
+
+def gate_phase(step: Step) -> Transition:
+    from autocoder.safety import Permissions, scan_files
+
+    pending = step.pending
+    files = pending["files"]
+    granted = manifest_permissions(files.get("plugin.toml", "")) or {}
+    permissions = Permissions(network=bool(granted.get("network", False)),
+                              filesystem=str(granted.get("filesystem", "none")))
+    report = scan_files(files, permissions)
+    files = pending["files"] = _with_declared_libraries(step.spec, files, granted)
+    pending["safety"] = {
+        "verdict": report.verdict,
+        "findings": [_finding_dict(f) for f in report.findings],
+    }
+    # Code the gate blocks never reaches the sandbox: the iteration fails on the findings.
+    blocked = report.verdict == "block"
+    return Transition(phase=Phase.VERIFY if blocked else Phase.SANDBOX, pending=pending,
+                      notes=[{"kind": "run.safety", "verdict": report.verdict,
+                              "findings": len(report.findings)}])
+
+
+def _with_declared_libraries(spec: Spec, files: dict[str, str],
+                             granted: dict[str, Any]) -> dict[str, str]:
+    """plugin.toml lists the plugin runtime's libraries the code imports (the wheel declares
+    them too); the manifest is the host's to write, so it is kept in step here."""
+    from autocoder.safety.imports import used_libraries
+
+    pins = [f"{lib.distribution}=={lib.version}" for lib in used_libraries(files)]
+    manifest = plugin_toml(spec, network=bool(granted.get("network", False)),
+                           filesystem=str(granted.get("filesystem", "none")), libraries=pins)
+    return files if files.get("plugin.toml") == manifest else {**files, "plugin.toml": manifest}
+
+
+def _finding_dict(finding: Any) -> dict[str, Any]:
+    return {key: getattr(finding, key, "") for key in
+            ("tool", "rule", "severity", "file", "line", "message")}
+
+
+def sandbox_phase(step: Step) -> Transition:
+    from autocoder.sandbox import Limits
+    from autocoder.sandbox.pytest_runner import run_pytest
+
+    pending = step.pending
+    limits = Limits(timeout_s=float(setting("ENGINE_SANDBOX_TIMEOUT_S", 60)),
+                    memory_mb=int(setting("ENGINE_SANDBOX_MEMORY_MB", 512)))
+    try:
+        report = run_pytest(pending["files"], limits=limits, cancel_check=step.cancelled)
+    except SandboxError as error:
+        raise _installation_fault(error) from error
+    if not report.outcomes or _runner_crashed(report):
+        _raise_if_installation_broken()
+    pending["report"] = report_dict(report)
+    return Transition(phase=Phase.VERIFY, pending=pending,
+                      notes=[{"kind": "run.tests", "passed": report.passed,
+                              "failed": report.failed, "errors": report.errors,
+                              "pass_rate": report.pass_rate}])
+
+
+def _runner_crashed(report: Any) -> bool:
+    """Only the runner's own "<session>" problem and no test outcome: nothing ran."""
+    return all(o.nodeid == "<session>" for o in report.outcomes)
+
+
+def _raise_if_installation_broken() -> None:
+    """A test run that said nothing is the model's fault only if a known-good plugin's tests
+    do run: otherwise the runtime or the sandbox is broken and the run must be held."""
+    from autocoder.runtime.probe import runtime_fault
+
+    fault = runtime_fault(fresh=True)
+    if fault is not None:
+        raise fault
+
+
+def _installation_fault(error: SandboxError) -> InstallationFault:
+    from autocoder.runtime import BUILD_FIX
+    from autocoder.runtime.probe import SANDBOX_FIX
+
+    if isinstance(error, PluginRuntimeError):
+        return InstallationFault("runtime", error.problem, BUILD_FIX)
+    return InstallationFault("sandbox", str(error), SANDBOX_FIX)
+
+
+def report_dict(report: Any) -> dict[str, Any]:
+    return dict(report.stored())

@@ -1,0 +1,199 @@
+"""verify: the iteration's checkpoint. The quality gate (every acceptance test passes and the
+pass rate meets the spec), what went wrong in words for the next prompts, and whether a person
+must look at the change before the loop builds on it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from autocoder.engine.detector import FAILING
+from autocoder.engine.replies import code_hash, diff_stats, unified_diff
+from autocoder.engine.scaffold import acceptance_nodeids, protected_paths
+from autocoder.engine.second_opinion import second_opinion
+from autocoder.engine.spec import Spec
+from autocoder.engine.states import Autonomy, GateKind, Phase, RunStatus, RunView
+from autocoder.engine.steps import Step, current_files, setting
+from autocoder.engine.transitions import Approval, Transition, ending
+from autocoder.signatures import normalize_error_signature
+
+MAX_FAILURE_CHARS = 1500
+MAX_FAILURES = 12
+
+
+def verify_phase(step: Step) -> Transition:
+    run, spec, pending = step.run, step.spec, step.pending
+    previous = current_files(step)
+    files = pending.get("files") or previous
+    result = _evaluate(spec, pending)
+    added, removed = diff_stats(previous, files)
+    checkpoint = {
+        "number": step.number, "files": files, "diff": unified_diff(previous, files),
+        "diff_stats": {"added": added, "removed": removed,
+                       "files": sum(previous.get(p) != files.get(p)
+                                    for p in set(previous) | set(files))},
+        "rejected_paths": pending.get("rejected", []), "plan": run.plan,
+        "reply_prose": pending.get("prose", ""), "reply_hash": pending.get("reply_hash", ""),
+        "lessons_used": pending.get("lesson_ids", []), "code_hash": code_hash(files),
+        "tokens": int((pending.get("timings") or {}).get("tokens", 0)),
+        "timings": {k: v for k, v in (pending.get("timings") or {}).items() if k != "tokens"},
+        **result,
+    }
+    carry: dict[str, Any] = {key: pending[key] for key in ("lesson_ids", "lessons")
+                             if key in pending}
+    reasons = change_approval_reasons(run, spec, previous, checkpoint, pending)
+    # A person looks next (this change, or the publish request of a run that succeeded), so the
+    # reviewing model reads the candidate first. Asked here, in the step: the publish request
+    # is made inside the run's final transaction, where a slow model call must not hold locks.
+    opinion = (second_opinion(step, files=files, result=result, reasons=reasons)
+               if reasons or result["succeeded"] else None)
+    if opinion is not None and result["succeeded"]:
+        carry["second_opinion"] = opinion
+    updates: dict[str, Any] = {"escape_in_force": ""}
+    if result["succeeded"]:
+        transition = ending(carry, RunStatus.SUCCEEDED,
+                            f"iteration {step.number} passed every acceptance test with a pass "
+                            f"rate of {result['pass_rate']:.0%}")
+    else:
+        transition = Transition(phase=Phase.REFLECT, pending=carry)
+    transition.checkpoint = checkpoint
+    transition.updates = updates
+    transition.notes = [{"kind": "run.iteration", "iteration": step.number,
+                         "pass_rate": result["pass_rate"],
+                         "acceptance_passed": result["acceptance_passed"],
+                         "succeeded": result["succeeded"],
+                         "safety_verdict": result["safety_verdict"],
+                         "error_signature": result["error_signature"]}]
+    if reasons:
+        transition.approval = Approval(GateKind.CHANGE, {
+            "reasons": reasons, "diff": checkpoint["diff"], "diff_stats": checkpoint["diff_stats"],
+            "test_report": result["test_report"], "safety": result["safety_report"],
+            "failures": result["failures"], "plan": run.plan,
+            "reasoning": pending.get("prose", ""), "succeeded": result["succeeded"],
+            "permissions_change": pending.get("permissions_change"),
+            **({"second_opinion": opinion} if opinion is not None else {}),
+        })
+    return transition
+
+
+def _evaluate(spec: Spec, pending: dict[str, Any]) -> dict[str, Any]:
+    """Quality gate: every acceptance test passes and the overall pass rate meets the spec."""
+    report = pending.get("report") or {}
+    safety = pending.get("safety") or {}
+    blocked = safety.get("verdict") == "block"
+    tests_ran = bool(report) and not blocked and not pending.get("no_code")
+    outcomes = report.get("outcomes", []) if tests_ran else []
+    by_id = {o["nodeid"]: o["outcome"] for o in outcomes}
+    acceptance_passed = tests_ran and all(by_id.get(node) == "passed"
+                                          for node in acceptance_nodeids(spec))
+    pass_rate = float(report.get("pass_rate") or 0.0) if tests_ran else 0.0
+    succeeded = acceptance_passed and pass_rate >= spec.quality_threshold
+    failures, signature = _failures(spec, pending, outcomes, tests_ran, pass_rate, succeeded)
+    return {
+        "test_report": report if tests_ran else {}, "pass_rate": pass_rate,
+        "acceptance_passed": acceptance_passed, "tests_ran": tests_ran, "succeeded": succeeded,
+        "safety_report": safety, "safety_verdict": safety.get("verdict", ""),
+        "failures": failures, "error_signature": signature,
+    }
+
+
+def _failures(spec: Spec, pending: dict[str, Any], outcomes: list[dict[str, Any]],
+              tests_ran: bool, pass_rate: float, succeeded: bool) -> tuple[list[str], str]:
+    """What went wrong, for the next prompts, and the normalized signature of the main error."""
+    failures: list[str] = []
+    signatures: list[str] = []
+    if pending.get("no_code"):
+        failures.append(f"Your reply was not used: {pending['no_code']}. Send each whole file "
+                        "in a fenced block whose opening fence has path=..., e.g. "
+                        f"```python path={spec.package}/plugin.py")
+        signatures.append(f"reply: {pending['no_code']}")
+    for rejected in pending.get("rejected", []):
+        failures.append(f"File {rejected['path']!r} was rejected: {rejected['reason']}.")
+    safety = pending.get("safety") or {}
+    if safety.get("verdict") == "block":
+        blocking = [f for f in safety.get("findings", []) if f.get("severity") == "HIGH"]
+        lines = [f"{f['file']}:{f['line']} [{f['tool']} {f['rule']}] {f['message']}"
+                 for f in (blocking or safety.get("findings", []))]
+        failures.append("The safety gate blocked the code, so no test ran. Remove these:\n"
+                        + "\n".join(lines))
+        signatures.append("safety blocked: " + ", ".join(sorted({
+            str(f.get("rule", "")) for f in (blocking or safety.get("findings", []))})))
+    report = pending.get("report") or {}
+    if tests_ran:
+        _test_failures(spec, report, outcomes, failures, signatures)
+        if not succeeded and not any(o["outcome"] in FAILING for o in outcomes):
+            failures.append(f"The pass rate {pass_rate:.0%} is below the required "
+                            f"{spec.quality_threshold:.0%}.")
+    failures = [_cap(text) for text in failures[:MAX_FAILURES]]
+    signature = next((s for s in signatures if s), "")
+    return failures, normalize_error_signature(signature) if signature else ""
+
+
+def _test_failures(spec: Spec, report: dict[str, Any], outcomes: list[dict[str, Any]],
+                   failures: list[str], signatures: list[str]) -> None:
+    if report.get("timed_out"):
+        failures.append("The tests did not finish in time and were killed: look for an "
+                        "endless loop or a blocking call (input(), sleep, network).")
+        signatures.append("sandbox: tests timed out")
+    if report.get("oom"):
+        failures.append("The tests ran out of memory and were killed.")
+        signatures.append("sandbox: out of memory")
+    acceptance = set(acceptance_nodeids(spec))
+    failing = sorted((o for o in outcomes if o["outcome"] in FAILING),
+                     key=lambda o: (o["nodeid"] not in acceptance, o["nodeid"]))
+    for outcome in failing:
+        failures.append(f"{outcome['nodeid']} {outcome['outcome']}:\n{outcome['message']}")
+        signatures.append(_error_line(outcome["message"]) or outcome["nodeid"])
+    if not outcomes and not report.get("timed_out"):
+        tail = report.get("output_tail", "").strip()
+        failures.append("The tests could not run (no test result was collected):\n" + tail)
+        signatures.append(tail or f"pytest exit code {report.get('exit_code')}")
+
+
+def _error_line(message: str) -> str:
+    """The line that names the error: pytest's first `E` line, else the message's last line."""
+    lines = [line for line in message.splitlines() if line.strip()]
+    marked = [line[1:].strip() for line in lines if line.startswith("E ")]
+    return marked[0] if marked else (lines[-1] if lines else "")
+
+
+def _cap(text: str) -> str:
+    if len(text) <= MAX_FAILURE_CHARS:
+        return text
+    half = MAX_FAILURE_CHARS // 2
+    return text[:half] + "\n[...]\n" + text[-half:]
+
+
+def change_approval_reasons(run: RunView, spec: Spec, previous: dict[str, str],
+                            checkpoint: dict[str, Any], pending: dict[str, Any]) -> list[str]:
+    """Why a person must look at this change before the loop builds on it ([] = no need).
+
+    Blocked code and replies that changed nothing are not changes: they are never accepted.
+    """
+    if run.autonomy == Autonomy.FULL:
+        return []
+    if checkpoint["safety_verdict"] == "block" or pending.get("no_code"):
+        return []
+    reasons = _major_reasons(spec, checkpoint, pending)
+    if run.autonomy == Autonomy.GUIDED and not reasons and previous != checkpoint["files"]:
+        reasons = ["guided autonomy: every change is reviewed"]
+    return reasons
+
+
+def _major_reasons(spec: Spec, checkpoint: dict[str, Any], pending: dict[str, Any]) -> list[str]:
+    reasons = []
+    change = pending.get("permissions_change")
+    if change:
+        reasons.append(f"new permissions requested in plugin.toml: {change['from']} -> "
+                       f"{change['to']}")
+    if checkpoint["safety_verdict"] == "review":
+        reasons.append("the safety gate asks for a review")
+    touched = {r["path"] for r in pending.get("rejected", [])} & protected_paths(spec)
+    if touched:
+        reasons.append("the reply tried to change the acceptance tests or the test harness "
+                       f"({', '.join(sorted(touched))}); the change was refused")
+    limit = int(setting("ENGINE_MAJOR_DIFF_LINES", 400))
+    size = checkpoint["diff_stats"]["added"] + checkpoint["diff_stats"]["removed"]
+    if size > limit:
+        reasons.append(f"a large change: {size} lines (over {limit})")
+    return reasons

@@ -1,0 +1,134 @@
+"""The phases where a model writes: plan (the architect), implement (the implementer's code) and
+test_write (the tester's extra tests); and the plugin.toml permissions a reply may ask for.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+from autocoder.engine import lessons_port
+from autocoder.engine.llm_port import reply_hash
+from autocoder.engine.prompting import build_messages, plan_from_reply
+from autocoder.engine.replies import merge_files, parse_reply
+from autocoder.engine.scaffold import plugin_toml, protected_paths
+from autocoder.engine.spec import Spec
+from autocoder.engine.states import Autonomy, GateKind, Phase
+from autocoder.engine.steps import (
+    Step,
+    budget_chars,
+    current_files,
+    failures_for_prompt,
+    latest_checkpoint,
+    prompt_context,
+)
+from autocoder.engine.transitions import Approval, Transition
+
+GENERATED_TESTS_PREFIX = "tests/test_generated_"
+
+
+def plan_phase(step: Step) -> Transition:
+    run, spec, pending = step.run, step.spec, step.pending
+    if run.use_lessons and "lesson_ids" not in pending:
+        found = lessons_port.retrieve(team_id=step.team_id,
+                                      query=f"{spec.name}: {spec.summary}")
+        pending.update(lesson_ids=found.ids, lessons=found.block)
+    latest = latest_checkpoint(step)
+    files = current_files(step)
+    ctx = prompt_context(step, files=files, failures=failures_for_prompt(latest),
+                         replanning=bool(run.plan))
+    text = step.llm.complete("architect", build_messages("architect", ctx,
+                                                         budget_chars=budget_chars()))
+    plan = plan_from_reply(text)
+    approaches = [*run.approaches, run.plan] if run.plan and run.plan != plan else run.approaches
+    updates = {"plan": plan, "approaches": approaches}
+    transition = Transition(phase=Phase.IMPLEMENT, pending=pending, updates=updates,
+                            notes=[{"kind": "run.plan", "plan": plan}])
+    if _plan_needs_approval(step):
+        transition.approval = Approval(GateKind.PLAN, {
+            "plan": plan, "earlier_approaches": approaches, "lessons": pending.get("lessons", ""),
+            "guidance": run.guidance,
+            "reasoning": f"Plan for iteration {step.number}; the loop starts implementing it "
+                         "once approved.",
+        })
+    return transition
+
+
+def _plan_needs_approval(step: Step) -> bool:
+    if step.run.autonomy == Autonomy.GUIDED:
+        return True
+    if step.run.autonomy == Autonomy.SEMI:
+        # Semi-automatic runs ask once: later re-plans (escapes) are the loop's own business.
+        return not step.history.plan_approved()
+    return False
+
+
+def implement_phase(step: Step) -> Transition:
+    spec, pending = step.spec, step.pending
+    base = current_files(step)
+    ctx = prompt_context(step, files=base, failures=failures_for_prompt(latest_checkpoint(step)))
+    text = step.llm.complete("implementer", build_messages("implementer", ctx,
+                                                           budget_chars=budget_chars()))
+    parsed = parse_reply(text)
+    files, rejected = merge_files(base, parsed.files, protected=protected_paths(spec))
+    rejected_list = [{"path": r.path, "reason": r.reason} for r in (*parsed.rejected, *rejected)]
+    files, rejected_list, permissions = _permission_request(spec, base, parsed.files, files,
+                                                            rejected_list)
+    refused = {r["path"] for r in rejected_list}
+    nothing = not [path for path in parsed.files if path not in refused]
+    pending.update(
+        files=files, rejected=rejected_list, prose=parsed.prose[:4000],
+        reply_hash=reply_hash(text), permissions_change=permissions,
+        no_code=("the reply contained no file blocks" if not parsed.files else
+                 "no file of the reply could be applied" if nothing else ""),
+    )
+    next_phase = Phase.VERIFY if nothing else Phase.TEST_WRITE
+    return Transition(phase=next_phase, pending=pending)
+
+
+def _permission_request(spec: Spec, base: dict[str, str], proposed: dict[str, str],
+                        files: dict[str, str], rejected: list[dict[str, str]],
+                        ) -> tuple[dict[str, str], list[dict[str, str]], dict[str, Any] | None]:
+    """plugin.toml is read-only except its [permissions]: a reply that changes only those is a
+    permissions request, applied here and reported as a major change for a person to see."""
+    if "plugin.toml" not in proposed:
+        return files, rejected, None
+    old = manifest_permissions(base.get("plugin.toml", ""))
+    new = manifest_permissions(proposed["plugin.toml"])
+    valid = (new is not None and isinstance(new.get("network"), bool)
+             and new.get("filesystem") in ("none", "workdir"))
+    if not valid or new == old or old is None:
+        return files, rejected, None
+    assert new is not None
+    files = {**files, "plugin.toml": plugin_toml(spec, network=new["network"],
+                                                 filesystem=new["filesystem"])}
+    rejected = [r for r in rejected if r["path"] != "plugin.toml"]
+    return files, rejected, {"from": old, "to": new}
+
+
+def manifest_permissions(text: str) -> dict[str, Any] | None:
+    """The [permissions] table of a plugin.toml (None when it cannot be read)."""
+    try:
+        table = tomllib.loads(text).get("permissions", {})
+    except tomllib.TOMLDecodeError:
+        return None
+    if not isinstance(table, dict):
+        return None
+    return {"network": table.get("network", False), "filesystem": table.get("filesystem", "none")}
+
+
+def test_write_phase(step: Step) -> Transition:
+    spec, pending = step.spec, step.pending
+    files = dict(pending["files"])
+    ctx = prompt_context(step, files=files)
+    text = step.llm.complete("tester", build_messages("tester", ctx, budget_chars=budget_chars()))
+    parsed = parse_reply(text)
+    tests = {p: c for p, c in parsed.files.items()
+             if p.startswith(GENERATED_TESTS_PREFIX) and p.endswith(".py")}
+    refused = [{"path": p, "reason": "the tester may only add tests/test_generated_*.py files"}
+               for p in parsed.files if p not in tests]
+    files, rejected = merge_files(files, tests, protected=protected_paths(spec))
+    pending["files"] = files
+    pending["rejected"] = [*pending.get("rejected", []), *refused,
+                           *({"path": r.path, "reason": r.reason} for r in rejected)]
+    return Transition(phase=Phase.GATE, pending=pending)
