@@ -4,7 +4,6 @@ test_write (the tester's extra tests); and the plugin.toml permissions a reply m
 
 from __future__ import annotations
 
-import tomllib
 from typing import Any
 
 from autocoder.engine import lessons_port
@@ -23,6 +22,7 @@ from autocoder.engine.steps import (
     prompt_context,
 )
 from autocoder.engine.transitions import Approval, Transition
+from autocoder.plugins import permissions_or_none
 
 GENERATED_TESTS_PREFIX = "tests/test_generated_"
 
@@ -95,11 +95,8 @@ def _permission_request(spec: Spec, base: dict[str, str], proposed: dict[str, st
         return files, rejected, None
     old = manifest_permissions(base.get("plugin.toml", ""))
     new = manifest_permissions(proposed["plugin.toml"])
-    valid = (new is not None and isinstance(new.get("network"), bool)
-             and new.get("filesystem") in ("none", "workdir"))
-    if not valid or new == old or old is None:
+    if new is None or old is None or new == old:  # unreadable, or against the rule: no request
         return files, rejected, None
-    assert new is not None
     files = {**files, "plugin.toml": plugin_toml(spec, network=new["network"],
                                                  filesystem=new["filesystem"])}
     rejected = [r for r in rejected if r["path"] != "plugin.toml"]
@@ -107,14 +104,10 @@ def _permission_request(spec: Spec, base: dict[str, str], proposed: dict[str, st
 
 
 def manifest_permissions(text: str) -> dict[str, Any] | None:
-    """The [permissions] table of a plugin.toml (None when it cannot be read)."""
-    try:
-        table = tomllib.loads(text).get("permissions", {})
-    except tomllib.TOMLDecodeError:
-        return None
-    if not isinstance(table, dict):
-        return None
-    return {"network": table.get("network", False), "filesystem": table.get("filesystem", "none")}
+    """The [permissions] a plugin.toml grants, {network, filesystem} (None when it cannot be
+    read or breaks the rule of autocoder/plugins/permissions.py)."""
+    permissions = permissions_or_none(text)
+    return permissions.as_dict() if permissions is not None else None
 
 
 def test_write_phase(step: Step) -> Transition:
