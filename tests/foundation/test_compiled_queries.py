@@ -21,8 +21,8 @@ from projects.selectors.board import (
 from projects.selectors.inbox import _inbox_rows, inbox_count, membership_shape
 from runs.models import Project, Run
 from teams.models import Membership
-from tests.teams.conftest import Portal, portal  # noqa: F401  (fixture)
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
+from tests.teams.conftest import Portal, portal  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.django_db
 

@@ -15,8 +15,8 @@ from django.utils import timezone
 from projects.selectors.board import queued_projects
 from runs.models import Iteration, Project, Run
 from teams.models import AuditEntry
-from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, RunFactory, approval_for
+from tests.teams.conftest import Portal
 
 pytestmark = pytest.mark.django_db
 S = Project.Status

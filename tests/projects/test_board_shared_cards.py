@@ -19,8 +19,8 @@ from django.urls import reverse
 from autocoder import realtime
 from projects.selectors.board import TEAM_CARDS
 from runs.models import Project
-from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory
+from tests.teams.conftest import Portal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 S = Project.Status

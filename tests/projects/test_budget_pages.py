@@ -20,8 +20,8 @@ from runs import budgets
 from runs.models import ApprovalRequest, Run
 from runs.services import stepping
 from teams.models import AuditEntry, Notification
-from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, RunFactory
+from tests.teams.conftest import Portal
 
 pytestmark = pytest.mark.django_db
 

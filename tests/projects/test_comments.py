@@ -18,9 +18,9 @@ from projects.services.comments import comment_add, mentioned_names
 from runs.models import Project, Run
 from teams.models import AuditEntry, Notification
 from tests.live import LiveServer, live_asgi_server
-from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
 from tests.projects.test_live import next_event, open_socket
+from tests.teams.conftest import Portal
 
 
 def make_run(portal: Portal, status: str = Run.Status.RUNNING) -> Run:

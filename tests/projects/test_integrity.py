@@ -26,8 +26,8 @@ from teams.models import AuditEntry, Membership
 from teams.services.audit import audit_record
 from tests.factories import PASSWORD, UserFactory
 from tests.live import LiveServer, live_asgi_server
-from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
+from tests.teams.conftest import Portal
 
 A = ApprovalRequest.Status
 

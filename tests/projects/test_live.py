@@ -19,8 +19,8 @@ from autocoder import realtime
 from runs.approval_rules import approval_candidate
 from runs.models import Project, Run
 from tests.live import LiveServer, live_asgi_server
-from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
+from tests.teams.conftest import Portal
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

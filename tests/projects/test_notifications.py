@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from projects.services.notifications import notifications_approval_requested
 from teams.models import Notification
-from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
+from tests.teams.conftest import Portal
 
 pytestmark = pytest.mark.django_db
 

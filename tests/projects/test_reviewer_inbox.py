@@ -23,8 +23,8 @@ from runs import approval_rules as rules
 from runs.models import ApprovalRequest, Project, Run
 from teams.models import Membership, Notification
 from tests.marketplace.conftest import plugin_tree, zip_bytes
-from tests.teams.conftest import Portal
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
+from tests.teams.conftest import Portal
 
 pytestmark = pytest.mark.django_db
 

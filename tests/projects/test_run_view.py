@@ -12,7 +12,6 @@ from django.urls import reverse
 from projects.diffs import code_lines, split_rows, unified_rows
 from runs.models import Project, Run
 from teams.models import AuditEntry
-from tests.teams.conftest import Portal
 from tests.projects.portal_factories import (
     PLUGIN_V1,
     PLUGIN_V2,
@@ -20,6 +19,7 @@ from tests.projects.portal_factories import (
     approval_for,
     run_with_history,
 )
+from tests.teams.conftest import Portal
 
 pytestmark = pytest.mark.django_db
 

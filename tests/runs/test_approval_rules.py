@@ -18,13 +18,13 @@ from django.urls import reverse
 
 from marketplace.models import Plugin, PluginVersion, VersionDecision
 from marketplace.services.gate import plugin_version_decide
-from projects.models import AuditEntry, Membership, Notification, Project
 from runs import approval_rules as rules
-from runs.models import ApprovalRequest, ApprovalVote, Run
+from runs.models import ApprovalRequest, ApprovalVote, Project, Run
 from runs.selectors.approvals import approvals_awaiting
 from runs.services import deciding
-from tests.projects.conftest import Portal
+from teams.models import AuditEntry, Membership, Notification
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
+from tests.teams.conftest import Portal
 
 pytestmark = pytest.mark.django_db
 

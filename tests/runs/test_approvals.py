@@ -10,12 +10,12 @@ import pytest
 from django.db import connection
 from django.urls import reverse
 
-from projects.models import AuditEntry, Notification, Project
 from runs.approval_rules import approval_candidate
-from runs.models import ApprovalRequest, ApprovalVote, Iteration, Run
+from runs.models import ApprovalRequest, ApprovalVote, Iteration, Project, Run
 from runs.services import approvals as services
-from tests.projects.conftest import Portal
+from teams.models import AuditEntry, Notification
 from tests.projects.portal_factories import ProjectFactory, approval_for, run_with_history
+from tests.teams.conftest import Portal
 
 A = ApprovalRequest.Status
 

@@ -15,14 +15,14 @@ import pytest
 
 from autocoder.llm.models import ModelPrice
 from autocoder.llm.scripted import SCRIPTED_MODEL
-from projects.models import Notification, Project
 from runs import budgets
 from runs.approval_rules import MayNotDecide
-from runs.models import ApprovalRequest, MonthSpend, Run
+from runs.models import ApprovalRequest, MonthSpend, Project, Run
 from runs.selectors import results
 from runs.selectors.approvals import approvals_awaiting
 from runs.selectors.runs import run_overview
 from runs.services import deciding, driving
+from teams.models import Notification
 from tests.factories import MembershipFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

@@ -15,11 +15,11 @@ import pytest
 from django.urls import reverse
 
 from autocoder.testing.workers import in_process_worker
-from projects.models import Notification, Project
 from runs.approval_rules import approval_candidate
-from runs.models import ApprovalRequest, Run
+from runs.models import ApprovalRequest, Project, Run
 from runs.services import starting
-from tests.projects.conftest import Portal
+from teams.models import Notification
+from tests.teams.conftest import Portal
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 SCRIPTS = Path(__file__).resolve().parents[1] / "engine" / "scripts"

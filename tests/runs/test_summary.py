@@ -10,11 +10,10 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from projects.models import Project
-from runs.models import ApprovalRequest, LoopEvent, Run
+from runs.models import ApprovalRequest, LoopEvent, Project, Run
 from runs.summary import OutcomeFact, describe_failure
-from tests.projects.conftest import Portal
 from tests.projects.portal_factories import IterationFactory, ProjectFactory, RunFactory
+from tests.teams.conftest import Portal
 
 pytestmark = pytest.mark.django_db
 
