@@ -1,7 +1,7 @@
 """Run controls from the portal: pause, resume, cancel (the emergency stop) and retry.
 
-The runs app does the work (runs.services: waiting, finishing, starting); this layer checks who may press the
-button and writes the audit log.
+The runs app does the work (runs.services: waiting, finishing, starting); this layer checks who
+may press the button and writes the audit log.
 """
 
 from __future__ import annotations
