@@ -33,9 +33,18 @@
       }
     }
 
+    // The next page comes as the wizard's other steps do: swapped in by htmx, its address
+    // pushed (a full load without htmx).
     function go(next) {
       finished = true;
-      window.location.assign(next || box.dataset.next);
+      const target = next || box.dataset.next;
+      if (!window.htmx || !document.getElementById("wizard")) {
+        window.location.assign(target);
+        return;
+      }
+      window.htmx.ajax("GET", target, { target: "#wizard", swap: "outerHTML" }).then(
+        function () { window.history.pushState({}, "", target); },
+        function () { window.location.assign(target); });
     }
 
     function answer(data) {
