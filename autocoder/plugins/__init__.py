@@ -4,7 +4,8 @@ plugin contract"; docs/plugins.md).
 - `parse_manifest(text)` -> `PluginManifest` (frozen dataclasses all the way down), or a
   `ManifestError` listing every problem; `read_manifest(text)` for a reviewed version's file;
 - `render_manifest(manifest)` -> the text of plugin.toml;
-- the `[permissions]` rule (`Permissions`, `permissions_from_text`), the `[[settings]]` and
+- the `[permissions]` rule (`Permissions`, `permissions_from_text`; its `hosts` are `HostRule`s,
+  autocoder/plugins/hosts.py), the `[[settings]]` and
   `[commands.input]` rules (`settings_declared`, `input_fields`) and the name rules.
 
 A ground module: it imports nothing of the portal, runs, the marketplace, the tools, the
@@ -20,6 +21,7 @@ from autocoder.plugins.declarations import (
     settings_declared,
 )
 from autocoder.plugins.errors import ManifestError
+from autocoder.plugins.hosts import HostError, HostRule, parse_host_rule
 from autocoder.plugins.manifest import (
     CommandDecl,
     PluginManifest,
@@ -38,9 +40,9 @@ from autocoder.plugins.permissions import (
 from autocoder.plugins.render import render_manifest
 
 __all__ = [
-    "FILESYSTEM_MODES", "NAME_PATTERN", "CommandDecl", "DeclarationError", "InputField",
-    "ManifestError", "Permissions", "PluginManifest", "SettingDecl", "clean_tags",
-    "declaration_errors", "input_fields", "load_toml", "normalize_name", "package_name",
-    "parse_manifest", "permissions_from_text", "permissions_or_none", "read_manifest",
-    "render_manifest", "settings_declared",
+    "FILESYSTEM_MODES", "NAME_PATTERN", "CommandDecl", "DeclarationError", "HostError",
+    "HostRule", "InputField", "ManifestError", "Permissions", "PluginManifest", "SettingDecl",
+    "clean_tags", "declaration_errors", "input_fields", "load_toml", "normalize_name",
+    "package_name", "parse_host_rule", "parse_manifest", "permissions_from_text",
+    "permissions_or_none", "read_manifest", "render_manifest", "settings_declared",
 ]

@@ -38,6 +38,7 @@ from autocoder.plugins.declarations import (
     collect_settings,
 )
 from autocoder.plugins.errors import ManifestError
+from autocoder.plugins.hosts import HostRule
 from autocoder.plugins.names import NAME_PATTERN, normalize_name, package_name
 from autocoder.plugins.permissions import Permissions, permission_errors
 
@@ -90,6 +91,11 @@ class PluginManifest:
     @property
     def filesystem(self) -> str:
         return self.permissions.filesystem
+
+    @property
+    def hosts(self) -> tuple[HostRule, ...]:
+        """Where the plugin's api.http may connect ([permissions] hosts)."""
+        return self.permissions.hosts
 
     @property
     def normalized_name(self) -> str:

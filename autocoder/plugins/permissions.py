@@ -4,6 +4,7 @@
 [permissions]
 network = false        # true or false; false when left out
 filesystem = "none"    # "none" or "workdir"; "none" when left out
+hosts = []             # where api.http may connect (autocoder/plugins/hosts.py); none when left out
 ```
 
 No other key is allowed. The marketplace's checks of an upload, the safety gate reading a
@@ -18,9 +19,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from autocoder.plugins.errors import ManifestError
+from autocoder.plugins.hosts import HostRule, host_rules
 
 FILESYSTEM_MODES = ("none", "workdir")
-PERMISSION_KEYS = ("network", "filesystem")
+PERMISSION_KEYS = ("network", "filesystem", "hosts")
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,7 @@ class Permissions:
 
     network: bool = False
     filesystem: str = "none"  # "none" | "workdir"
+    hosts: tuple[HostRule, ...] = ()  # where api.http may connect; () when none are declared
 
     def __post_init__(self) -> None:
         if not isinstance(self.network, bool):
@@ -36,9 +39,17 @@ class Permissions:
         if self.filesystem not in FILESYSTEM_MODES:
             raise ValueError(f"permissions.filesystem must be one of {FILESYSTEM_MODES}, "
                              f"not {self.filesystem!r}")
+        if not isinstance(self.hosts, tuple) or not all(
+                isinstance(rule, HostRule) for rule in self.hosts):
+            raise ValueError(f"permissions.hosts must be a tuple of HostRule, not {self.hosts!r}")
 
     def as_dict(self) -> dict[str, Any]:
-        return {"network": self.network, "filesystem": self.filesystem}
+        """{network, filesystem}, and `hosts` (as plugin.toml writes them) when any are
+        declared: a version without hosts is stored as it always was."""
+        table: dict[str, Any] = {"network": self.network, "filesystem": self.filesystem}
+        if self.hosts:
+            table["hosts"] = [rule.text() for rule in self.hosts]
+        return table
 
 
 def permission_errors(table: Mapping[str, Any], errors: list[str]) -> Permissions:
@@ -57,7 +68,8 @@ def permission_errors(table: Mapping[str, Any], errors: list[str]) -> Permission
         errors.append(f"plugin.toml: [permissions] filesystem must be one of"
                       f" {', '.join(FILESYSTEM_MODES)} (got {filesystem!r})")
         filesystem = "none"
-    return Permissions(network=network, filesystem=filesystem)
+    hosts = host_rules(table.get("hosts", []), errors)
+    return Permissions(network=network, filesystem=filesystem, hosts=hosts)
 
 
 def permissions_from_table(value: object) -> Permissions:

@@ -41,6 +41,9 @@ def render_manifest(manifest: PluginManifest) -> str:
         f"network = {toml_value(manifest.permissions.network)}",
         f"filesystem = {toml_string(manifest.permissions.filesystem)}",
     ]
+    if manifest.permissions.hosts:
+        hosts = [rule.text() for rule in manifest.permissions.hosts]
+        lines.append(f"hosts = {toml_value(hosts)}")
     if manifest.libraries:
         lines += ["", "[runtime]", f"libraries = {toml_value(list(manifest.libraries))}"]
     for setting in manifest.settings:

@@ -26,7 +26,7 @@ name = "count"
 
 BAD = [
     ('[permissions]\nshell = true\n',
-     "plugin.toml: [permissions] has an unknown key 'shell' (expected network, filesystem)"),
+     "plugin.toml: [permissions] has an unknown key 'shell' (expected network, filesystem, hosts)"),
     ('[permissions]\nnetwork = "yes"\n',
      "plugin.toml: [permissions] network must be true or false"),
     ('[permissions]\nfilesystem = "everything"\n',
@@ -74,7 +74,8 @@ def test_every_problem_of_the_table_is_reported_together() -> None:
     with pytest.raises(ManifestError) as caught:
         permissions_from_text(MANIFEST.format(permissions=table))
     assert caught.value.errors == [
-        "plugin.toml: [permissions] has an unknown key 'disk' (expected network, filesystem)",
+        "plugin.toml: [permissions] has an unknown key 'disk'"
+        " (expected network, filesystem, hosts)",
         "plugin.toml: [permissions] network must be true or false",
         "plugin.toml: [permissions] filesystem must be one of none, workdir (got 'all')",
     ]
