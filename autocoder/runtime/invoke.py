@@ -15,6 +15,7 @@ PostgreSQL would refuse to save (storable.py).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import importlib.util
 import json
@@ -22,7 +23,7 @@ import marshal
 import re
 import sys
 import time
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from autocoder import sandbox
 from autocoder.runtime import runtime_dir
 from autocoder.runtime.storable import storable_json, storable_text
 from autocoder.sandbox import SandboxError
+from autocoder.sandbox.channel import Channel, inside_path
 from autocoder.sandbox.runner import default_backend
 
 # Events the portal delivers to on_event(event, data); docs/plugins.md lists their data.
@@ -55,6 +57,9 @@ RUNNER_PYC_PATH = ".autocoder/host.pyc"
 WORKDIR = "/workdir"  # where the bwrap sandbox puts the job's files
 CALL_PATH = ".autocoder/call.json"
 RESULT_PATH = ".autocoder/result.json"
+# api.http's requests, carried out by the host while the call runs (sandbox/channel.py)
+HttpHandler = Callable[[dict[str, Any]], dict[str, Any]]
+Records = list[dict[str, Any]] | Callable[[], list[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -126,6 +131,7 @@ class CallOutcome:
     duration_ms: int  # wall time of the whole call
     plugin_ms: int  # inside on_initialize + on_command/on_event
     detail: str = ""  # for the plugin's author: the end of its traceback, its stderr
+    http_requests: list[dict[str, Any]] = field(default_factory=list)  # api.http's records
 
     @property
     def overhead_ms(self) -> int:
@@ -133,19 +139,36 @@ class CallOutcome:
 
 
 def call_plugin(call: PluginCall, limits: InvokeLimits = INVOKE_LIMITS, *,
-                backend: str | None = None) -> CallOutcome:
+                backend: str | None = None, http: HttpHandler | None = None,
+                records: Records | None = None) -> CallOutcome:
     """Run one command (or deliver one event) in the sandbox.
+
+    `http` carries out the plugin's `api.http` requests while the call runs (the message
+    format is in host_runner.py; autocoder.runtime.http_gate's HttpGate(...).perform is
+    one); None: `api.http` answers that the plugin declared no hosts. `records` (a list, or
+    a callable returning one) is read when the call has ended, into `outcome.http_requests`.
 
     Raises ValueError only for a malformed `call` (the caller's mistake: a bad entry, both or
     neither of command and event, values that are not JSON); whatever the plugin or the
     sandbox does is in the outcome.
     """
+    outcome = _call(call, limits, backend, http)
+    if records is None:
+        return outcome
+    found = records() if callable(records) else records
+    secrets = _secret_values(call)
+    return dataclasses.replace(outcome, http_requests=[
+        redact_json(dict(record), secrets) for record in found])
+
+
+def _call(call: PluginCall, limits: InvokeLimits, backend: str | None,
+          http: HttpHandler | None) -> CallOutcome:
     started = time.monotonic()
     chosen = backend or default_backend()
     # bwrap: the runtime's own interpreter, started without `site` (faster) and told where
     # its libraries are; docker: the image's Python is the runtime, `site` finds them.
     site = _site_packages(str(runtime_dir())) if chosen == "bwrap" else ""
-    request = _request(call, limits, site)
+    request = _request(call, limits, site, None if http is None else inside_path(chosen))
     payload_bytes = len(request["payload_text"].encode())
     if payload_bytes > limits.payload_kb * 1024:
         return _outcome(call, started, ok=False, error_kind="payload_too_large",
@@ -166,14 +189,33 @@ def call_plugin(call: PluginCall, limits: InvokeLimits = INVOKE_LIMITS, *,
         # bwrap: the prepared sandbox's interpreter runs the runner itself (in_process)
         result = sandbox.run(files, ["python", "-I", *(["-S"] if site else []), "-B", runner],
                              limits.sandbox_limits(), backend=chosen, collect=[RESULT_PATH],
-                             in_process=bool(site))
+                             in_process=bool(site),
+                             channel=None if http is None else Channel(
+                                 _within_call(http, started + limits.timeout_s)))
     except SandboxError as exc:
         return _outcome(call, started, ok=False, error_kind="sandbox_unavailable",
                         error=f"The plugin could not be run: the sandbox is not working ({exc}).")
     return _read_result(call, limits, result, started)
 
 
-def _request(call: PluginCall, limits: InvokeLimits, site: str) -> dict[str, str]:
+def _within_call(http: HttpHandler, deadline: float) -> HttpHandler:
+    """`http`, each request's timeout cut to what is left of the call's time."""
+
+    def serve(request: dict[str, Any]) -> dict[str, Any]:
+        left = deadline - time.monotonic()
+        if left <= 0.05:
+            return {"ok": False, "error": "the call's time is up", "error_kind": "timeout"}
+        asked = request.get("timeout")
+        if not isinstance(asked, int | float) or isinstance(asked, bool) or asked <= 0 \
+                or asked > left:
+            request["timeout"] = round(left, 3)
+        return http(request)
+
+    return serve
+
+
+def _request(call: PluginCall, limits: InvokeLimits, site: str,
+             channel: str | None = None) -> dict[str, str]:
     if not isinstance(call.entry, str) or not ENTRY.fullmatch(call.entry):
         raise ValueError(f"entry must look like 'package.plugin:Plugin' (got {call.entry!r})")
     if (call.command is None) == (call.event is None):
@@ -194,6 +236,7 @@ def _request(call: PluginCall, limits: InvokeLimits, site: str) -> dict[str, str
             "storage_max_bytes": limits.storage_kb * 1024,
             "output_max_bytes": limits.output_kb * 1024,
             "log_max_lines": limits.log_lines, "log_max_chars": limits.log_line_chars,
+            "channel": channel,
         }, allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:
         raise ValueError(f"the payload and the storage must be JSON: {exc}") from None
@@ -371,14 +414,18 @@ def _outcome(call: PluginCall, started: float, *, ok: bool, error_kind: str = ""
              error: str = "", output: Any = None, storage: dict[str, Any] | None = None,
              log_lines: list[str] | None = None, plugin_ms: int = 0,
              detail: str = "") -> CallOutcome:
-    secrets = sorted({call.settings[name] for name in call.secret_settings
-                      if call.settings.get(name)}, key=len, reverse=True)
+    secrets = _secret_values(call)
     return CallOutcome(
         ok=ok, output=redact_json(output, secrets), error=storable_text(redact(error, secrets)),
         error_kind=error_kind, storage=storage,
         log_lines=[storable_text(redact(line, secrets)) for line in log_lines or []],
         duration_ms=int((time.monotonic() - started) * 1000), plugin_ms=plugin_ms,
         detail=storable_text(redact(detail, secrets)))
+
+
+def _secret_values(call: PluginCall) -> list[str]:
+    return sorted({call.settings[name] for name in call.secret_settings
+                   if call.settings.get(name)}, key=len, reverse=True)
 
 
 def redact(text: str, secrets: list[str]) -> str:

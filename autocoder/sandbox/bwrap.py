@@ -41,6 +41,7 @@ import autocoder.sandbox.memory as memory
 import autocoder.sandbox.process as process
 import autocoder.sandbox.standby as standby
 from autocoder import metrics
+from autocoder.sandbox.channel import BWRAP_DIR, Channel
 from autocoder.sandbox.types import Limits, PluginRuntimeError, RunResult, SandboxError
 from autocoder.sandbox.userns import (
     HOST_ENV,
@@ -286,7 +287,7 @@ def _ready_sandbox(limits: Limits) -> standby.Standby:
 def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
         collect: list[str] | None = None,
         cancel_check: process.CancelCheck | None = None,
-        in_process: bool = False) -> RunResult:
+        in_process: bool = False, channel: Channel | None = None) -> RunResult:
     layout = host_layout()
     memory.configured_choice()  # a bad SANDBOX_MEMORY_BOUND fails before anything starts
     with metrics.sandbox_start("bwrap"):
@@ -295,6 +296,8 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
     try:
         workdir = sandbox.workdir
         workdir.write(files)
+        if channel is not None:  # in the workdir, which the sandbox has bound already
+            channel.open(workdir.path / BWRAP_DIR, owner=workdir.owner)
         quota = None if workdir.mounted else process.tree_over_quota(
             workdir.path, limits.workdir_mb * 1024 * 1024)
         # The sandbox is ready and its launcher waits for the job: nothing of it runs the
@@ -311,6 +314,8 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
         files_out, omitted = ({}, []) if not collect else collect_files(
             workdir.path, collect, limits.collect_kb * 1024)
     finally:
+        if channel is not None:
+            channel.close()
         sandbox.release()
         if bound is not None:
             bound.close()

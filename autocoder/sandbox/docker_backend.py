@@ -12,15 +12,18 @@ import io
 import json
 import secrets
 import tarfile
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from autocoder import metrics
+from autocoder.sandbox.channel import DOCKER_DIR, Channel
 from autocoder.sandbox.output import CappedStream
 from autocoder.sandbox.process import verdict
 from autocoder.sandbox.types import Limits, RunResult, SandboxError
+from autocoder.sandbox.workdir import base_dir, remove_tree
 
 WORKDIR = "/workdir"
 SANDBOX_TMP = "/tmp"  # noqa: S108 - the container's own tmpfs, not the host's
@@ -38,13 +41,17 @@ def default_image() -> str:
     return getattr(settings, "SANDBOX_DOCKER_IMAGE", "autocoder-sandbox:latest")
 
 
-def container_kwargs(*, image: str, command: list[str], limits: Limits) -> dict[str, Any]:
-    """Everything `containers.create` receives besides the command's payload."""
+def container_kwargs(*, image: str, command: list[str], limits: Limits,
+                     channel_dir: str | None = None) -> dict[str, Any]:
+    """Everything `containers.create` receives besides the command's payload.
+
+    `channel_dir`: the host directory holding the run's channel socket (channel.py), bound
+    read-only at channel.DOCKER_DIR; nothing else of the host is mounted."""
     from docker.types import LogConfig, Ulimit
 
     mb = 1024 * 1024
     log_cap = 2 * limits.output_kb * 1024 + mb  # the entry program caps output; this backs it
-    return {
+    kwargs: dict[str, Any] = {
         "image": image,
         "command": command,
         "working_dir": WORKDIR,
@@ -79,6 +86,9 @@ def container_kwargs(*, image: str, command: list[str], limits: Limits) -> dict[
         "stdin_open": False,
         "tty": False,
     }
+    if channel_dir is not None:
+        kwargs["volumes"] = {channel_dir: {"bind": DOCKER_DIR, "mode": "ro"}}
+    return kwargs
 
 
 def entry_command(files: dict[str, str | bytes], command: list[str], limits: Limits,
@@ -108,29 +118,45 @@ def _tar_gz(files: dict[str, str | bytes]) -> bytes:
 
 def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
         collect: list[str] | None = None, cancel_check: Callable[[], bool] | None = None,
-        client: Any = None, image: str | None = None) -> RunResult:
-    """`client` is a docker.DockerClient (docker.from_env() when omitted)."""
+        client: Any = None, image: str | None = None,
+        channel: Channel | None = None) -> RunResult:
+    """`client` is a docker.DockerClient (docker.from_env() when omitted). `channel` is
+    served from a host directory the engine binds into the container: the engine must see
+    the portal's temporary directory at the same path (an engine on this machine)."""
     from docker.client import from_env
     from docker.errors import DockerException
 
     marker = f"@@autocoder-frame-{secrets.token_hex(8)}@@"
     argv = entry_command(files, command, limits, collect or [], marker)
     requested = time.monotonic()
+    channel_dir = None
+    if channel is not None:
+        channel_dir = Path(tempfile.mkdtemp(prefix="channel-", dir=base_dir()))
+        channel_dir.chmod(0o755)  # the container's user (10001) reaches the socket
     try:
-        client = client or from_env()
-        container = client.containers.create(**container_kwargs(
-            image=image or default_image(), command=argv, limits=limits))
-    except DockerException as exc:
-        raise SandboxError(f"docker could not create the sandbox container: {exc}") from exc
-    try:
-        return _drive(container, limits, marker, cancel_check, requested)
-    except DockerException as exc:
-        raise SandboxError(f"docker failed during the run: {exc}") from exc
-    finally:
+        if channel is not None and channel_dir is not None:
+            channel.open(channel_dir, mode=0o666)
         try:
-            container.remove(force=True)
-        except DockerException:
-            pass  # already gone; nothing of the run survives it
+            client = client or from_env()
+            container = client.containers.create(**container_kwargs(
+                image=image or default_image(), command=argv, limits=limits,
+                channel_dir=None if channel_dir is None else str(channel_dir)))
+        except DockerException as exc:
+            raise SandboxError(f"docker could not create the sandbox container: {exc}") from exc
+        try:
+            return _drive(container, limits, marker, cancel_check, requested)
+        except DockerException as exc:
+            raise SandboxError(f"docker failed during the run: {exc}") from exc
+        finally:
+            try:
+                container.remove(force=True)
+            except DockerException:
+                pass  # already gone; nothing of the run survives it
+    finally:
+        if channel is not None:
+            channel.close()
+        if channel_dir is not None:
+            remove_tree(channel_dir)
 
 
 def _drive(container: Any, limits: Limits, marker: str,
