@@ -135,10 +135,9 @@ def name_and_version_check(*, team: Team, manifest: Manifest) -> Plugin | None:
 
 
 def safety_scan(files: Mapping[str, str], manifest: Manifest) -> dict[str, Any]:
-    from autocoder.safety import Permissions, scan_files
+    from autocoder.safety import scan_files
 
-    report = scan_files(dict(files), Permissions(network=manifest.network,
-                                                 filesystem=manifest.filesystem))
+    report = scan_files(dict(files), manifest.permissions)
     return {"verdict": report.verdict,
             "findings": [{key: getattr(finding, key, "") for key in
                           ("tool", "rule", "severity", "file", "line", "message")}
