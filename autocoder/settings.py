@@ -278,6 +278,12 @@ METRICS_ALLOW_LOOPBACK = env.bool("METRICS_ALLOW_LOOPBACK", default=False)
 
 # Activated plugins (docs/tools.md): how long the invocation log keeps a call.
 TOOLS_LOG_RETENTION_DAYS = env.int("TOOLS_LOG_RETENTION_DAYS", default=30)
+# Host names (or IP addresses) that a plugin's api.http may reach although they are in this
+# network (loopback, private, link-local addresses): a team's intranet service. Empty: none.
+# Each one opens that service to every plugin that declares it (docs/safety.md, "Plugins that
+# reach other services"); cloud metadata addresses stay closed.
+TOOLS_INTERNAL_HOSTS = frozenset(
+    host.strip() for host in env.list("TOOLS_INTERNAL_HOSTS", default=[]) if host.strip())
 
 LOGGING = {
     "version": 1,
