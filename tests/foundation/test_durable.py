@@ -5,7 +5,7 @@ The tables are made for these tests only (isolated models, created in the test's
 on the session's real PostgreSQL and gone with its rollback), so what is tested is the
 mechanism the runs, the marketplace and the tools share, not one of them. The marketplace's and
 the runs' own watchdog tests (tests/marketplace/test_checks_on_the_queue.py,
-tests/engine/test_worker_kill.py) test what each app does with it."""
+tests/runs/test_resending.py) test what each app does with it."""
 
 from __future__ import annotations
 

@@ -28,11 +28,11 @@ from runs.models import LLMCall, Run
 from runs.services import holding, starting
 from teams.models import Notification
 from tests.engine.conftest import greeter_spec, load_script
-from tests.engine.test_model_settings import COMPLETION, PROMPT, ModelServer
-from tests.engine.test_worker import wait_until_settled
 from tests.factories import MembershipFactory, UserFactory
 from tests.live import free_port
 from tests.llm.fakeserver import Reply
+from tests.runs.test_llm_calls import COMPLETION, PROMPT, ModelServer
+from tests.runs.test_tasks import wait_until_settled
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
