@@ -192,17 +192,23 @@ class AnalystProgress:
 
     def listen(self, kind: str, value: str) -> None:
         if kind == "question":
-            self.connection.pipeline().rpush(self.keys["questions"], value).expire(
-                self.keys["questions"], PROGRESS_TTL_S).execute()
+            pipe = self.connection.pipeline()
+            pipe.rpush(self.keys["questions"], value)
+            pipe.expire(self.keys["questions"], PROGRESS_TTL_S)
+            pipe.execute()
 
     def finish(self, result: Mapping[str, Any]) -> None:
-        self.connection.pipeline().set(self.keys["done"], json.dumps(result),
-                                       ex=PROGRESS_TTL_S).delete(self.keys["running"]).execute()
+        pipe = self.connection.pipeline()
+        pipe.set(self.keys["done"], json.dumps(result), ex=PROGRESS_TTL_S)
+        pipe.delete(self.keys["running"])
+        pipe.execute()
 
     def read(self) -> dict[str, Any]:
         """{"questions": written so far, "done": the round's result or None}."""
-        questions, done = self.connection.pipeline().lrange(
-            self.keys["questions"], 0, 20).get(self.keys["done"]).execute()
+        pipe = self.connection.pipeline()
+        pipe.lrange(self.keys["questions"], 0, 20)
+        pipe.get(self.keys["done"])
+        questions, done = pipe.execute()
         return {"questions": [q.decode() for q in questions],
                 "done": json.loads(done) if done else None}
 
