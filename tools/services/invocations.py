@@ -6,7 +6,7 @@ Three doors, one path (`_execute`):
   running, then its result (as "Try it" does);
 - the HTTP API calls in the request (`invocation_call`), bounded by the invocation's wall time
   (INVOKE_LIMITS.timeout_s): an API client wants its answer in the response, and a queue would
-  make it poll for it;
+  make it poll for it (`manage.py tool_call` calls the same way, as a member);
 - schedules queue their call like the form (schedules.py).
 
 Every call is checked at call time against the kill switch (a `VersionBlock` row) and the
@@ -143,15 +143,18 @@ def _schedule_still_owned(schedule: Schedule) -> bool:
     return schedule_still_owned(schedule)
 
 
-def invocation_call(*, activation: Activation, token: ToolToken, command: str,
-                    payload: Any) -> Invocation:
-    """Call now, for the HTTP API (InvocationRefused before anything runs). The payload is
-    not stored: the log keeps its size."""
+def invocation_call(*, activation: Activation, token: ToolToken | None, command: str,
+                    payload: Any, user_id: int | None = None) -> Invocation:
+    """Call now, for the HTTP API with its `token`, or for `manage.py tool_call` as the member
+    `user_id` (token None: logged as that person's call). InvocationRefused before anything
+    runs. The payload is not stored: the log keeps its size."""
     invocation_check(activation=activation, command=command, payload=payload)
+    caller = Invocation.Caller.TOKEN if token is not None else Invocation.Caller.USER
     invocation = Invocation.objects.create(
         team_id=activation.team_id, plugin_id=activation.plugin_id,
-        version_id=activation.version_id, command=command, caller=Invocation.Caller.TOKEN,
-        token=token, status=Invocation.Status.RUNNING, input_bytes=json_size(payload))
+        version_id=activation.version_id, command=command, caller=caller, token=token,
+        user_id=None if token is not None else user_id, status=Invocation.Status.RUNNING,
+        input_bytes=json_size(payload))
     invocation.version = activation.version
     return _execute(invocation, payload)
 

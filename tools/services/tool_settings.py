@@ -58,8 +58,8 @@ def tool_settings_save(*, team: Team, plugin: Plugin, version: PluginVersion, us
             if item.secret and not new and not values.get(f"{name}:clear"):
                 continue  # left empty: keep the secret as it is
             row = rows.get(name)
-            if row is not None and not item.secret and row.value == new:
-                continue
+            if not item.secret and (row.value if row is not None else "") == new:
+                continue  # unchanged, or left empty and never set
             stored = seal(new) if item.secret else new
             ToolSetting.objects.update_or_create(
                 team=team, plugin=plugin, name=name,
