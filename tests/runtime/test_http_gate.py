@@ -519,3 +519,101 @@ def test_proxy_settings_of_the_environment_are_ignored(service, dns,
     monkeypatch.setenv("HTTP_PROXY", "http://127.0.0.1:9")
     monkeypatch.setenv("ALL_PROXY", "http://127.0.0.1:9")
     assert gate(service).perform({"method": "GET", "url": url(service)})["ok"]
+
+
+# TLS: the connection goes to 127.0.0.1, the certificate is checked for the name.
+
+def _certificates(name: str) -> tuple[bytes, bytes, bytes]:
+    """A test CA (PEM) and a certificate for `name` it signed, with its key (PEM)."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "http gate test CA")])
+    ca = (x509.CertificateBuilder().subject_name(ca_name).issuer_name(ca_name)
+          .public_key(ca_key.public_key()).serial_number(1)
+          .not_valid_before(now - datetime.timedelta(hours=1))
+          .not_valid_after(now + datetime.timedelta(hours=1))
+          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+          .sign(ca_key, hashes.SHA256()))
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = (x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)]))
+            .issuer_name(ca_name).public_key(key.public_key()).serial_number(2)
+            .not_valid_before(now - datetime.timedelta(hours=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+            .sign(ca_key, hashes.SHA256()))
+    pem = serialization.Encoding.PEM
+    return (ca.public_bytes(pem), leaf.public_bytes(pem),
+            key.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()))
+
+
+@pytest.fixture
+def tls_service(tmp_path: Any) -> Iterator[tuple[ThreadingHTTPServer, bytes, list[str]]]:
+    """The loopback service over TLS with a certificate for svc.test; the SNI names it saw."""
+    import ssl
+
+    ca, leaf, key = _certificates("svc.test")
+    (tmp_path / "leaf.pem").write_bytes(leaf + key)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tmp_path / "leaf.pem")
+    seen_sni: list[str] = []
+    context.sni_callback = lambda sock, name, ctx: seen_sni.append(str(name))
+    server = QuietServer(("127.0.0.1", 0), Service)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    server.daemon_threads = True
+    server.received = []  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02},
+                              daemon=True)
+    thread.start()
+    yield server, ca, seen_sni
+    server.shutdown()
+    server.server_close()
+
+
+def _trusting(monkeypatch: pytest.MonkeyPatch, ca: bytes) -> None:
+    import ssl
+
+    from autocoder.runtime import http_gate
+
+    monkeypatch.setattr(http_gate, "_SSL_CONTEXT", [ssl.create_default_context(
+        cadata=ca.decode())])
+
+
+def test_https_is_pinned_to_the_address_and_verified_for_the_name(tls_service, dns,
+                                                                   monkeypatch) -> None:
+    server, ca, seen_sni = tls_service
+    _trusting(monkeypatch, ca)
+    http = gate(server, hosts=("svc.test:{port}",))
+    port = server.server_address[1]
+    answer = http.perform({"method": "GET", "url": f"https://svc.test:{port}/echo"})
+    assert answer["ok"], answer
+    assert seen_sni == ["svc.test"]
+    assert json.loads(body(answer))["headers"]["host"] == f"svc.test:{port}"
+    assert dns["_lookups"] == ["svc.test"]
+
+
+def test_a_certificate_for_another_name_is_refused(tls_service, dns, monkeypatch) -> None:
+    server, ca, _ = tls_service
+    _trusting(monkeypatch, ca)
+    dns["other.test"] = ["127.0.0.1"]  # the same server, which has no certificate for it
+    http = gate(server, hosts=("other.test:{port}",), internal=("other.test",))
+    answer = http.perform({"method": "GET",
+                           "url": f"https://other.test:{server.server_address[1]}/echo"})
+    assert "certificate could not be verified" in refused(answer, "unreachable")
+    assert server.received == []  # type: ignore[attr-defined]
+
+
+def test_a_certificate_nobody_trusts_is_refused(tls_service, dns) -> None:
+    server, _, _ = tls_service
+    http = gate(server, hosts=("svc.test:{port}",))
+    port = server.server_address[1]
+    answer = http.perform({"method": "GET", "url": f"https://svc.test:{port}/"})
+    assert "certificate could not be verified" in refused(answer, "unreachable")
