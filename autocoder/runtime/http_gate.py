@@ -31,6 +31,7 @@ A ground module: it imports the plugin contract, the standard library and httpx 
 from __future__ import annotations
 
 import base64
+import ipaddress
 import logging
 import math
 import socket
@@ -140,6 +141,11 @@ class HttpGate:
             if not refused.recorded:
                 self._record(_method_of(request), _host_of(request), "", 0, 0, 0.0, sentence)
             return {"ok": False, "error": sentence, "error_kind": refused.kind}
+        except Exception as exc:  # the plugin gets an answer, never the host's error
+            sentence = (f"api.http: the request could not be carried out"
+                        f" ({type(exc).__name__}); check its url, headers and body")
+            self._record(_method_of(request), _host_of(request), "", 0, 0, 0.0, sentence)
+            return {"ok": False, "error": sentence, "error_kind": "unreachable"}
 
     # The request, step by step.
 
@@ -311,7 +317,7 @@ class HttpGate:
         except (OSError, UnicodeError):
             raise Refused("unreachable", f"api.http: the host name {target.host} could not be"
                                          " found (DNS); check the address") from None
-        found = [str(info[4][0]).partition("%")[0] for info in infos
+        found = [str(ipaddress.ip_address(str(info[4][0]).partition("%")[0])) for info in infos
                  if info[0] in (socket.AF_INET, socket.AF_INET6)]
         if not found:
             raise Refused("unreachable", f"api.http: {target.host} has no address")

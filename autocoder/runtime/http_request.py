@@ -148,6 +148,9 @@ def _headers(request: Mapping[str, Any], secrets: Secrets) -> tuple[dict[str, st
             raise Refused("refused", f"api.http: the header {name!r} must be one line of"
                                      " text")
         filled = secrets.fill(value, f"header {name!r}")
+        if not filled.isascii():
+            raise Refused("refused", f"api.http: the header {name!r} must be ASCII text"
+                                     " (encode other characters, e.g. as %XX or base64)")
         if filled != value.replace("{{", "{").replace("}}", "}"):
             secret_headers.add(name.lower())
         headers[name] = filled

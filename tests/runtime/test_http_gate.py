@@ -16,6 +16,7 @@ import base64
 import gzip
 import hashlib
 import hmac
+import ipaddress
 import json
 import socket
 import threading
@@ -254,7 +255,8 @@ def test_a_name_that_resolves_into_the_portals_network_is_refused(service, dns, 
     dns["api.example.com"] = ["93.184.215.14", address]  # one bad address is enough
     http = gate(service, hosts=("api.example.com",))
     error = refused(http.perform({"method": "GET", "url": "https://api.example.com/x"}))
-    assert error.startswith(f"api.http: api.example.com ({address}) is {kind}")
+    shown = ipaddress.ip_address(address)  # in its canonical form
+    assert error.startswith(f"api.http: api.example.com ({shown}) is {kind}")
     assert "TOOLS_INTERNAL_HOSTS" in error
     assert service.received == []  # type: ignore[attr-defined]
 
@@ -497,12 +499,29 @@ def test_the_calls_deadline_bounds_every_request(service, dns) -> None:
     ({"method": "POST", "url": "http://svc.test/", "json": {}, "data": {}}, "give one body"),
     ({"method": "GET", "url": "http://svc.test/", "timeout": -1}, "timeout must be a number"),
     ({"method": "GET", "url": "http://svc.test/", "auth": {"password": "x"}}, "auth must be"),
+    ({"method": "GET", "url": "http://svc.test/", "headers": {"X": "café"}}, "must be ASCII"),
+    ({"method": "GET", "url": "http://[::1/"}, "is not a URL"),
 ])
 def test_a_malformed_request_is_refused(service, dns, request_: dict[str, Any],
                                         words: str) -> None:
     request_["url"] = request_["url"].replace("svc.test/", f"svc.test:{service.server_address[1]}/")
     assert words in refused(gate(service).perform(request_))
     assert service.received == []  # type: ignore[attr-defined]
+
+
+def test_an_unexpected_failure_is_an_answer_not_a_crash(service, dns,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    http = gate(service)
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError(SECRET)
+
+    monkeypatch.setattr(http, "_exchange", broken)
+    answer = http.perform({"method": "GET", "url": url(service)})
+    assert answer == {"ok": False, "error_kind": "unreachable",
+                      "error": "api.http: the request could not be carried out (RuntimeError);"
+                               " check its url, headers and body"}
+    assert http.records[-1]["refused"] == answer["error"]
 
 
 def test_the_portals_log_never_sees_a_request_url_or_its_secrets(
