@@ -49,6 +49,7 @@ from urllib.parse import quote, urlencode, urljoin, urlsplit
 import httpx
 
 from autocoder.plugins.hosts import DEFAULT_PORTS, HostError, HostRule, is_ip, normalise_host
+from autocoder.runtime import http_watchdog
 from autocoder.runtime.http_addresses import (
     address_problem,
     internal_set,
@@ -398,9 +399,7 @@ class HttpGate:
         """Status, headers and body, read as a stream and cut at the limit; past the time left
         the connection is shut, so a server that trickles bytes cannot hold the call."""
         limit = self.policy.max_response_bytes
-        watchdog = threading.Timer(max(0.0, ends - time.monotonic()), _shut, [response])
-        watchdog.daemon = True
-        watchdog.start()
+        watching = http_watchdog.watch(ends, lambda: _shut(response))
         headers: dict[str, str] = {}
         for key, value in response.headers.multi_items():
             headers[key] = f"{headers[key]}, {value}" if key in headers else value
@@ -416,7 +415,7 @@ class HttpGate:
             raise Refused("unreachable", f"api.http: the answer from {target.host} was cut"
                                          f" off ({type(exc).__name__})") from None
         finally:
-            watchdog.cancel()
+            http_watchdog.cancel(watching)
         if time.monotonic() > ends:
             raise Refused("timeout", self._slow(target))
         return response.status_code, headers, content
