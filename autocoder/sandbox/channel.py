@@ -130,7 +130,10 @@ class Channel:
         buffers: dict[socket.socket, bytearray] = {}
         try:
             while not self._stopping:
-                for key, _ in selector.select():
+                # connections first: one the job closed frees its place before the next
+                # connection is accepted (both are ready by then: Unix sockets are local)
+                ready = sorted(selector.select(), key=lambda event: event[0].data != "conn")
+                for key, _ in ready:
                     if key.data == "wake" or self._stopping:
                         return
                     if key.data is None:
