@@ -5,7 +5,8 @@ files of a plugin version, the team's settings (secrets already unsealed) and th
 storage as loaded; it gets a `CallOutcome` back and saves `outcome.storage` when it is not
 None. Inside the sandbox `host_runner.py` imports the plugin, builds its `api`, calls
 `on_initialize(api)` (when the plugin has it), then `on_command(name, payload)` or
-`on_event(event, data)`. See docs/plugins.md, "Host API".
+`on_event(event, data)`; the plugin's `api.http` requests reach the caller's `http` handler
+over the call's channel while it runs. See docs/plugins.md, "Host API".
 
 Nothing the plugin hands back is trusted: its answer, its storage and its log lines are
 checked again here (JSON, types, sizes, depth), the values of secret settings are blanked out
@@ -145,8 +146,10 @@ def call_plugin(call: PluginCall, limits: InvokeLimits = INVOKE_LIMITS, *,
 
     `http` carries out the plugin's `api.http` requests while the call runs (the message
     format is in host_runner.py; autocoder.runtime.http_gate's HttpGate(...).perform is
-    one); None: `api.http` answers that the plugin declared no hosts. `records` (a list, or
-    a callable returning one) is read when the call has ended, into `outcome.http_requests`.
+    one); None: `api.http` answers that the plugin declared no hosts. It is called in the
+    channel's thread (sandbox/channel.py), one request at a time, each request's "timeout" cut
+    to what is left of the call's time. `records` (a list, or a callable returning one) is
+    read when the call has ended, into `outcome.http_requests` (secret values blanked).
 
     Raises ValueError only for a malformed `call` (the caller's mistake: a bad entry, both or
     neither of command and event, values that are not JSON); whatever the plugin or the
