@@ -473,3 +473,61 @@ def test_bench_http_measures_the_overhead_per_request() -> None:
     figures = json.loads(out.getvalue())
     assert figures["requests"] == 15 and "urllib" in figures["handled_by"]
     assert 0 <= figures["overhead_p50_ms"] <= figures["channel_p50_ms"]
+
+
+def test_through_the_http_gate_the_service_gets_the_token_and_the_plugin_never_does() -> None:
+    """The whole way, when the gate exists: plugin -> channel -> HttpGate -> a loopback
+    service listed in the internal hosts."""
+    http_gate = pytest.importorskip("autocoder.runtime.http_gate")
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from autocoder.plugins.hosts import parse_host_rule
+
+    seen: list[dict[str, str]] = []
+
+    class Hook(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            length = int(self.headers.get("Content-Length", "0"))
+            seen.append({"auth": self.headers.get("Authorization", ""),
+                         "body": self.rfile.read(length).decode()})
+            body = b'{"received": true}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        gate = http_gate.HttpGate(http_gate.HttpPolicy(
+            hosts=(parse_host_rule(f"http://127.0.0.1:{port}"),),
+            internal_hosts=frozenset({"127.0.0.1"}), secrets={"token": "tok-secret-77"}))
+        outcome = run('''
+class Plugin:
+    def on_initialize(self, api):
+        self.api = api
+
+    def on_command(self, name, payload):
+        r = self.api.http.post(payload["url"], json={"text": "12 hours"},
+                               auth=self.api.secret("token"))
+        try:
+            self.api.http.get("https://elsewhere.example/")
+        except self.api.http.HttpError as exc:
+            refused = exc.kind
+        return {"answer": r.json(), "refused": refused}
+''', {"url": f"http://127.0.0.1:{port}/hook"}, http=gate.perform,
+            records=lambda: gate.records)  # the sandbox gets no settings at all here
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert outcome.ok, outcome
+    assert outcome.output == {"answer": {"received": True}, "refused": "refused"}
+    assert seen == [{"auth": "Bearer tok-secret-77", "body": '{"text":"12 hours"}'}]
+    assert [r["method"] for r in outcome.http_requests] == ["POST", "GET"]
+    assert "tok-secret-77" not in json.dumps([outcome.http_requests, outcome.output,
+                                              outcome.log_lines, outcome.detail])
