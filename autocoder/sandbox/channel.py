@@ -30,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from autocoder.sandbox.types import SandboxError
+
 logger = logging.getLogger(__name__)
 
 Handler = Callable[[dict[str, Any]], dict[str, Any]]
@@ -74,11 +76,12 @@ class Channel:
 
     def open(self, directory: Path, *, owner: tuple[int, int] | None = None,
              mode: int = 0o600) -> Path:
-        """Bind the socket in `directory` (made if missing) and start serving it."""
-        directory.mkdir(mode=0o755, exist_ok=True)
+        """Bind the socket in `directory` (made if missing) and start serving it;
+        SandboxError when that fails."""
         path = directory / SOCKET_NAME
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
+            directory.mkdir(mode=0o755, exist_ok=True)
             _bind(listener, directory, path)
             if owner is not None and os.geteuid() == 0:
                 os.chown(directory, *owner, follow_symlinks=False)
@@ -86,6 +89,10 @@ class Channel:
             os.chmod(path, mode)
             listener.listen(MAX_CONNECTIONS)
             listener.setblocking(False)
+        except OSError as exc:
+            listener.close()
+            raise SandboxError(f"the job's channel to the host could not be opened at {path}:"
+                               f" {exc}") from exc
         except BaseException:
             listener.close()
             raise

@@ -531,3 +531,14 @@ class Plugin:
     assert [r["method"] for r in outcome.http_requests] == ["POST", "GET"]
     assert "tok-secret-77" not in json.dumps([outcome.http_requests, outcome.output,
                                               outcome.log_lines, outcome.detail])
+
+
+def test_a_channel_that_cannot_be_opened_is_a_sandbox_error(tmp_path: Path) -> None:
+    from autocoder.sandbox import SandboxError
+
+    (tmp_path / "a-file").write_text("")
+    channel = Channel(lambda request: {"ok": True})
+    with pytest.raises(SandboxError, match="channel to the host could not be opened"):
+        channel.open(tmp_path / "a-file" / "dir")
+    assert not channel.serving
+    channel.close()
