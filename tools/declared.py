@@ -39,6 +39,12 @@ def declared_settings(version: PluginVersion) -> list[SettingDecl]:
     return list(manifest.settings)
 
 
+def declared_hosts(version: PluginVersion) -> list[str]:
+    """The hosts its api.http may reach ([permissions] hosts), as plugin.toml names them."""
+    manifest = manifest_of(version)
+    return [rule.text() for rule in manifest.hosts] if manifest is not None else []
+
+
 def declared_inputs(version: PluginVersion, command: str) -> list[InputField]:
     """The command's input schema ([] without one: the form then follows the examples)."""
     manifest = manifest_of(version)

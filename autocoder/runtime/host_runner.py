@@ -8,7 +8,8 @@ standalone (the standard library only, nothing of ours is visible inside) and sm
 start is part of every invocation's overhead.
 
 Protocol (files in the workdir, as the sandbox passes files in and collects them out):
-* in, `.autocoder/call.json`: {"entry", "command", "event", "payload", "settings", "storage",
+* in, `.autocoder/call.json`: {"entry", "command", "event", "payload", "settings" (no secret's
+  value: "secret_names" names those), "storage",
   "site", "storage_max_bytes", "output_max_bytes", "log_max_lines", "log_max_chars",
   "channel"}; read, then deleted before the plugin is imported;
 * out, `.autocoder/result.json`: {"ok", "output", "error", "error_kind", "detail", "storage",
@@ -87,8 +88,32 @@ class StorageFull(ValueError):
     pass
 
 
+class SecretSettingError(KeyError):
+    """A secret setting's value never enters the sandbox (docs/plugins.md)."""
+
+    def __str__(self) -> str:
+        name = self.args[0]
+        return (f"{name!r} is a secret setting: its value never enters the sandbox. Send it"
+                f" with api.http, as auth=api.secret({name!r}) or a \"{{{name}}}\" header"
+                " template (docs/plugins.md, \"Secrets in requests\")")
+
+
 class Settings(dict):
-    """Read-only: a plugin reads its settings, the team admin writes them."""
+    """Read-only: a plugin reads its settings, the team admin writes them. A secret setting
+    is named but holds no value: reading it raises SecretSettingError."""
+
+    def __init__(self, values: dict, secret_names: list) -> None:  # type: ignore[type-arg]
+        super().__init__(values)
+        self.secret_names = frozenset(secret_names)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.secret_names or super().__contains__(name)
+
+    def __missing__(self, name: str) -> str:
+        raise SecretSettingError(name) if name in self.secret_names else KeyError(name)
+
+    def get(self, name: str, default: object = None) -> object:  # type: ignore[override]
+        return self[name] if name in self.secret_names else super().get(name, default)
 
     def _refuse(self, *args: object, **kwargs: object) -> None:
         raise TypeError("api.settings is read-only; the team admin changes settings")
@@ -533,8 +558,8 @@ def main() -> None:
     os.unlink(CALL)
     sys.path[:0] = [os.getcwd(), call["site"]] if call["site"] else [os.getcwd()]
     storage = Storage(call["storage"], call["storage_max_bytes"])
-    api = Api(Settings(call["settings"]), storage, call["log_max_lines"], call["log_max_chars"],
-              call.get("channel"))
+    settings = Settings(call["settings"], call.get("secret_names", []))
+    api = Api(settings, storage, call["log_max_lines"], call["log_max_chars"], call.get("channel"))
     answer = _invoke(call, api)
     output = "null"
     if answer["ok"]:

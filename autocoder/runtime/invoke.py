@@ -93,6 +93,9 @@ class InvokeLimits:
 
     def described(self) -> list[tuple[str, str]]:
         """The limits in words, for the admin's pages."""
+        from autocoder.runtime.http_gate import HttpPolicy  # httpx: only where it is shown
+
+        http = HttpPolicy(hosts=(), internal_hosts=frozenset())
         return [
             ("Time", f"{self.timeout_s:g} seconds per call"),
             ("CPU", f"{self.cpu_s} seconds of processor time per call"),
@@ -102,7 +105,10 @@ class InvokeLimits:
             ("Storage", f"{self.storage_kb} KB of JSON per team"),
             ("Log", f"{self.log_lines} lines of at most {self.log_line_chars} characters"
                     " per call"),
-            ("Network", "none: plugins cannot reach other machines"),
+            ("Network", "none of its own: only api.http requests, which the portal makes for it"
+                        f" to the hosts it declares, at most {http.max_requests} per call, each"
+                        f" answer up to {http.max_response_bytes // 2**20} MB and"
+                        f" {http.timeout_s:g} seconds"),
         ]
 
 
@@ -235,7 +241,12 @@ def _request(call: PluginCall, limits: InvokeLimits, site: str,
         payload = json.dumps(dict(call.payload), allow_nan=False, ensure_ascii=False)
         rest = json.dumps({
             "entry": call.entry, "command": call.command, "event": call.event,
-            "settings": dict(call.settings), "storage": dict(call.storage), "site": site,
+            # A secret's value stays on the host: the plugin names it (api.secret) and the
+            # host fills it in on a request to a declared host (http_gate.py).
+            "settings": {name: value for name, value in call.settings.items()
+                         if name not in call.secret_settings},
+            "secret_names": sorted(call.secret_settings),
+            "storage": dict(call.storage), "site": site,
             "storage_max_bytes": limits.storage_kb * 1024,
             "output_max_bytes": limits.output_kb * 1024,
             "log_max_lines": limits.log_lines, "log_max_chars": limits.log_line_chars,

@@ -15,7 +15,6 @@ from django.core.management import call_command
 
 from autocoder.runtime.invoke import (
     INVOKE_LIMITS,
-    REDACTED,
     CallOutcome,
     InvokeLimits,
     PluginCall,
@@ -276,30 +275,50 @@ def test_log_lines_are_capped_in_number_and_length() -> None:
     assert outcome.log_lines[-1] == "... 45 more log lines were not kept"
 
 
-def test_a_secret_never_appears_in_the_outcomes_text() -> None:
+def test_a_secret_setting_never_enters_the_sandbox_and_reading_it_says_how_to_send_it() -> None:
+    """A secret's value stays on the host (api.http fills it in on a request to a declared
+    host): in the sandbox the setting is named, reading it is a clear error, and its value is
+    in no file, no environment variable and no argument the plugin can see."""
     secret = "sk-live-0123456789abcdef"
-    source = ("class Plugin:\n"
+    source = ("import os\n"
+              "class Plugin:\n"
               "    def on_initialize(self, api):\n"
               "        self.api = api\n"
-              "        api.log('using key ' + api.settings['key'])\n"
               "    def on_command(self, name, payload):\n"
-              "        if name == 'leak':\n"
-              "            return {'key': self.api.settings['key'], 'ok': 1}\n"
-              "        raise RuntimeError('the service refused key ' + self.api.settings['key'])\n")
-    failed = single(source, settings={"key": secret, "region": "eu"}, secret_settings={"key"})
-    assert failed.error_kind == "plugin_error"
-    leaked = single(source, "leak", settings={"key": secret}, secret_settings=["key"])
-    assert leaked.ok and leaked.output == {"key": REDACTED, "ok": 1}
-    for outcome in (failed, leaked):
-        text = json.dumps([outcome.error, outcome.detail, outcome.log_lines, outcome.output])
-        assert secret not in text
-        assert REDACTED in text
-    assert "the service refused key [secret]" in failed.error
+              "        if name == 'read':\n"
+              "            return {'key': self.api.settings['key']}\n"
+              "        if name == 'get':\n"
+              "            return {'key': self.api.settings.get('key')}\n"
+              "        needle = b'-'.join([b'sk', b'live', b'0123456789abcdef'])\n"
+              "        seen = []\n"
+              "        for top in ('/workdir', '/tmp', '/proc/self'):\n"
+              "            for root, dirs, files in os.walk(top):\n"
+              "                dirs[:] = [d for d in dirs if d not in ('task', 'fd', 'fdinfo',"
+              " 'map_files', 'ns', 'net')]\n"
+              "                for f in files:\n"
+              "                    try:\n"
+              "                        with open(os.path.join(root, f), 'rb') as h:\n"
+              "                            if needle in h.read(1 << 20):\n"
+              "                                seen.append(os.path.join(root, f))\n"
+              "                    except OSError:\n"
+              "                        pass\n"
+              "        env = b' '.join(os.environb.values())\n"
+              "        return {'seen': seen, 'in_env': needle in env, 'named': 'key' in"
+              " self.api.settings, 'region': self.api.settings['region']}\n")
+    settings = {"key": secret, "region": "eu"}
+    looked = single(source, "look", settings=settings, secret_settings=["key"])
+    assert looked.ok, looked
+    assert looked.output == {"seen": [], "in_env": False, "named": True, "region": "eu"}
+    for command in ("read", "get"):
+        refused = single(source, command, settings=settings, secret_settings=["key"])
+        assert refused.error_kind == "plugin_error"
+        assert "'key' is a secret setting: its value never enters the sandbox" in refused.error
+        assert "api.secret('key')" in refused.error
+        assert secret not in json.dumps([refused.error, refused.detail, refused.log_lines])
 
 
 def test_a_hostile_plugin_cannot_read_another_calls_storage_or_settings() -> None:
-    first = call("add", {"note": "private-note-of-team-a"}, settings={"greeting": "team-a-key"},
-                 secret_settings=["greeting"])
+    first = call("add", {"note": "private-note-of-team-a"}, settings={"greeting": "team-a-key"})
     assert first.ok
     snoop = single(
         "import os\n"

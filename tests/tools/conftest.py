@@ -96,16 +96,17 @@ class Plugin:
 '''
 
 
-def plugin_files(version: str = "1.0.0", body: str = PLUGIN_PY) -> dict[str, str]:
-    return {"plugin.toml": PLUGIN_TOML.format(version=version),
+def plugin_files(version: str = "1.0.0", body: str = PLUGIN_PY,
+                 toml: str = PLUGIN_TOML) -> dict[str, str]:
+    return {"plugin.toml": toml.format(version=version),
             "month_totals/__init__.py": "", "month_totals/plugin.py": body,
             "tests/test_plugin.py": "def test_nothing():\n    pass\n", "README.md": "# x\n"}
 
 
-def _manifest(version: str) -> dict[str, Any]:
+def _manifest(version: str, toml: str = PLUGIN_TOML) -> dict[str, Any]:
     import tomllib
 
-    raw = tomllib.loads(PLUGIN_TOML.format(version=version))
+    raw = tomllib.loads(toml.format(version=version))
     return {"name": "month-totals", "version": version, "summary": raw["plugin"]["summary"],
             "entry": raw["plugin"]["entry"], "package": "month_totals",
             "permissions": raw["permissions"],
@@ -114,14 +115,15 @@ def _manifest(version: str) -> dict[str, Any]:
 
 
 def publish_version(team: Team, version: str = "1.0.0", *, visibility: str = "team",
-                    body: str = PLUGIN_PY, name: str = "month-totals") -> PluginVersion:
+                    body: str = PLUGIN_PY, name: str = "month-totals",
+                    toml: str = PLUGIN_TOML) -> PluginVersion:
     """A published version as the gate leaves it (the plugin row too, on first use)."""
     plugin, _ = Plugin.objects.get_or_create(
         normalized_name=name, defaults={"name": name, "team": team, "visibility": visibility,
                                         "summary": "Adds up amounts per month.",
                                         "published_at": timezone.now()})
-    files = plugin_files(version, body)
-    manifest = _manifest(version)
+    files = plugin_files(version, body, toml)
+    manifest = _manifest(version, toml)
     raw_commands = [{"name": c["name"], "description": c["description"],
                      **({"examples": [{"input": {"rows": [{"month": "Jan", "amount": 2}]},
                                        "output": {"totals": [{"month": "Jan", "total": 2}]}}]}

@@ -166,6 +166,7 @@ def test_a_secret_stays_out_of_what_a_call_prints(active: Activation,
     monkeypatch.setenv("ACME_ACCOUNTING_KEY", SECRET)
     activate("--secret", "api_key=ACME_ACCOUNTING_KEY")
     out = StringIO()
-    call_command("tool_call", "acme", "month-totals", "leak", stdout=out)
-    said = out.getvalue()
-    assert "[secret]" in said and SECRET not in said
+    with pytest.raises(CommandError) as failed:  # the plugin may not read the secret
+        call_command("tool_call", "acme", "month-totals", "leak", stdout=out)
+    said = out.getvalue() + str(failed.value)
+    assert "never enters the sandbox" in said and SECRET not in said

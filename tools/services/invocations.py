@@ -16,6 +16,7 @@ activation still in force, so a disabled version is refused at its next call.
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -27,9 +28,11 @@ from django.utils import timezone
 
 from autocoder import durable
 from autocoder.runtime.declarations import payload_errors
+from autocoder.runtime.http_gate import HttpGate, HttpPolicy
 from autocoder.runtime.invoke import INVOKE_LIMITS, CallOutcome, PluginCall, call_plugin
+from marketplace.models import PluginVersion
 from teams.services.notifications import notifications_review_requested
-from tools.declared import command_names, declared_inputs, entry_of
+from tools.declared import command_names, declared_inputs, entry_of, manifest_of
 from tools.json_input import json_input_problem
 from tools.models import Activation, Invocation, Schedule, ToolStorage, ToolToken, VersionBlock
 from tools.services.events import INVOKE_ACTOR, json_size
@@ -170,12 +173,14 @@ def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
     stored = ToolStorage.objects.filter(team_id=invocation.team_id,
                                         plugin_id=invocation.plugin_id).first()
     event = invocation.caller == Invocation.Caller.EVENT
+    gate = _http_gate(version, values, secret_names)
     try:
         outcome = call_plugin(PluginCall(
             files=version.files, entry=entry_of(version),
             command=None if event else invocation.command,
             event=invocation.command if event else None, payload=payload, settings=values,
-            storage=stored.data if stored else {}, secret_settings=secret_names))
+            storage=stored.data if stored else {}, secret_settings=secret_names),
+            http=gate.perform if gate else None, records=gate.records if gate else None)
     except ValueError as exc:  # a malformed call (a bad entry): nothing of the plugin ran
         logger.exception("invocation %s could not be made", invocation.pk)
         return _finish(invocation, status=Invocation.Status.FAILED, error_kind="bad_call",
@@ -183,6 +188,19 @@ def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
     if outcome.storage is not None:
         _storage_save(invocation, outcome.storage)
     return _finish_outcome(invocation, outcome)
+
+
+def _http_gate(version: PluginVersion, values: dict[str, str],
+               secret_names: Collection[str]) -> HttpGate | None:
+    """The host's side of the plugin's api.http for this call: only the hosts its reviewed
+    plugin.toml declares, with the team's secrets filled in on those requests only (None: it
+    declares no host, and api.http says so)."""
+    manifest = manifest_of(version)
+    if manifest is None or not manifest.hosts:
+        return None
+    secrets = {name: values[name] for name in secret_names if values.get(name)}
+    return HttpGate(HttpPolicy(hosts=tuple(manifest.hosts), secrets=secrets,
+                               internal_hosts=frozenset(settings.TOOLS_INTERNAL_HOSTS)))
 
 
 def _refusal_at_call_time(invocation: Invocation) -> tuple[str, str] | None:
@@ -213,7 +231,8 @@ def _finish_outcome(invocation: Invocation, outcome: CallOutcome) -> Invocation:
                    error_kind=outcome.error_kind, output=output if keep else None,
                    output_cut=outcome.ok and not keep and invocation.caller != "token",
                    output_bytes=size, duration_ms=outcome.duration_ms,
-                   plugin_ms=outcome.plugin_ms, log_lines=outcome.log_lines)
+                   plugin_ms=outcome.plugin_ms, log_lines=outcome.log_lines,
+                   http_requests=outcome.http_requests)
 
 
 def _finish(invocation: Invocation, *, status: str, **fields: Any) -> Invocation:

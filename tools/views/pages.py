@@ -25,7 +25,7 @@ from teams.models import Membership, Team
 from teams.permissions import get_team_for_member
 from tools import selectors
 from tools.api_commands import api_example, curl_command
-from tools.declared import command_info, command_names, declared_settings
+from tools.declared import command_info, command_names, declared_hosts, declared_settings
 from tools.forms import CommandForm, input_specs, output_blocks, output_csv
 from tools.json_input import JsonInputError, json_input_parse
 from tools.models import Activation, Invocation, Schedule
@@ -60,9 +60,12 @@ def _review_context(team: Team, version: PluginVersion,
                     previous: Activation | None) -> dict[str, Any]:
     """What a decider sees: permissions, reports, settings, limits, and what changes."""
     before = previous.version if previous is not None else None
+    hosts = declared_hosts(version)
     return {
         "version": version, "plugin": version.plugin,
         "permissions": selectors.manifest_permissions(version),
+        "hosts": hosts,
+        "hosts_added": [host for host in hosts if before and host not in declared_hosts(before)],
         "settings_declared": declared_settings(version),
         "limits": INVOKE_LIMITS.described(),
         "before": before,
