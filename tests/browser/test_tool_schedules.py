@@ -111,7 +111,7 @@ def test_the_tool_pages_of_issue_28_at_1280_and_390_px(
                               bypass_csp=True).new_page()
         log_in(ada, server, "ada")
         ada.goto(f"{base}month-totals/settings/")
-        expect(ada.get_by_text("only where it appears exactly as you typed it",
+        expect(ada.get_by_text("A secret never enters the plugin's sandbox",
                                exact=False)).to_be_visible()
         check(ada, f"the settings page at {width} px")
         ada.goto(f"{base}month-totals/tokens/")
