@@ -7,25 +7,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from autocoder.engine.scaffold import plugin_toml
+from autocoder.engine.scaffold import plugin_toml, spec_permissions
 from autocoder.engine.spec import Spec
 from autocoder.engine.states import Phase
 from autocoder.engine.steps import Step, setting
 from autocoder.engine.transitions import Transition
-from autocoder.engine.writing import manifest_permissions
 from autocoder.installation import InstallationFault
+from autocoder.plugins import Permissions, permissions_or_none
 from autocoder.sandbox.types import PluginRuntimeError, SandboxError
 
 
 def gate_phase(step: Step) -> Transition:
-    from autocoder.safety import Permissions, scan_files
+    from autocoder.safety import scan_files
 
     pending = step.pending
     files = pending["files"]
-    granted = manifest_permissions(files.get("plugin.toml", "")) or {}
-    permissions = Permissions(network=bool(granted.get("network", False)),
-                              filesystem=str(granted.get("filesystem", "none")))
-    report = scan_files(files, permissions)
+    # plugin.toml is the host's to write (protected), so it says what was granted so far
+    granted = permissions_or_none(files.get("plugin.toml", "")) or spec_permissions(step.spec)
+    report = scan_files(files, granted)
     files = pending["files"] = _with_declared_libraries(step.spec, files, granted)
     pending["safety"] = {
         "verdict": report.verdict,
@@ -39,14 +38,13 @@ def gate_phase(step: Step) -> Transition:
 
 
 def _with_declared_libraries(spec: Spec, files: dict[str, str],
-                             granted: dict[str, Any]) -> dict[str, str]:
+                             granted: Permissions) -> dict[str, str]:
     """plugin.toml lists the plugin runtime's libraries the code imports (the wheel declares
     them too); the manifest is the host's to write, so it is kept in step here."""
     from autocoder.safety.imports import used_libraries
 
     pins = [f"{lib.distribution}=={lib.version}" for lib in used_libraries(files)]
-    manifest = plugin_toml(spec, network=bool(granted.get("network", False)),
-                           filesystem=str(granted.get("filesystem", "none")), libraries=pins)
+    manifest = plugin_toml(spec, permissions=granted, libraries=pins)
     return files if files.get("plugin.toml") == manifest else {**files, "plugin.toml": manifest}
 
 

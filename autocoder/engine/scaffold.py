@@ -12,7 +12,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from autocoder.engine.spec import CommandSpec, Spec, package_name
-from autocoder.plugins import CommandDecl, Permissions, PluginManifest, render_manifest
+from autocoder.plugins import (
+    CommandDecl,
+    Permissions,
+    PluginManifest,
+    SettingDecl,
+    render_manifest,
+)
 
 ACCEPTANCE_TEST_PATH = "tests/test_acceptance.py"
 PLUGIN_VERSION = "0.1.0"
@@ -59,25 +65,34 @@ def method_name(command: str) -> str:
 # -- plugin.toml ---------------------------------------------------------------------------------
 
 
-def plugin_toml(spec: Spec, *, network: bool = False, filesystem: str = "none",
+def plugin_toml(spec: Spec, *, permissions: Permissions | None = None,
                 libraries: Sequence[str] = ()) -> str:
-    """The manifest; `libraries` are the plugin runtime's libraries the code imports, pinned
+    """The manifest; `permissions` those granted so far (None: what the spec asks for, its
+    services' hosts), `libraries` the plugin runtime's libraries the code imports, pinned
     ("openpyxl==3.1.5"), listed under [runtime] (see docs/plugins.md). Written by the plugin
     contract's one writer (autocoder/plugins/render.py)."""
-    return render_manifest(scaffold_manifest(spec, network=network, filesystem=filesystem,
-                                             libraries=libraries))
+    return render_manifest(scaffold_manifest(spec, permissions=permissions, libraries=libraries))
 
 
-def scaffold_manifest(spec: Spec, *, network: bool = False, filesystem: str = "none",
+def spec_permissions(spec: Spec) -> Permissions:
+    """What a new plugin is granted from the start: no network, no files, the hosts of the
+    spec's services (which the person approving the spec has read)."""
+    return Permissions(hosts=spec.services.hosts)
+
+
+def scaffold_manifest(spec: Spec, *, permissions: Permissions | None = None,
                       libraries: Sequence[str] = ()) -> PluginManifest:
-    """What a generated plugin's plugin.toml says: the spec's name, summary and commands."""
+    """What a generated plugin's plugin.toml says: the spec's name, summary, commands and the
+    settings its services need."""
     return PluginManifest(
         name=spec.name, version=PLUGIN_VERSION, summary=spec.summary,
         entry=f"{spec.package}.plugin:Plugin", package=spec.package,
-        permissions=Permissions(network=network, filesystem=filesystem),
+        permissions=permissions if permissions is not None else spec_permissions(spec),
         libraries=tuple(libraries),
         commands=tuple(CommandDecl(name=command.name, description=command.description)
-                       for command in spec.commands))
+                       for command in spec.commands),
+        settings=tuple(SettingDecl(name=s.name, description=s.description, secret=s.secret)
+                       for s in spec.services.settings))
 
 
 # -- the package ---------------------------------------------------------------------------------
@@ -169,9 +184,34 @@ def _acceptance_tests(spec: Spec) -> str:
         "\n"
         f"from {spec.package}.plugin import Plugin\n"
     )
-    tests = [_acceptance_test(name, command, index)
+    if spec.services:
+        header = header.replace(
+            "# The examples are", "# `plugin_api` is the test harness's api: its api.http answers"
+            " from the\n# example's answers, never from a network (docs/plugins.md).\n# The"
+            " examples are")
+    tests = [(_service_test if spec.services else _acceptance_test)(name, command, index)
              for name, command, index in _acceptance_cases(spec)]
     return header + "".join(tests)
+
+
+def _service_test(name: str, command: CommandSpec, index: int) -> str:
+    """An example of a plugin that talks to other services: the plugin gets the harness's
+    `plugin_api` (settings, storage, a recording api.http answering from the example), and
+    every answer the example gives must have been asked for."""
+    example = command.examples[index]
+    return (
+        "\n\n"
+        f"def {name}(plugin_api):\n"
+        f"    payload = json.loads({_json_literal(example.input)})\n"
+        f"    expected = json.loads({_json_literal(example.output)})\n"
+        f"    plugin_api.configure(settings=json.loads({_json_literal(example.settings)}))\n"
+        f"    for answer in json.loads({_json_literal(list(example.http))}):\n"
+        "        plugin_api.http.reply(**answer)\n"
+        "    plugin = Plugin()\n"
+        "    plugin.on_initialize(plugin_api)\n"
+        f"    assert plugin.on_command({json.dumps(command.name)}, payload) == expected\n"
+        "    assert plugin_api.http.unused() == [], \"the plugin did not make these requests\"\n"
+    )
 
 
 def _acceptance_test(name: str, command: CommandSpec, index: int) -> str:
@@ -210,7 +250,8 @@ def _readme(spec: Spec) -> str:
     payload = first.examples[0].input if first and first.examples else {}
     parts.append(_INSTALL.format(name=spec.name, package=spec.package,
                                  command=first.name if first else "COMMAND",
-                                 payload=json.dumps(payload, ensure_ascii=False)))
+                                 payload=json.dumps(payload, ensure_ascii=False),
+                                 services=_services_words(spec)))
     return "\n".join(parts)
 
 
@@ -229,8 +270,26 @@ plugin = Plugin()
 result = plugin.on_command("{command}", {payload})
 ```
 
-An unknown command raises `ValueError`. The plugin needs no network access and no files.
+An unknown command raises `ValueError`. {services}
 """
+
+
+def _services_words(spec: Spec) -> str:
+    services = spec.services
+    if not services:
+        return "The plugin needs no network access and no files."
+    words = []
+    if services.hosts:
+        hosts = ", ".join(rule.text() for rule in services.hosts)
+        words.append(f"It sends requests to {hosts}, through the portal's `api.http`, so it"
+                     " runs as a team tool of the portal (activate it there), not on its own.")
+    if services.settings:
+        names = ", ".join(f"`{s.name}`" + (" (secret)" if s.secret else "")
+                          for s in services.settings)
+        words.append(f"The team enters its settings when activating it: {names}.")
+    if services.storage:
+        words.append("It keeps data between calls in the team's `api.storage`.")
+    return " ".join(words)
 
 
 # -- helpers -------------------------------------------------------------------------------------

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 # Names: letters, digits, - and _, with at least one letter or digit (so the package name means
 # something); the plugin contract's rule, which plugin.toml follows too.
+from autocoder.engine.spec_services import Services, check_example_services, check_services
 from autocoder.plugins.names import NAME_PATTERN, package_name
 
 AUTONOMY_LEVELS: tuple[str, ...] = ("guided", "semi", "full")
@@ -33,20 +34,33 @@ RESERVED_METHODS = frozenset({"on_command", "on_initialize", "on_event"})
 # tests themselves import (the standard library, pytest) or the plugin's own tests/ package.
 _SHADOWED = frozenset(sys.stdlib_module_names) | {
     "tests", "conftest", "pytest", "_pytest", "pluggy",
+    "_autocoder_testing", "_autocoder_host", "_autocoder_pytest_report",  # the test harness
 }
 
 NUL = "\x00"
 _NAME_RULE = "must be 1-64 characters: letters, digits, - and _ (at least one letter or digit)"
 _TOP_FIELDS = ("name", "summary", "commands", "constraints", "autonomy", "quality_threshold",
-               "max_iterations")
+               "max_iterations", "services")
 _COMMAND_FIELDS = ("name", "description", "examples")
-_EXAMPLE_FIELDS = ("input", "output")
+_EXAMPLE_FIELDS = ("input", "output", "http", "settings")
 
 
 @dataclass(frozen=True)
 class Example:
     input: dict[str, Any]
     output: Any
+    # What the services answer in this example, and the settings' values for it
+    # (autocoder/engine/spec_services.py); empty for a plugin that talks to nothing.
+    http: tuple[dict[str, Any], ...] = ()
+    settings: dict[str, str] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        data = {"input": _json_copy(self.input), "output": _json_copy(self.output)}
+        if self.http:
+            data["http"] = _json_copy(list(self.http))
+        if self.settings:
+            data["settings"] = dict(self.settings)
+        return data
 
 
 @dataclass(frozen=True)
@@ -65,6 +79,7 @@ class Spec:
     autonomy: str = "semi"
     quality_threshold: float = 0.85
     max_iterations: int = 10
+    services: Services = Services()
 
     @property
     def package(self) -> str:
@@ -79,10 +94,7 @@ class Spec:
                 {
                     "name": command.name,
                     "description": command.description,
-                    "examples": [
-                        {"input": _json_copy(ex.input), "output": _json_copy(ex.output)}
-                        for ex in command.examples
-                    ],
+                    "examples": [ex.as_dict() for ex in command.examples],
                 }
                 for command in self.commands
             ],
@@ -90,6 +102,8 @@ class Spec:
             "autonomy": self.autonomy,
             "quality_threshold": self.quality_threshold,
             "max_iterations": self.max_iterations,
+            # written only when the plugin talks to something: older specs read as they were
+            **({"services": self.services.as_dict()} if self.services else {}),
         }
 
 
@@ -120,7 +134,8 @@ def spec_from_dict(data: object) -> Spec:
     _check_unknown(data, _TOP_FIELDS, "", errors)
     name = _check_name(data, errors)
     summary = _check_text(data, "summary", "summary", MAX_SUMMARY_CHARS, errors, required=True)
-    commands = _check_commands(data.get("commands"), errors)
+    services = check_services(data.get("services"), errors)
+    commands = _check_commands(data.get("commands"), services, errors)
     constraints = _check_constraints(data.get("constraints", []), errors)
     autonomy = data.get("autonomy", "semi")
     if autonomy not in AUTONOMY_LEVELS:
@@ -130,7 +145,8 @@ def spec_from_dict(data: object) -> Spec:
     if errors:
         raise SpecError(errors)
     return Spec(name=name, summary=summary, commands=commands, constraints=constraints,
-                autonomy=autonomy, quality_threshold=threshold, max_iterations=iterations)
+                autonomy=autonomy, quality_threshold=threshold, max_iterations=iterations,
+                services=services)
 
 
 def _nul_errors(data: dict[Any, Any], limit: int = 20) -> list[str]:
@@ -198,13 +214,15 @@ def _check_text(data: dict[str, Any], key: str, field: str, limit: int, errors: 
     return value
 
 
-def _check_commands(commands: object, errors: list[str]) -> tuple[CommandSpec, ...]:
+def _check_commands(commands: object, services: Services,
+                    errors: list[str]) -> tuple[CommandSpec, ...]:
     if not isinstance(commands, list) or not commands:
         errors.append("commands: must be a list with at least one command")
         return ()
     if len(commands) > MAX_COMMANDS:
         errors.append(f"commands: at most {MAX_COMMANDS} commands (got {len(commands)})")
-    result = [_check_command(raw, f"commands[{i}]", errors) for i, raw in enumerate(commands)]
+    result = [_check_command(raw, f"commands[{i}]", services, errors)
+              for i, raw in enumerate(commands)]
     _check_command_names(result, errors)
     if not any(command.examples for command in result):
         errors.append("commands: at least one command needs an example (the examples are the"
@@ -212,7 +230,8 @@ def _check_commands(commands: object, errors: list[str]) -> tuple[CommandSpec, .
     return tuple(result)
 
 
-def _check_command(raw: object, where: str, errors: list[str]) -> CommandSpec:
+def _check_command(raw: object, where: str, services: Services,
+                   errors: list[str]) -> CommandSpec:
     if not isinstance(raw, dict):
         errors.append(f"{where}: must be a JSON object")
         return CommandSpec(name="", description="", examples=())
@@ -223,7 +242,7 @@ def _check_command(raw: object, where: str, errors: list[str]) -> CommandSpec:
         name = ""
     description = _check_text(raw, "description", f"{where}.description",
                               MAX_DESCRIPTION_CHARS, errors, required=False)
-    examples = _check_examples(raw.get("examples", []), f"{where}.examples", errors)
+    examples = _check_examples(raw.get("examples", []), f"{where}.examples", services, errors)
     return CommandSpec(name=name, description=description, examples=examples)
 
 
@@ -243,7 +262,8 @@ def _check_command_names(commands: list[CommandSpec], errors: list[str]) -> None
             seen[method] = command.name
 
 
-def _check_examples(raw: object, where: str, errors: list[str]) -> tuple[Example, ...]:
+def _check_examples(raw: object, where: str, services: Services,
+                    errors: list[str]) -> tuple[Example, ...]:
     if not isinstance(raw, list):
         errors.append(f"{where}: must be a list")
         return ()
@@ -251,13 +271,14 @@ def _check_examples(raw: object, where: str, errors: list[str]) -> tuple[Example
         errors.append(f"{where}: at most {MAX_EXAMPLES_PER_COMMAND} examples (got {len(raw)})")
     examples = []
     for i, item in enumerate(raw):
-        example = _check_example(item, f"{where}[{i}]", errors)
+        example = _check_example(item, f"{where}[{i}]", services, errors)
         if example is not None:
             examples.append(example)
     return tuple(examples)
 
 
-def _check_example(item: object, where: str, errors: list[str]) -> Example | None:
+def _check_example(item: object, where: str, services: Services,
+                   errors: list[str]) -> Example | None:
     if not isinstance(item, dict):
         errors.append(f"{where}: must be a JSON object with input and output")
         return None
@@ -277,9 +298,13 @@ def _check_example(item: object, where: str, errors: list[str]) -> Example | Non
     if ok and len(json.dumps([item["input"], item["output"]])) > MAX_EXAMPLE_JSON_CHARS:
         errors.append(f"{where}: must be at most {MAX_EXAMPLE_JSON_CHARS} characters of JSON")
         ok = False
-    if not ok:
+    found: list[str] = []
+    http, values = check_example_services(item, services, where, found)
+    errors += found
+    if not ok or found:
         return None
-    return Example(input=_json_copy(item["input"]), output=_json_copy(item["output"]))
+    return Example(input=_json_copy(item["input"]), output=_json_copy(item["output"]),
+                   http=http, settings=values)
 
 
 def _json_problem(value: object, depth: int = 0) -> str:

@@ -22,6 +22,7 @@ from autocoder.engine.steps import (
     prompt_context,
 )
 from autocoder.engine.transitions import Approval, Transition
+from autocoder.engine.verifying import services_for_review
 from autocoder.plugins import permissions_or_none
 
 GENERATED_TESTS_PREFIX = "tests/test_generated_"
@@ -48,6 +49,7 @@ def plan_phase(step: Step) -> Transition:
         transition.approval = Approval(GateKind.PLAN, {
             "plan": plan, "earlier_approaches": approaches, "lessons": pending.get("lessons", ""),
             "guidance": run.guidance,
+            "services": services_for_review(spec, files.get("plugin.toml", "")),
             "reasoning": f"Plan for iteration {step.number}; the loop starts implementing it "
                          "once approved.",
         })
@@ -93,14 +95,15 @@ def _permission_request(spec: Spec, base: dict[str, str], proposed: dict[str, st
     permissions request, applied here and reported as a major change for a person to see."""
     if "plugin.toml" not in proposed:
         return files, rejected, None
-    old = manifest_permissions(base.get("plugin.toml", ""))
-    new = manifest_permissions(proposed["plugin.toml"])
+    old = permissions_or_none(base.get("plugin.toml", ""))
+    new = permissions_or_none(proposed["plugin.toml"])
     if new is None or old is None or new == old:  # unreadable, or against the rule: no request
         return files, rejected, None
-    files = {**files, "plugin.toml": plugin_toml(spec, network=new["network"],
-                                                 filesystem=new["filesystem"])}
+    # Re-rendered by the host from what was asked (network, files, hosts): the rest of the
+    # manifest (name, commands, settings) stays the spec's.
+    files = {**files, "plugin.toml": plugin_toml(spec, permissions=new)}
     rejected = [r for r in rejected if r["path"] != "plugin.toml"]
-    return files, rejected, {"from": old, "to": new}
+    return files, rejected, {"from": old.as_dict(), "to": new.as_dict()}
 
 
 def manifest_permissions(text: str) -> dict[str, Any] | None:

@@ -15,6 +15,13 @@ from autocoder.sandbox.workdir import RESERVED_DIR, safe_relpath
 PLUGIN_MODULE = "_autocoder_pytest_report"
 REPORT_FILE = f"{RESERVED_DIR}/pytest-report.json"
 _PLUGIN_SOURCE = Path(__file__).with_name("pytest_report_plugin.py").read_text()
+# The plugins' test harness (the `plugin_api` fixture) and the host's runner it builds on.
+HARNESS_MODULE = "_autocoder_testing"
+HOST_MODULE = "_autocoder_host"
+_HARNESS_FILES: dict[str, str | bytes] = {
+    f"{HARNESS_MODULE}.py": Path(__file__).with_name("plugin_testing.py").read_text(),
+    f"{HOST_MODULE}.py": (Path(__file__).parent.parent / "runtime" / "host_runner.py").read_text(),
+}
 OUTCOMES = ("passed", "failed", "error", "skipped")
 # pytest's exit statuses that mean "no test result to speak of"
 _EXIT_MEANING = {2: "the test run was interrupted", 3: "pytest hit an internal error",
@@ -69,7 +76,7 @@ def pytest_command(test_paths: list[str]) -> list[str]:
     # Plugins installed in the venv (pytest-django, ...) are not autoloaded: a generated
     # plugin's tests must not depend on the portal's own test set-up, and start faster.
     return ["python", "-m", "pytest", "-q", "--disable-plugin-autoload",
-            "-p", "no:cacheprovider", "-p", PLUGIN_MODULE,
+            "-p", "no:cacheprovider", "-p", PLUGIN_MODULE, "-p", HARNESS_MODULE,
             "--rootdir", ".", "--color=no", "-o", "console_output_style=classic",
             *test_paths]
 
@@ -83,10 +90,11 @@ def run_pytest(
     for path in paths:
         safe_relpath(path.split("::", 1)[0])
     reserved = [name for name in files
-                if name.startswith(RESERVED_DIR + "/") or name == f"{PLUGIN_MODULE}.py"]
+                if name.startswith(RESERVED_DIR + "/")
+                or name in (f"{PLUGIN_MODULE}.py", *_HARNESS_FILES)]
     if reserved:
         raise ValueError(f"file names reserved for the test runner: {reserved}")
-    job_files = {**files, f"{PLUGIN_MODULE}.py": _PLUGIN_SOURCE}
+    job_files = {**files, f"{PLUGIN_MODULE}.py": _PLUGIN_SOURCE, **_HARNESS_FILES}
     result = run(job_files, pytest_command(paths), limits, backend=backend,
                  collect=[REPORT_FILE], cancel_check=cancel_check)
     return build_report(result)

@@ -77,7 +77,7 @@ def test_the_scaffold_writes_the_file_it_always_wrote() -> None:
         'entry = "word_count.plugin:Plugin"\n\n[permissions]\nnetwork = false\n'
         'filesystem = "none"\n\n[[commands]]\nname = "count"\n'
         'description = "How many words."\n')
-    assert plugin_toml(spec, network=True, filesystem="workdir",
+    assert plugin_toml(spec, permissions=Permissions(network=True, filesystem="workdir"),
                        libraries=["openpyxl==3.1.5"]) == (
         '[plugin]\nname = "word-count"\nversion = "0.1.0"\nsummary = "Counts \\"words\\"."\n'
         'entry = "word_count.plugin:Plugin"\n\n[permissions]\nnetwork = true\n'
