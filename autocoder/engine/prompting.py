@@ -114,12 +114,53 @@ def _template(name: str) -> str:
 
 def _role_template(role: str, spec: Spec, iteration: int) -> tuple[str, str]:
     values = {"plugin_name": spec.name, "package": spec.package, "iteration": str(iteration),
-              "acceptance_path": ACCEPTANCE_TEST_PATH, "libraries": runtime_libraries_text()}
+              "acceptance_path": ACCEPTANCE_TEST_PATH, "libraries": runtime_libraries_text(),
+              "services": services_text(spec)}
     values["contract"] = Template(_template("_contract")).substitute(values).strip()
     values["protocol"] = Template(_template("_protocol")).substitute(values).strip()
     system, _, task = _template(role).partition(TASK_MARKER)
     return (Template(system).substitute(values).strip(),
             Template(task).substitute(values).strip())
+
+
+def services_text(spec: Spec) -> str:
+    """What the contract says about other services: how this plugin reaches the ones its spec
+    names (docs/plugins.md, "Host API"), or that it reaches none."""
+    services = spec.services
+    if not services:
+        return ("- This plugin talks to no other service: it works only on the payload it is"
+                " given.")
+    hosts = ", ".join(rule.text() for rule in services.hosts) or "none"
+    lines = [
+        "- This plugin talks to other services, only through the host's API, which",
+        "  `on_initialize(self, api)` receives: keep it (`self.api = api`). Never import",
+        "  socket, urllib.request, http.client or requests: the sandbox has no network.",
+        f"  - `api.http.get/post/put/patch/delete(url, params=, headers=, json=, data=,"
+        f" timeout=, auth=)` reaches only these hosts: {hosts}. It returns a response with"
+        " `.status`, `.ok`, `.text`, `.json()`, `.headers`, `.raise_for_status()`; a refused"
+        " or failed request raises `api.http.HttpError`.",
+    ]
+    plain = [s.name for s in services.settings if not s.secret]
+    secret = [s.name for s in services.settings if s.secret]
+    if plain:
+        lines.append(f"  - Settings the team enters: {', '.join(plain)}; read them as"
+                     " `api.settings[\"name\"]`.")
+    if secret:
+        lines.append(f"  - Secrets: {', '.join(secret)}. Their values never reach the plugin:"
+                     " send one as `auth=api.secret(\"name\")` (a bearer token),"
+                     " `auth=(\"user\", api.secret(\"name\"))` (basic) or a header template"
+                     " `headers={\"X-Key\": \"{name}\"}`; reading it from api.settings raises.")
+    if services.storage:
+        lines.append("  - `api.storage` keeps JSON values between calls (`get`, `set`,"
+                     " `delete`, `[key]`).")
+    lines += [
+        "  - Tests never reach a network: they take the `plugin_api` fixture (the same api with",
+        "    a recording api.http): `plugin_api.configure(settings={...})`,",
+        "    `plugin_api.http.reply(\"POST\", url, status=200, json=... or text=...)`, then",
+        "    `plugin = Plugin(); plugin.on_initialize(plugin_api)`, and assert on",
+        "    `plugin_api.http.requests[i]` (`.method`, `.url`, `.json`, `.headers`, `.auth`).",
+    ]
+    return "\n".join(lines)
 
 
 def runtime_libraries_text() -> str:
@@ -308,6 +349,12 @@ def request_section(spec: Spec) -> str:
             lines.append(f"- example {i}: on_command({json.dumps(command.name)}, "
                          f"{json.dumps(example.input, ensure_ascii=False)}) == "
                          f"{json.dumps(example.output, ensure_ascii=False)}")
+            if example.settings:
+                lines.append(f"  with settings {json.dumps(example.settings, ensure_ascii=False)}")
+            for answer in example.http:
+                shown = {k: v for k, v in answer.items() if k not in ("method", "url")}
+                lines.append(f"  expects the request {answer['method']} {answer['url']},"
+                             f" answered {json.dumps(shown, ensure_ascii=False)}")
     if spec.constraints:
         lines += ["", "Constraints:", *(f"- {c.strip()}" for c in spec.constraints)]
     return "\n".join(lines)

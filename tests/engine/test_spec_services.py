@@ -10,8 +10,9 @@ from typing import Any
 
 import pytest
 
+from autocoder.engine.prompting import PromptContext, build_messages
 from autocoder.engine.scaffold import plugin_toml, scaffold_files
-from autocoder.engine.spec import SpecError, spec_from_dict
+from autocoder.engine.spec import Spec, SpecError, spec_from_dict
 
 HOOK = "https://hooks.slack.com/services/T1/B2"
 
@@ -31,6 +32,11 @@ def chat_spec() -> dict[str, Any]:
              "settings": {"channel": "#volunteers"},
              "http": [{"method": "post", "url": HOOK, "text": "ok"}]}]}],
     }
+
+
+def messages(spec: Spec) -> tuple[str, str]:
+    system, user = build_messages("implementer", PromptContext(spec=spec, iteration=1))
+    return system.content, user.content
 
 
 def errors_of(data: dict[str, Any]) -> list[str]:
@@ -100,3 +106,18 @@ def test_the_acceptance_tests_use_the_harness_and_the_readme_says_where_it_sends
     assert "plugin_api.http.unused() == []" in tests
     assert "It sends requests to hooks.slack.com" in files["README.md"]
     assert "`token` (secret)" in files["README.md"]
+
+
+def test_the_model_is_told_how_to_reach_the_services_and_how_to_test_them() -> None:
+    spec = spec_from_dict(chat_spec())
+    system, request = messages(spec)
+    assert "reaches only these hosts: hooks.slack.com" in system
+    assert "Secrets: token" in system and 'auth=api.secret("name")' in system
+    assert "`plugin_api` fixture" in system and "`api.storage`" in system
+    assert "expects the request POST " + HOOK in request
+    assert 'with settings {"channel": "#volunteers"}' in request
+    plain = chat_spec()
+    del plain["services"]
+    plain["commands"][0]["examples"][0] = {"input": {"hours": 1}, "output": {"posted": True}}
+    system, _ = messages(spec_from_dict(plain))
+    assert "talks to no other service" in system and "plugin_api" not in system
