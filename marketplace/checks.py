@@ -205,5 +205,6 @@ def _tail(report: Mapping[str, Any]) -> str:
 
 
 def _first_line(text: str) -> str:
-    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+    from autocoder.sandbox.pytest_runner import error_line
+
+    return error_line(text)[:300]

@@ -113,6 +113,14 @@ def build_report(result: RunResult) -> TestReport:
                       round(pass_rate, 4), result)
 
 
+def error_line(message: str) -> str:
+    """The line of a test's message that names the error: pytest's first `E` line (the
+    exception and its words), else the message's last line."""
+    lines = [line for line in message.splitlines() if line.strip()]
+    marked = [line[1:].strip() for line in lines if line.startswith("E ")]
+    return marked[0] if marked else (lines[-1].strip() if lines else "")
+
+
 def _parse(raw: bytes | None) -> list[TestOutcome]:
     if not raw:
         return []
