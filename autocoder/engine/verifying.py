@@ -15,6 +15,7 @@ from autocoder.engine.spec import Spec
 from autocoder.engine.states import Autonomy, GateKind, Phase, RunStatus, RunView
 from autocoder.engine.steps import Step, current_files, setting
 from autocoder.engine.transitions import Approval, Transition, ending
+from autocoder.plugins import permissions_or_none
 from autocoder.signatures import normalize_error_signature
 
 MAX_FAILURE_CHARS = 1500
@@ -71,6 +72,7 @@ def verify_phase(step: Step) -> Transition:
             "failures": result["failures"], "plan": run.plan,
             "reasoning": pending.get("prose", ""), "succeeded": result["succeeded"],
             "permissions_change": pending.get("permissions_change"),
+            "services": services_for_review(spec, files.get("plugin.toml", "")),
             **({"second_opinion": opinion} if opinion is not None else {}),
         })
     return transition
@@ -184,8 +186,7 @@ def _major_reasons(spec: Spec, checkpoint: dict[str, Any], pending: dict[str, An
     reasons = []
     change = pending.get("permissions_change")
     if change:
-        reasons.append(f"new permissions requested in plugin.toml: {change['from']} -> "
-                       f"{change['to']}")
+        reasons.append(permissions_request_words(change["from"], change["to"]))
     if checkpoint["safety_verdict"] == "review":
         reasons.append("the safety gate asks for a review")
     touched = {r["path"] for r in pending.get("rejected", [])} & protected_paths(spec)
@@ -197,3 +198,38 @@ def _major_reasons(spec: Spec, checkpoint: dict[str, Any], pending: dict[str, An
     if size > limit:
         reasons.append(f"a large change: {size} lines (over {limit})")
     return reasons
+
+
+def permissions_request_words(before: dict[str, Any], after: dict[str, Any]) -> str:
+    """A permissions request ({network, filesystem, hosts} before and after) in one line a
+    reviewer reads without knowing plugin.toml: what is new first, what is given up after."""
+    old_hosts, new_hosts = before.get("hosts") or [], after.get("hosts") or []
+    added_hosts = [host for host in new_hosts if host not in old_hosts]
+    dropped_hosts = [host for host in old_hosts if host not in new_hosts]
+    more, fewer = [], []
+    if added_hosts:
+        more.append(f"to reach new hosts: {', '.join(added_hosts)}")
+    if after.get("network") and not before.get("network"):
+        more.append("network access")
+    if after.get("filesystem") == "workdir" and before.get("filesystem") != "workdir":
+        more.append("to write files in its working folder")
+    if dropped_hosts:
+        fewer.append(f"no longer reaches {', '.join(dropped_hosts)}")
+    if before.get("network") and not after.get("network"):
+        fewer.append("gives up network access")
+    if before.get("filesystem") == "workdir" and after.get("filesystem") != "workdir":
+        fewer.append("no longer writes files")
+    if more:
+        words = "The plugin asks for new permissions: " + "; ".join(more)
+        return words + (f" (and {'; '.join(fewer)})" if fewer else "")
+    return "The plugin asks to change its permissions: " + "; ".join(fewer or ["no difference"])
+
+
+def services_for_review(spec: Spec, manifest_text: str) -> dict[str, Any]:
+    """The other services the plugin reaches, for the person at a gate: the hosts its
+    plugin.toml grants (the spec's when there is none to read yet) and the settings the team
+    enters when it activates the plugin, as the spec declares them."""
+    permissions = permissions_or_none(manifest_text) if manifest_text else None
+    hosts = permissions.hosts if permissions is not None else spec.services.hosts
+    return {"hosts": [rule.text() for rule in hosts],
+            "settings": spec.services.as_dict()["settings"]}

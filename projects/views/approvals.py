@@ -12,6 +12,7 @@ from django.views.decorators.http import require_POST
 
 from projects.approval_extras import ChoiceRefused, approval_extra
 from projects.approval_forms import ApprovalDecisionForm
+from projects.approval_services import other_services
 from projects.diffs import unified_rows
 from projects.permissions import get_approval_for_member
 from projects.selectors.inbox import inbox_page
@@ -131,4 +132,5 @@ def _context(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membe
         "may_decide": not refusal, "refusal": refusal,
         "is_pending": is_pending, "form": form,
         "outcomes": material.test_report.get("outcomes") or [],
+        "other_services": other_services(approval, material.iteration),
     }

@@ -9,6 +9,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from autocoder.engine import loop
+from autocoder.plugins import read_manifest
 from runs import signals
 from runs.models import ApprovalRequest, Iteration, Run
 from runs.pending import run_pending
@@ -63,9 +64,21 @@ def _request_publish(run: Run) -> None:
         "safety": best.safety_report if best else {},
         "permissions": loop.manifest_permissions(best.files.get("plugin.toml", ""))
         if best else None,
+        "services": _services(best.files.get("plugin.toml", "") if best else ""),
         **_second_opinion_on(run, best),
         **_publish_proposal(run, best),
     })
+
+
+def _services(manifest_text: str) -> dict[str, Any]:
+    """The other services the plugin reaches and the settings the team enters for them, as
+    the plugin.toml being published declares them (shown to the reviewer)."""
+    manifest = read_manifest(manifest_text) if manifest_text else None
+    if manifest is None:
+        return {"hosts": [], "settings": []}
+    return {"hosts": [rule.text() for rule in manifest.hosts],
+            "settings": [{"name": s.name, "description": s.description, "secret": s.secret}
+                         for s in manifest.settings]}
 
 
 def _publish_proposal(run: Run, best: Iteration | None) -> dict[str, Any]:
