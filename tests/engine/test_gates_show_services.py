@@ -14,6 +14,7 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
+from autocoder.engine.verifying import permissions_request_words
 from runs.models import ApprovalRequest, Run
 from runs.selectors import results as selectors
 from runs.services import deciding, driving
@@ -106,6 +107,12 @@ def test_under_full_autonomy_a_new_host_does_not_stop_the_run_and_the_publish_ga
     assert "It sends data to and reads from hooks.slack.com" in page
     assert "This plugin reaches no other service." not in page
 
+    # A request made before gates carried the services: read from its attempt's plugin.toml.
+    publish.payload = {k: v for k, v in publish.payload.items() if k != "services"}
+    publish.save(update_fields=["payload"])
+    assert "It sends data to and reads from hooks.slack.com" in review_page(
+        publish, people["reviewer"])
+
 
 def test_the_plan_gate_lists_the_specs_hosts_and_settings(
         start_run: Callable[..., Run], people: dict[str, Any]) -> None:
@@ -129,3 +136,22 @@ def test_the_plan_gate_lists_the_specs_hosts_and_settings(
     assert "channel: Where the greeting is posted secret" not in page
     assert "new: hooks.slack.com" not in page, "a plan asks for no change of permissions"
 
+
+
+@pytest.mark.parametrize(("before", "after", "words"), [
+    ({"network": False, "filesystem": "none"}, {"network": True, "filesystem": "none"},
+     "The plugin asks for new permissions: network access"),
+    ({"network": False, "filesystem": "none"}, {"network": False, "filesystem": "workdir"},
+     "The plugin asks for new permissions: to write files in its working folder"),
+    ({"network": False, "filesystem": "none", "hosts": ["old.example.com"]},
+     {"network": False, "filesystem": "none", "hosts": ["api.example.com", "hooks.slack.com"]},
+     "The plugin asks for new permissions: to reach new hosts: api.example.com, "
+     "hooks.slack.com (and no longer reaches old.example.com)"),
+    ({"network": True, "filesystem": "none", "hosts": ["old.example.com"]},
+     {"network": False, "filesystem": "none"},
+     "The plugin asks to change its permissions: no longer reaches old.example.com; "
+     "gives up network access"),
+])
+def test_a_permissions_request_in_words(before: dict[str, Any], after: dict[str, Any],
+                                        words: str) -> None:
+    assert permissions_request_words(before, after) == words
