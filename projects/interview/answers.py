@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from autocoder.engine.spec import AUTONOMY_LEVELS, MAX_SUMMARY_CHARS
+from projects.interview import other_systems
 from projects.interview.checklist import (
     ESSENTIAL,
     can_skip,
@@ -84,6 +85,8 @@ def apply_answers(request: str, state: dict[str, Any], questions: list[dict[str,
         elif question["kind"] == "examples":
             errors.update(examples_errors(command_by_key(state, question["command"]) or {
                 "key": question["command"], "examples": []}))
+    if other_systems.FIELD_USES in data:  # the other-service section of the last page
+        errors.update(other_systems.apply_form(state, data))
     if require:
         _handle_blanks(request, state, [q for q in questions if q["id"] in question_ids], errors)
     questions[:] = sync_questions(questions, state)

@@ -23,6 +23,13 @@ PAGES: tuple[tuple[str, str], ...] = (
     ("analyst", "A few more questions"),
 )
 
+# The page that also asks whether the plugin talks to another service (interview/other_systems.py).
+SERVICES_PAGE = "finish"
+
+
+def page_index(name: str) -> int:
+    return [page for page, _ in PAGES].index(name)
+
 
 @dataclass(frozen=True)
 class Progress:

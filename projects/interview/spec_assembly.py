@@ -16,6 +16,7 @@ from autocoder.engine.spec import (
     SpecError,
     spec_from_dict,
 )
+from projects.interview import other_systems
 from projects.interview.checklist import RECOMMENDED_AUTONOMY, default_assumption, is_answered
 from projects.interview.examples import examples_errors, parsed_examples
 from projects.interview.fields import (
@@ -66,13 +67,16 @@ def assemble(request: str, state: Mapping[str, Any],
     """The spec for an interview and the plain-words errors that stop it from starting."""
     errors: dict[str, list[str]] = {}
     _check_basics(state, questions, errors)
+    errors.update(other_systems.services_errors(state))
     commands, example_rows = [], []
+    extras = other_systems.example_extras(state)
     for command in state.get("commands", []):
         errors.update(_command_errors(command))
-        commands.append(_spec_command(command))
+        commands.append(_spec_command(command, extras))
         example_rows.append(_example_rows(command))
     stated = assumptions(questions, state)
     constraints = _constraints(state, questions, stated)
+    services = other_systems.spec_services(state)
     spec: dict[str, Any] = {
         "name": str(state.get("name", "")).strip(),
         "summary": str(state.get("summary", "")).strip() or request.strip(),
@@ -82,6 +86,8 @@ def assemble(request: str, state: Mapping[str, Any],
         "quality_threshold": 0.85,
         "max_iterations": 10,
     }
+    if services is not None:  # a plugin that talks to nothing keeps the spec it always had
+        spec["services"] = services
     if len(constraints) > MAX_CONSTRAINTS:
         errors.setdefault(FIELD_CONSTRAINTS, []).append(
             f"Please keep the rules, answers and assumptions to at most {MAX_CONSTRAINTS} lines "
@@ -118,7 +124,7 @@ def _command_errors(command: Mapping[str, Any]) -> dict[str, list[str]]:
     return errors
 
 
-def _spec_command(command: Mapping[str, Any]) -> dict[str, Any]:
+def _spec_command(command: Mapping[str, Any], extras: Mapping[str, Any]) -> dict[str, Any]:
     parts = [str(command.get("description", "")).strip()]
     for label, key in (("Needs", "inputs"), ("Gives back", "outputs")):
         items = parse_lines(str(command.get(key, "")))
@@ -129,7 +135,7 @@ def _spec_command(command: Mapping[str, Any]) -> dict[str, Any]:
         parts.append(f"Unusual input: {edge}")
     description = "\n".join(p for p in parts if p)[:MAX_DESCRIPTION_CHARS]
     return {"name": command.get("name", ""), "description": description,
-            "examples": parsed_examples(command)}
+            "examples": [{**example, **extras} for example in parsed_examples(command)]}
 
 
 def _example_rows(command: Mapping[str, Any]) -> list[int]:
@@ -146,6 +152,9 @@ def _example_rows(command: Mapping[str, Any]) -> list[int]:
 def _constraints(state: Mapping[str, Any], questions: list[dict[str, Any]],
                  stated: list[str]) -> list[str]:
     lines = parse_lines(str(state.get("constraints", "")))
+    service = other_systems.service_line(state)
+    if service:
+        lines.append(service)
     for question in questions:
         if question.get("source") == "analyst" and str(question.get("answer", "")).strip():
             lines.append(f"Q: {question['text']} A: {' '.join(question['answer'].split())}")
@@ -168,6 +177,9 @@ def spec_error_field(message: str, state: Mapping[str, Any],
                      example_rows: list[list[int]]) -> tuple[str, str]:
     """The wizard field a spec error belongs to, and the error in plain words."""
     path, _, detail = message.partition(": ")
+    if path.startswith("commands[") and (".http" in path or ".settings" in path):
+        field = other_systems.FIELD_SAMPLE if ".http" in path else other_systems.FIELD_SETTINGS
+        return field, plain_words(detail or message)
     match = _SPEC_PATH.match(message)
     if match:
         commands = state.get("commands", [])
@@ -182,9 +194,22 @@ def spec_error_field(message: str, state: Mapping[str, Any],
             return command_field(key, match.group(4)), plain_words(match.group(5))
         return command_field(key, "examples"), plain_words(match.group(5))
     top = path.split("[")[0].split(".")[0]
+    if top == "services":
+        return _services_field(path, state), plain_words(detail or message)
     field = top if top in (FIELD_NAME, FIELD_SUMMARY, FIELD_AUTONOMY, FIELD_CONSTRAINTS,
                            FIELD_COMMANDS) else FIELD_GENERAL
     return field, plain_words(detail or message)
+
+
+def _services_field(path: str, state: Mapping[str, Any]) -> str:
+    """The services section's field a spec error about `services` belongs to."""
+    if path.startswith("services.hosts"):
+        return other_systems.FIELD_ADDRESS
+    match = re.match(r"services\.settings\[(\d+)\]", path)
+    settings = other_systems.read_settings(state)[0]
+    if match and int(match.group(1)) < len(settings):
+        return other_systems.setting_field(settings[int(match.group(1))].index, "name")
+    return other_systems.FIELD_SETTINGS
 
 
 def plain_words(detail: str) -> str:

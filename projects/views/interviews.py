@@ -21,7 +21,7 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url
 from redis.exceptions import RedisError
 
-from projects.interview import answers, checklist, fields, navigation, samples
+from projects.interview import answers, checklist, fields, navigation, other_systems, samples
 from projects.models import Interview
 from projects.permissions import get_interview_for_editor, get_interview_for_member
 from projects.selectors.interviews import questions_page, summary_view
@@ -208,8 +208,11 @@ def _questions_response(request: AuthenticatedHttpRequest, interview: Interview,
             group = navigation.page_count(interview.questions,
                                           analyst_done=interview.analyst_done) - 1
     page = questions_page(interview, group, errors)
+    services_form = (other_systems.form_view(interview.state, errors)
+                     if page.group == navigation.page_index(navigation.SERVICES_PAGE) else None)
     return _render(request, QUESTIONS, {"interview": interview, "team": interview.team,
                                         "page": page, "errors": errors,
+                                        "services_form": services_form,
                                         "autonomy_choices": checklist.AUTONOMY_CHOICES,
                                         "recommended_autonomy": checklist.RECOMMENDED_AUTONOMY,
                                         "sample_limit": samples.SAMPLE_LIMIT_WORDS})
@@ -362,6 +365,9 @@ def _summary_response(request: AuthenticatedHttpRequest, interview: Interview, *
                       renamed: bool = False) -> HttpResponse:
     context = {"interview": interview, "team": interview.team, "renamed": renamed,
                "view": summary_view(interview, errors), "errors": errors or {},
+               "services": other_systems.summary_lines(interview.state),
+               "services_url": _questions_url(
+                   interview, navigation.page_index(navigation.SERVICES_PAGE)) + "#svc-uses",
                "edit": edit, "editable": editable and not interview.is_started,
                "saved": saved, "autonomy_choices": checklist.AUTONOMY_CHOICES,
                "recommended_autonomy": checklist.RECOMMENDED_AUTONOMY,
