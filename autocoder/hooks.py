@@ -7,6 +7,9 @@ An app registers in its AppConfig.ready (`hooks.register(name, item)`); the page
   marketplace adds uploaded versions, marketplace/inbox.py).
 - "approval_extra": a projects.approval_extras.ApprovalExtra, what an app adds to an approval
   request's page and decision (the marketplace: the publish proposal, marketplace/approvals.py).
+- "try_settings": a callable (user_id=, team_id=, version=) -> marketplace.services.trying.
+  TrySettings | None, the settings and secrets "Try it" gets from the trier's team (the tools
+  app: tools/services/tool_settings.py try_settings_of).
 docs/development.md ("Layers") says more.
 """
 

@@ -293,6 +293,10 @@ class TryRequest(models.Model):
     version = models.ForeignKey(PluginVersion, on_delete=models.CASCADE, related_name="+")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                              related_name="+")
+    # The user's current team when they asked: if it uses this version as a tool, the try gets
+    # that team's settings and secrets, as a tool call would (services/trying.py).
+    team = models.ForeignKey("teams.Team", on_delete=models.SET_NULL, null=True, blank=True,
+                             related_name="+")
     command = models.CharField(max_length=64)
     payload = models.JSONField(default=dict)
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)

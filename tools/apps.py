@@ -8,11 +8,14 @@ class ToolsConfig(AppConfig):
     verbose_name = "Tools (activated plugins)"
 
     def ready(self) -> None:
-        from autocoder import heartbeat
+        from autocoder import heartbeat, hooks
+        from marketplace.services.trying import TRY_SETTINGS_HOOK
         from tools import receivers, tasks  # noqa: F401  (the portal's signals, the actors)
-        from tools.services import invocations, schedules
+        from tools.services import invocations, schedules, tool_settings
 
         # Due schedules are sent every heartbeat (a few seconds); the invocation log is pruned
         # by the slow sweep (once a minute for the whole installation).
         heartbeat.sweep_register(schedules.schedules_due_send, quick=True)
         heartbeat.sweep_register(invocations.invocations_prune, quick=False)
+        # "Try it" on a plugin the trier's team uses gets the team's settings (hooks.py).
+        hooks.register(TRY_SETTINGS_HOOK, tool_settings.try_settings_of)

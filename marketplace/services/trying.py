@@ -7,13 +7,21 @@ the try again once (`plugin_tries_orphaned_kick`); a try whose worker dies again
 plain-words error. Whatever is left waiting or running past TRY_STALL_S (a lost message, an
 in-process caller that died) ends the same way (`plugin_tries_stalled_end`), so the page never
 waits forever.
+
+A try reaches other services through the same api.http as a tool call (the host's HttpGate, only
+the hosts the version's reviewed plugin.toml declares, TOOLS_INTERNAL_HOSTS for internal ones)
+and keeps the requests it made. Settings and secrets are a team's: if the trier's current team
+uses this very version as a tool, the try gets that team's values exactly as a tool call would
+(the tools app provides them through the "try_settings" hook, autocoder/hooks.py: the
+marketplace does not import the tools app). Otherwise a try has no settings, and a request that
+names a secret is refused with a sentence that says where to enter it.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -24,7 +32,10 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from autocoder import durable
+from autocoder import durable, hooks
+from autocoder.plugins import read_manifest
+from autocoder.runtime.http_gate import HttpGate, HttpPolicy
+from autocoder.runtime.http_request import Refused, Secrets
 from autocoder.runtime.invoke import InvokeLimits, PluginCall, call_plugin
 from marketplace.models import PluginVersion, TryRequest
 from marketplace.validation import PackageError
@@ -53,6 +64,27 @@ TRY_STALLED = ("Your try did not finish: no worker completed it within {minutes}
                " workers may be busy or stopped). Try again later.")
 
 
+# The hook through which the tools app gives a try its team's settings: a callable
+# (user_id=, team_id=, version=) -> TrySettings | None (tools/services/tool_settings.py).
+TRY_SETTINGS_HOOK = "try_settings"
+NO_VALUE = ("Try it has no value for the secret {name!r}: activate this plugin as a team tool"
+             " and enter it there, then use it from Tools.")
+OTHER_VERSION = ("Try it has no value for the secret {name!r} in this version: your team uses"
+                 " version {version} of this plugin as a tool; try that version, or have the"
+                 " team's tool upgraded and use it from Tools.")
+
+
+@dataclass(frozen=True)
+class TrySettings:
+    """What a team has entered for the plugin (secrets unsealed: they go to the host's HttpGate
+    and never into the sandbox) and the names of the secret ones. `other_version`: the team uses
+    another version of the plugin, so its values are not given to this one (empty)."""
+
+    values: dict[str, str]
+    secret_names: tuple[str, ...]
+    other_version: str = ""
+
+
 class TryRateLimited(Exception):
     def __init__(self, retry_after: int) -> None:
         self.retry_after = max(1, retry_after)
@@ -69,6 +101,8 @@ class TryResult:
     log: str = ""
     detail: str = ""
     duration_ms: int = 0
+    # api.http's requests (method, host, path, status, bytes, ms, refused), as a tool call's.
+    http_requests: list[dict[str, Any]] = field(default_factory=list)
 
 
 def try_rate_limit_hit(*, user_id: int) -> None:
@@ -90,17 +124,18 @@ def try_rate_limit_hit(*, user_id: int) -> None:
 
 
 def plugin_try_request(*, version: PluginVersion, user: User, command: str,
-                       payload: Any) -> TryRequest:
+                       payload: Any, team_id: int | None = None) -> TryRequest:
     """Queue one try for a worker (PackageError, TryRateLimited at once); the page shows it
     pending and fills it in when `plugin_try_perform` has stored the result. Old tries are
-    deleted here, so the table stays small."""
+    deleted here, so the table stays small. `team_id`: the user's current team, whose settings
+    the try gets if the team uses this version as a tool."""
     _try_validate(version, command, payload)
     try_rate_limit_hit(user_id=user.pk)
     with transaction.atomic():
         TryRequest.objects.filter(created_at__lt=timezone.now() - timedelta(
             seconds=TRY_KEEP_S)).delete()
-        asked = TryRequest.objects.create(version=version, user=user, command=command,
-                                          payload=payload)
+        asked = TryRequest.objects.create(version=version, user=user, team_id=team_id,
+                                          command=command, payload=payload)
         durable.outbox_message_queue(actor=TRY_ACTOR, args=[asked.pk])
     return asked
 
@@ -115,13 +150,13 @@ def plugin_try_perform(*, try_id: int) -> TryRequest | None:
         return None
     asked = TryRequest.objects.select_related("version").get(pk=try_id)
     try:
-        result = _try_execute(asked.version, asked.command, asked.payload)
+        result = _try_execute(asked)
     except Exception as exc:
         logger.exception("try %s failed", try_id)
         result = TryResult(ok=False, error=f"The sandbox could not run the plugin: {exc}")
     stored = {"ok": result.ok, "output": result.output, "error": result.error[-3000:],
               "log": result.log[-4000:], "detail": result.detail[-3000:],
-              "duration_ms": result.duration_ms}
+              "duration_ms": result.duration_ms, "http_requests": result.http_requests}
     if len(json.dumps(stored)) > TRY_MAX_RESULT_CHARS:
         stored["output"] = None
         stored["error"] = stored["error"] or "The output was too large to show here."
@@ -195,10 +230,64 @@ def _try_validate(version: PluginVersion, command: str, payload: Any) -> None:
         raise PackageError([f"payload: at most {TRY_MAX_PAYLOAD_CHARS} characters of JSON"])
 
 
-def _try_execute(version: PluginVersion, command: str, payload: Any) -> TryResult:
+def _try_execute(asked: TryRequest) -> TryResult:
+    version = asked.version
+    team = _try_settings(asked)
+    values = dict(team.values) if team and not team.other_version else {}
+    secret_names = tuple(team.secret_names) if team and not team.other_version else ()
+    gate = _try_gate(version, values, secret_names, team)
     outcome = call_plugin(PluginCall(files=version.files,
                                      entry=str(version.manifest.get("entry", "")),
-                                     command=command, payload=payload), TRY_LIMITS)
+                                     command=asked.command, payload=asked.payload,
+                                     settings=values, secret_settings=secret_names),
+                          TRY_LIMITS, http=gate.perform if gate else None,
+                          records=gate.records if gate else None)
     return TryResult(ok=outcome.ok, output=outcome.output, error=outcome.error,
                      log="\n".join(outcome.log_lines), detail=outcome.detail,
-                     duration_ms=outcome.duration_ms)
+                     duration_ms=outcome.duration_ms, http_requests=outcome.http_requests)
+
+
+def _try_settings(asked: TryRequest) -> TrySettings | None:
+    """The settings of the trier's team for this version, from the app that keeps them (None:
+    the team does not use the plugin, or no app answers)."""
+    if asked.team_id is None:
+        return None
+    for provide in hooks.get(TRY_SETTINGS_HOOK):
+        found: TrySettings | None = provide(user_id=asked.user_id, team_id=asked.team_id,
+                                            version=asked.version)
+        if found is not None:
+            return found
+    return None
+
+
+def _try_gate(version: PluginVersion, values: dict[str, str], secret_names: tuple[str, ...],
+              team: TrySettings | None) -> HttpGate | None:
+    """The host's side of api.http for a try, as for a tool call: only the hosts the version's
+    reviewed plugin.toml declares (None: it declares none, and api.http says so)."""
+    manifest = read_manifest(version.files.get("plugin.toml", ""))
+    if manifest is None or not manifest.hosts:
+        return None
+    secrets = {name: values[name] for name in secret_names if values.get(name)}
+    gate = HttpGate(HttpPolicy(hosts=tuple(manifest.hosts), secrets=secrets,
+                               internal_hosts=frozenset(settings.TOOLS_INTERNAL_HOSTS)))
+    if not secret_names:  # no team's values: a secret the plugin names is refused in words
+        declared = [item.name for item in manifest.settings if item.secret]
+        gate.secrets = _NoSecrets(declared, other_version=team.other_version if team else "")
+        gate.blank = gate.secrets.blank
+    return gate
+
+
+class _NoSecrets(Secrets):
+    """A try's secrets when its team has entered none for this version: naming one of the
+    declared secrets is refused with a sentence that says where its value is entered."""
+
+    def __init__(self, names: list[str], *, other_version: str) -> None:
+        super().__init__({name: "" for name in names})
+        self.other_version = other_version
+
+    def secret(self, name: object) -> str:
+        if isinstance(name, str) and name in self.values:
+            sentence = (OTHER_VERSION.format(name=name, version=self.other_version)
+                        if self.other_version else NO_VALUE.format(name=name))
+            raise Refused("refused", sentence)
+        return super().secret(name)

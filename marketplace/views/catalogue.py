@@ -180,10 +180,11 @@ def plugin_try(request: AuthenticatedHttpRequest, name: str, version: str) -> Ht
     context["try_form"] = form
     retry_after = 0
     if form.is_valid():
+        team = getattr(request, "team", None)  # the current team (projects/middleware.py)
         try:
             context["try_request"] = plugin_try_request(
                 version=shown, user=request.user, command=form.cleaned_data["command"],
-                payload=form.cleaned_data["payload"])
+                payload=form.cleaned_data["payload"], team_id=team.pk if team else None)
         except TryRateLimited as exc:
             context["rate_limited"], retry_after = exc, exc.retry_after
         except PackageError as exc:

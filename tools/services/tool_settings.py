@@ -9,10 +9,11 @@ from django.db import transaction
 
 from autocoder.sealing import seal, unseal
 from marketplace.models import Plugin, PluginVersion
-from teams.models import Team
+from marketplace.services.trying import TrySettings
+from teams.models import Membership, Team
 from teams.services.audit import audit_record
 from tools.declared import declared_settings
-from tools.models import ToolSetting
+from tools.models import Activation, ToolSetting, VersionBlock
 from tools.selectors import SettingView, setting_rows
 from tools.services.activations import check_may_decide
 from tools.services.events import tool_event_queue
@@ -82,3 +83,23 @@ def settings_for_call(*, team: Team | int, plugin: Plugin | int,
     for row in ToolSetting.objects.filter(team=team, plugin=plugin, name__in=list(declared)):
         values[row.name] = unseal(row.value) if row.secret else row.value
     return values, [name for name, item in declared.items() if item.secret]
+
+
+def try_settings_of(*, user_id: int, team_id: int, version: PluginVersion) -> TrySettings | None:
+    """The marketplace's "Try it" hook (autocoder/hooks.py "try_settings"): the settings a tool
+    call of `team_id` would get, if the user is still a member and the team uses this very
+    version (another version in use: only its number, the values stay with the version the team
+    reviewed, whose hosts it approved). None: the team does not use the plugin, or the version
+    is disabled."""
+    if not Membership.objects.filter(team_id=team_id, user_id=user_id).exists():
+        return None
+    in_use = Activation.objects.filter(team_id=team_id, plugin_id=version.plugin_id,
+                                       status=Activation.Status.ACTIVE).select_related(
+                                           "version").first()
+    if in_use is None or VersionBlock.objects.filter(version_id=version.pk).exists():
+        return None
+    if in_use.version_id != version.pk:
+        return TrySettings(values={}, secret_names=(), other_version=in_use.version.version)
+    values, secret_names = settings_for_call(team=team_id, plugin=version.plugin_id,
+                                             version=version)
+    return TrySettings(values=values, secret_names=tuple(secret_names))
