@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from marketplace.views import catalogue, index
+from marketplace.views import catalogue, history, index
 
 app_name = "marketplace"
 
@@ -20,6 +20,11 @@ urlpatterns = [
     path("p/<str:name>/settings/", catalogue.plugin_settings, name="settings"),
     path("p/<str:name>/review/", catalogue.review_save, name="review"),
     path("p/<str:name>/review/delete/", catalogue.review_remove, name="review_delete"),
+    path("p/<str:name>/history/", history.history, name="history"),
+    path("p/<str:name>/history/bundle/", history.history_bundle, name="history_bundle"),
+    path("p/<str:name>/history/<str:version>/", history.history_diff, name="history_diff"),
+    path("p/<str:name>/git/", history.git_root, name="git_root"),
+    path("p/<str:name>/git/<path:path>", history.git_file, name="git_file"),
     path("p/<str:name>/v/<str:version>/", catalogue.version_detail, name="version"),
     path("p/<str:name>/v/<str:version>/try/", catalogue.plugin_try, name="try"),
     path("p/<str:name>/v/<str:version>/try/<int:try_id>/", catalogue.try_result,

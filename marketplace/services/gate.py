@@ -12,6 +12,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from marketplace.history import record_version_safe
 from marketplace.inbox import upload_url
 from marketplace.models import Plugin, PluginVersion, VersionDecision
 from marketplace.proposals import PublishProposal, proposal_from_payload
@@ -181,3 +182,6 @@ def _version_go_live(version: PluginVersion, approver: User | None) -> None:
                  after={"plugin": plugin.name, "version": version.version,
                         "visibility": plugin.visibility,
                         "files": list(version.artifacts.values_list("filename", "sha256"))})
+    # The plugin's git history gets the version once it is committed (a failure is logged).
+    version_id = version.pk
+    transaction.on_commit(lambda: record_version_safe(version_id))
