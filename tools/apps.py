@@ -10,7 +10,9 @@ class ToolsConfig(AppConfig):
     def ready(self) -> None:
         from autocoder import heartbeat, hooks
         from marketplace.services.trying import TRY_SETTINGS_HOOK
+        from projects.selectors.inbox import INBOX_SOURCE
         from tools import receivers, tasks  # noqa: F401  (the portal's signals, the actors)
+        from tools.inbox import INBOX_CHANGES
         from tools.services import invocations, schedules, tool_settings
 
         # Due schedules are sent every heartbeat (a few seconds); the invocation log is pruned
@@ -19,3 +21,5 @@ class ToolsConfig(AppConfig):
         heartbeat.sweep_register(invocations.invocations_prune, quick=False)
         # "Try it" on a plugin the trier's team uses gets the team's settings (hooks.py).
         hooks.register(TRY_SETTINGS_HOOK, tool_settings.try_settings_of)
+        # Change requests wait for the plugin's team in its Reviews inbox (tools/inbox.py).
+        hooks.register(INBOX_SOURCE, INBOX_CHANGES)

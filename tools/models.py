@@ -236,3 +236,49 @@ class VersionBlock(models.Model):
 
     def __str__(self) -> str:
         return f"version {self.version_id} disabled"
+
+
+class ChangeRequest(models.Model):
+    """Someone asked for a plugin to behave differently, where they saw the problem (a tool's
+    page, a call in its log, a result, the marketplace page). It goes to the team that owns the
+    plugin (`team`), which starts a change run from `version` or declines with a reason; the
+    asker may belong to another team (`from_team`) using a public plugin."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Waiting for the plugin's team"
+        STARTED = "started", "A change run started"
+        DECLINED = "declined", "Declined"
+        SHIPPED = "shipped", "Changed: a new version is out"
+
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
+    plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
+    version = models.ForeignKey("marketplace.PluginVersion", on_delete=models.CASCADE,
+                                related_name="+")
+    asked_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                 related_name="+")
+    from_team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
+    description = models.TextField(help_text="What should be different, in the asker's words.")
+    keep = models.TextField(blank=True, help_text="What must stay as it is.")
+    # [{"command", "input", "got", "failed", "expected"?}]: "got" is the output, or the error's
+    # words when "failed"; "expected" (any JSON, or plain text) only when someone said it.
+    cases = models.JSONField(default=list, blank=True)
+    invocation = models.ForeignKey(Invocation, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    status = models.CharField(max_length=8, choices=Status.choices, default=Status.OPEN)
+    project = models.ForeignKey("runs.Project", null=True, blank=True, on_delete=models.SET_NULL,
+                                related_name="+")
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    decline_reason = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    shipped_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["team", "status"], name="change_request_team_status"),
+                   models.Index(fields=["from_team", "-created_at"],
+                                name="change_request_from_team")]
+
+    def __str__(self) -> str:
+        return f"change request {self.pk} of {self.plugin_id} ({self.status})"

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tools.views import api, pages
+from tools.views import api, changes, pages
 
 app_name = "tools"
 
@@ -12,6 +12,9 @@ urlpatterns = [
     path("api/tools/<slug:team_slug>/<str:plugin_name>/<str:command>", api.tool_api,
          name="api"),
     path("tools/kill-switch/", pages.kill_switch, name="kill_switch"),
+    path("tools/changes/ask/<str:name>/", changes.change_ask, name="change_ask"),
+    path("tools/changes/<int:pk>/", changes.change_detail, name="change"),
+    path("t/<slug:slug>/change-requests/", changes.change_list, name="changes"),
     path("t/<slug:slug>/tools/", pages.tool_list, name="list"),
     path("t/<slug:slug>/tools/activations/<int:pk>/", pages.activation_detail,
          name="activation"),

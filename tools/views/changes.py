@@ -1,0 +1,164 @@
+"""Pages of change requests: "Ask for a change" (from a tool's page, a call in its log, a
+result, or the plugin's marketplace page), a request's page (the owning team starts a change
+run or declines; the asker's side reads its status) and a team's list. Access: what the
+person may not see is 404 (tools/change_selectors.py); decisions through
+tools/services/changes.py."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+
+from runs.models import Run
+from teams.http import AuthenticatedHttpRequest
+from teams.models import Team
+from teams.permissions import get_team_for_member
+from tools import change_selectors as selectors
+from tools.declared import command_names
+from tools.models import ChangeRequest
+from tools.services import changes
+from tools.services.changes import ChangeRequestError
+
+
+def _shown(value: Any) -> str:
+    """A case's value as the page shows it: text as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _team_of(teams: list[Team], slug: str) -> Team:
+    for team in teams:
+        if team.slug == slug:
+            return team
+    if slug:
+        raise Http404("No such team")
+    return teams[0]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def change_ask(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
+    """The form: what should be different, what must stay, and an example (a call's input and
+    answer when asked from a call, with what the person expected instead)."""
+    plugin = selectors.plugin_for_asking(request.user, name)
+    teams = selectors.asking_teams(request.user, plugin)
+    if not teams:
+        raise PermissionDenied("Join a team first: a request comes from a team.")
+    data = request.POST if request.method == "POST" else request.GET
+    team = _team_of(teams, data.get("team", ""))
+    call = None
+    if data.get("invocation", "").isdigit():
+        call = selectors.call_case(team, plugin, int(data["invocation"]), request.user.pk)
+    version = (call.invocation.version if call is not None
+               else selectors.version_in_use(team, plugin, data.get("version", "")))
+    values = {"description": "", "keep": "", "command": call.invocation.command if call else "",
+              "input": _shown(call.input) if call and call.input else "", "got": "",
+              "expected": ""}
+    errors: dict[str, str] = {}
+    if request.method == "POST":
+        values.update({key: request.POST.get(key, "") for key in values
+                       if not (call and key == "command")})
+        try:
+            made = changes.change_request_create(
+                user=request.user, plugin=plugin, from_team=team, version=version,
+                description=values["description"], keep=values["keep"],
+                cases=_asked_cases(values, call), invocation=call.invocation if call else None)
+        except ChangeRequestError as exc:
+            errors[exc.field or "description"] = str(exc)
+        else:
+            owner = "your team's reviewers" if plugin.team_id == team.pk else (
+                f"the team that makes {plugin.name}")
+            messages.success(request, f"Sent to {owner}. You will be told when they start "
+                                      "a change or decline it.")
+            return redirect("tools:change", made.pk)
+    return render(request, "tools/change_ask.html", {
+        "plugin": plugin, "version": version, "teams": teams, "team": team, "call": call,
+        "got": _shown(call.got) if call is not None and call.got is not None else "",
+        "commands": command_names(version), "values": values, "errors": errors,
+        "outsider": plugin.team_id != team.pk}, status=400 if errors else 200)
+
+
+def _asked_cases(values: dict[str, str], call: selectors.CallCase | None
+                 ) -> list[dict[str, Any]]:
+    """The example of the form as a case (none when nothing of it was filled in)."""
+    given, expected = changes.expected_parse(values["expected"])
+    case_input = changes.input_parse(values["input"])
+    if call is not None:
+        case: dict[str, Any] = {"command": call.invocation.command, "input": case_input,
+                                "got": call.got, "failed": call.failed}
+    elif values["input"].strip() or given:
+        if not values["command"]:
+            raise ChangeRequestError("Choose the command the example is for.", field="command")
+        case = {"command": values["command"], "input": case_input,
+                "got": values["got"].strip() or None, "failed": False}
+    else:
+        return []
+    if given:
+        case["expected"] = expected
+    return [case]
+
+
+def _case_rows(request: ChangeRequest, typed: dict[int, str],
+               errors: dict[str, str]) -> list[dict[str, Any]]:
+    return [{"number": number, "command": case.get("command", ""),
+             "input": _shown(case.get("input", {})),
+             "got": _shown(case["got"]) if case.get("got") is not None else "",
+             "failed": case.get("failed", False), "has_expected": "expected" in case,
+             "expected": _shown(case["expected"]) if "expected" in case else "",
+             "typed": typed.get(number, ""), "error": errors.get(f"expected-{number}", "")}
+            for number, case in enumerate(request.cases)]
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def change_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
+    found, owner_side = selectors.change_request_for_viewer(request.user, pk)
+    refusal = selectors.may_decide_change(request.user, found) if owner_side else ""
+    typed: dict[int, str] = {}
+    errors: dict[str, str] = {}
+    reason = ""
+    status = 200
+    if request.method == "POST":
+        if not owner_side:
+            raise Http404("No such change request")
+        decision = request.POST.get("decision", "")
+        typed = {int(key.split("-", 1)[1]): request.POST.get(key, "") for key in request.POST
+                 if key.startswith("expected-") and key.split("-", 1)[1].isdigit()}
+        reason = request.POST.get("reason", "")
+        try:
+            if decision == "start":
+                changes.change_request_start(request=found, user=request.user, expected=typed)
+                messages.success(request, "The change run started. Whoever asked has been "
+                                          "told.")
+            elif decision == "decline":
+                changes.change_request_decline(request=found, user=request.user, reason=reason)
+                messages.success(request, "Declined. Whoever asked has been told why.")
+            else:
+                raise ChangeRequestError("Choose: start a change run, or decline.")
+            return redirect("tools:change", found.pk)
+        except ChangeRequestError as exc:
+            errors[exc.field or "decision"] = str(exc)
+            status = 403 if refusal else 400
+    run = (Run.objects.filter(project_id=found.project_id).order_by("-id").first()
+           if owner_side and found.project_id else None)
+    return render(request, "tools/change_detail.html", {
+        "change": found, "owner_side": owner_side, "refusal": refusal, "run": run,
+        "cases": _case_rows(found, typed, errors), "errors": errors, "reason": reason,
+        "expected_error_numbers": [key for key in errors if key.startswith("expected-")],
+        "open": found.status == ChangeRequest.Status.OPEN}, status=status)
+
+
+@login_required
+def change_list(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    team, _ = get_team_for_member(request.user, slug)
+    return render(request, "tools/change_list.html", {
+        "team": team, **selectors.team_change_requests(team, request.user)})
+
