@@ -122,6 +122,12 @@ class Run(models.Model):
     waiting_since = models.DateTimeField(null=True, blank=True)
     waited_s = models.FloatField(default=0.0)
 
+    # A change run (runs/services/changes.py) starts from the version of the plugin in use:
+    # its files and number; its note says whether the new tests failed on that version.
+    base_files = models.JSONField(default=dict, blank=True)
+    base_version = models.CharField(max_length=40, blank=True)
+    base_note = models.TextField(blank=True)
+
     error = models.TextField(blank=True)
     # Who started (or retried) the run: treated like the project's author at its gates, so they
     # cannot approve what they set going on their own (runs.approval_rules.gate_authorship).

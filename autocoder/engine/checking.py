@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from autocoder.engine.changing import base_of, base_version, change_manifest, required_nodeids
 from autocoder.engine.scaffold import plugin_toml, spec_permissions
-from autocoder.engine.spec import Spec
 from autocoder.engine.states import Phase
 from autocoder.engine.steps import Step, setting
 from autocoder.engine.transitions import Transition
@@ -25,7 +25,7 @@ def gate_phase(step: Step) -> Transition:
     # plugin.toml is the host's to write (protected), so it says what was granted so far
     granted = permissions_or_none(files.get("plugin.toml", "")) or spec_permissions(step.spec)
     report = scan_files(files, granted)
-    files = pending["files"] = _with_declared_libraries(step.spec, files, granted)
+    files = pending["files"] = _with_declared_libraries(step, files, granted)
     pending["safety"] = {
         "verdict": report.verdict,
         "findings": [_finding_dict(f) for f in report.findings],
@@ -37,14 +37,18 @@ def gate_phase(step: Step) -> Transition:
                               "findings": len(report.findings)}])
 
 
-def _with_declared_libraries(spec: Spec, files: dict[str, str],
+def _with_declared_libraries(step: Step, files: dict[str, str],
                              granted: Permissions) -> dict[str, str]:
     """plugin.toml lists the plugin runtime's libraries the code imports (the wheel declares
-    them too); the manifest is the host's to write, so it is kept in step here."""
+    them too); the manifest is the host's to write, so it is kept in step here. A change run
+    keeps the version's manifest, with its next version number (changing.change_manifest)."""
     from autocoder.safety.imports import used_libraries
 
     pins = [f"{lib.distribution}=={lib.version}" for lib in used_libraries(files)]
-    manifest = plugin_toml(spec, permissions=granted, libraries=pins)
+    base = base_of(step.run)
+    manifest = (base and change_manifest(step.spec, base, base_version(step.run),
+                                         permissions=granted, libraries=pins)) \
+        or plugin_toml(step.spec, permissions=granted, libraries=pins)
     return files if files.get("plugin.toml") == manifest else {**files, "plugin.toml": manifest}
 
 
@@ -67,6 +71,8 @@ def sandbox_phase(step: Step) -> Transition:
     if not report.outcomes or _runner_crashed(report):
         _raise_if_installation_broken()
     pending["report"] = report_dict(report)
+    if base_of(step.run):  # a change run: the version's tests and the regression tests
+        pending["required_tests"] = required_nodeids(pending["files"])
     return Transition(phase=Phase.VERIFY, pending=pending,
                       notes=[{"kind": "run.tests", "passed": report.passed,
                               "failed": report.failed, "errors": report.errors,

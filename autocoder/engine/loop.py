@@ -31,6 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from autocoder.engine.budgets import budget_exhausted, wall_time_exhausted
+from autocoder.engine.change_check import base_check, base_check_due
 from autocoder.engine.checking import gate_phase, sandbox_phase
 from autocoder.engine.learning import learn_phase, reflect_phase
 from autocoder.engine.states import Phase
@@ -62,4 +63,19 @@ PHASES: dict[str, Callable[[Step], Transition]] = {
 
 
 def perform(step: Step) -> Transition:
+    if step.run.phase == Phase.PLAN and base_check_due(step):
+        return _with_base_check(step)
     return PHASES[step.run.phase](step)
+
+
+def _with_base_check(step: Step) -> Transition:
+    """A change run's first plan, after its new tests ran once on the version in use: the run
+    page and the plan's reviewer read whether they failed there (changing.base_check)."""
+    check = base_check(step)
+    transition = plan_phase(step)
+    transition.pending["base_check"] = check
+    transition.updates["base_note"] = check["note"]
+    transition.notes.append({"kind": "run.base_check", "note": check["note"]})
+    if transition.approval is not None:
+        transition.approval.payload["base_check"] = check["note"]
+    return transition

@@ -194,6 +194,18 @@ def _acceptance_tests(spec: Spec) -> str:
     return header + "".join(tests)
 
 
+def regression_tests(spec: Spec) -> str:
+    """A change run's tests/test_regression_<n>.py (autocoder/engine/changing.py): the cases
+    that motivated the change, built like the acceptance tests and read-only like them."""
+    return _acceptance_tests(spec).replace(
+        "# Acceptance tests generated from the requester's examples. READ-ONLY: the generation\n"
+        "# loop may add tests in other files (tests/test_generated_*.py) but never edits or\n"
+        "# removes these;",
+        "# Regression tests generated from the cases a change was asked for. READ-ONLY: the\n"
+        "# generation loop never edits or removes these, and every test of the version in use\n"
+        "# keeps passing;", 1)
+
+
 def _service_test(name: str, command: CommandSpec, index: int) -> str:
     """An example of a plugin that talks to other services: the plugin gets the harness's
     `plugin_api` (settings, storage, a recording api.http answering from the example), and

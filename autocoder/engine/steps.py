@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
+from autocoder.engine.changing import base_of, start_files
 from autocoder.engine.escapes import ESCAPES
 from autocoder.engine.llm_port import ModelCalls
 from autocoder.engine.prompting import PromptContext
@@ -54,7 +55,24 @@ def current_files(step: Step) -> dict[str, str]:
     if best is not None:
         return dict(best.files)
     latest = latest_checkpoint(step)
-    return dict(latest.files) if latest is not None else scaffold_files(step.spec)
+    return dict(latest.files) if latest is not None else starting_files(step)
+
+
+def starting_files(step: Step) -> dict[str, str]:
+    """The first iteration's files: the scaffold's, or for a change run the files of the
+    version in use with the new regression tests (autocoder/engine/changing.py)."""
+    base = base_of(step.run)
+    return start_files(step.spec, base) if base else scaffold_files(step.spec)
+
+
+def diff_base(step: Step) -> dict[str, str]:
+    """What an iteration's diff is against: the code it started from, and for the first
+    iteration of a change run the version in use (the reviewer sees the fix and the new
+    tests, not the whole plugin)."""
+    base = base_of(step.run)
+    if base and latest_checkpoint(step) is None:
+        return base
+    return current_files(step)
 
 
 def prompt_context(step: Step, *, files: dict[str, str], failures: str = "",

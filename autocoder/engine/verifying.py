@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from autocoder.engine.changing import change_reasons
 from autocoder.engine.detector import FAILING
 from autocoder.engine.replies import code_hash, diff_stats, unified_diff
 from autocoder.engine.scaffold import acceptance_nodeids, protected_paths
 from autocoder.engine.second_opinion import second_opinion
 from autocoder.engine.spec import Spec
 from autocoder.engine.states import Autonomy, GateKind, Phase, RunStatus, RunView
-from autocoder.engine.steps import Step, current_files, setting
+from autocoder.engine.steps import Step, current_files, diff_base, setting
 from autocoder.engine.transitions import Approval, Transition, ending
 from autocoder.plugins import permissions_or_none
 from autocoder.signatures import normalize_error_signature
@@ -24,8 +25,8 @@ MAX_FAILURES = 12
 
 def verify_phase(step: Step) -> Transition:
     run, spec, pending = step.run, step.spec, step.pending
-    previous = current_files(step)
-    files = pending.get("files") or previous
+    previous = diff_base(step)  # a change run's first diff: against the version in use
+    files = pending.get("files") or current_files(step)
     result = _evaluate(spec, pending)
     added, removed = diff_stats(previous, files)
     checkpoint = {
@@ -86,8 +87,8 @@ def _evaluate(spec: Spec, pending: dict[str, Any]) -> dict[str, Any]:
     tests_ran = bool(report) and not blocked and not pending.get("no_code")
     outcomes = report.get("outcomes", []) if tests_ran else []
     by_id = {o["nodeid"]: o["outcome"] for o in outcomes}
-    acceptance_passed = tests_ran and all(by_id.get(node) == "passed"
-                                          for node in acceptance_nodeids(spec))
+    required = pending.get("required_tests") or acceptance_nodeids(spec)  # see changing.py
+    acceptance_passed = tests_ran and all(by_id.get(node) == "passed" for node in required)
     pass_rate = float(report.get("pass_rate") or 0.0) if tests_ran else 0.0
     succeeded = acceptance_passed and pass_rate >= spec.quality_threshold
     failures, signature = _failures(spec, pending, outcomes, tests_ran, pass_rate, succeeded)
@@ -177,6 +178,7 @@ def change_approval_reasons(run: RunView, spec: Spec, previous: dict[str, str],
     if checkpoint["safety_verdict"] == "block" or pending.get("no_code"):
         return []
     reasons = _major_reasons(spec, checkpoint, pending)
+    reasons += change_reasons(run, previous, checkpoint["files"], pending.get("rejected", []))
     if run.autonomy == Autonomy.GUIDED and not reasons and previous != checkpoint["files"]:
         reasons = ["guided autonomy: every change is reviewed"]
     return reasons

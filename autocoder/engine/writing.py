@@ -7,10 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from autocoder.engine import lessons_port
+from autocoder.engine.changing import base_of, change_protected, keep_base_tests
 from autocoder.engine.llm_port import reply_hash
 from autocoder.engine.prompting import build_messages, plan_from_reply
 from autocoder.engine.replies import merge_files, parse_reply
-from autocoder.engine.scaffold import plugin_toml, protected_paths
+from autocoder.engine.scaffold import plugin_toml
 from autocoder.engine.spec import Spec
 from autocoder.engine.states import Autonomy, GateKind, Phase
 from autocoder.engine.steps import (
@@ -72,8 +73,11 @@ def implement_phase(step: Step) -> Transition:
     text = step.llm.complete("implementer", build_messages("implementer", ctx,
                                                            budget_chars=budget_chars()))
     parsed = parse_reply(text)
-    files, rejected = merge_files(base, parsed.files, protected=protected_paths(spec))
+    protected = change_protected(step.run, spec, base)
+    files, rejected = merge_files(base, parsed.files, protected=protected)
     rejected_list = [{"path": r.path, "reason": r.reason} for r in (*parsed.rejected, *rejected)]
+    files, kept = keep_base_tests(base_of(step.run), base, files)  # a change run's tests stay
+    rejected_list += kept
     files, rejected_list, permissions = _permission_request(spec, base, parsed.files, files,
                                                             rejected_list)
     refused = {r["path"] for r in rejected_list}
@@ -123,7 +127,7 @@ def test_write_phase(step: Step) -> Transition:
              if p.startswith(GENERATED_TESTS_PREFIX) and p.endswith(".py")}
     refused = [{"path": p, "reason": "the tester may only add tests/test_generated_*.py files"}
                for p in parsed.files if p not in tests]
-    files, rejected = merge_files(files, tests, protected=protected_paths(spec))
+    files, rejected = merge_files(files, tests, protected=change_protected(step.run, spec, files))
     pending["files"] = files
     pending["rejected"] = [*pending.get("rejected", []), *refused,
                            *({"path": r.path, "reason": r.reason} for r in rejected)]

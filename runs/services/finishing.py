@@ -8,7 +8,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from autocoder.engine import loop
+from autocoder.engine import changing, loop
 from autocoder.plugins import read_manifest
 from runs import signals
 from runs.models import ApprovalRequest, Iteration, Run
@@ -67,6 +67,8 @@ def _request_publish(run: Run) -> None:
         "services": _services(best.files.get("plugin.toml", "") if best else ""),
         **_second_opinion_on(run, best),
         **_publish_proposal(run, best),
+        # a change run: the version it follows, the next one and why (issue 29)
+        **(changing.publish_change(run, best.files) if best else {}),
     })
 
 

@@ -35,9 +35,12 @@ def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | 
               autonomy: str = "", max_iterations: int | None = None,
               max_tokens: int | None = None, max_wall_s: int | None = None,
               use_lessons: bool = True, dispatch: Dispatch | None = enqueue_step,
-              started_by: User | None = None) -> Run:
+              started_by: User | None = None, base_files: dict[str, str] | None = None,
+              base_version: str = "") -> Run:
     """Queue a new run of `project`; its first step is sent once this transaction commits.
     `started_by`: who started (or retried) it, treated like the author at its gates.
+    `base_files`, `base_version`: a change run starts from this version of the plugin
+    (runs/services/changes.py; autocoder/engine/changing.py).
 
     `provider` forces every role onto one provider; left empty, each role uses its configured
     model and the team's override (see llm_port.run_provider_choice)."""
@@ -63,6 +66,7 @@ def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | 
             else int(loop.setting("ENGINE_MAX_WALL_S", 3600)),
             use_lessons=use_lessons, step_token=new_token(), phase=Run.Phase.PLAN,
             started_by=started_by, budget=budgets.budget_start(project.team),
+            base_files=dict(base_files or {}), base_version=base_version,
         )
         project_status_follow(run, queue=True)
         if fault is not None:
@@ -104,4 +108,5 @@ def run_retry(*, run: Run, started_by: User | None) -> Run:
     return run_start(project=run.project, provider=run.provider, script=run.script,
                      autonomy=run.autonomy, max_iterations=run.max_iterations,
                      max_tokens=run.max_tokens, max_wall_s=run.max_wall_s,
-                     use_lessons=run.use_lessons, started_by=started_by)
+                     use_lessons=run.use_lessons, started_by=started_by,
+                     base_files=run.base_files, base_version=run.base_version)

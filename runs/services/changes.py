@@ -1,0 +1,149 @@
+"""A change of a plugin in use (issue 29): a project and its run that start from the version's
+files, with the cases that went wrong as regression tests (autocoder/engine/changing.py).
+
+The tools app's "Ask for a change" calls `change_project_create` once the change is clear.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from django.contrib.auth.models import User
+from django.db import transaction
+
+from autocoder.engine.spec import SpecError, spec_from_dict
+from autocoder.plugins import PluginManifest, read_manifest
+from runs.models import Project, Run
+from runs.services.starting import project_create, run_start
+from teams.models import Team
+
+NO_EXPECTED_ANSWER = ("Say what the answer should have been for at least one of the cases: "
+                      "the change is tested with it.")
+NO_MANIFEST = "The version to change has no readable plugin.toml, so it cannot be changed here."
+MAX_CASE_CHARS = 600
+
+
+def change_project_create(*, team: Team, requester: User, base_name: str, base_version: str,
+                          base_files: dict[str, str], change: str, keep: str = "",
+                          cases: list[dict[str, Any]], autonomy: str = "semi",
+                          **run_options: Any) -> Project:
+    """A project whose run changes version `base_version` of the plugin `base_name` (its
+    files `base_files`) as `change` says, keeping what `keep` says.
+
+    Each case is {"command" (optional when the plugin has one command), "input": {...},
+    "expected": answer (or "output"), "got": what the version answered (optional),
+    "settings", "http" (optional, as in a spec's example)}. The cases with an expected answer
+    become the spec's examples, and so the run's regression tests; a case naming a command
+    the plugin does not have adds that command. ValueError, with a sentence for the person,
+    when no case has an expected answer or the spec cannot be made; nothing is written then.
+    `run_options` go to run_start (provider, script, max_iterations, ...).
+    """
+    manifest = read_manifest(base_files.get("plugin.toml", ""))
+    if manifest is None:
+        raise ValueError(NO_MANIFEST)
+    spec = change_spec(manifest, change=change, keep=keep, cases=cases, autonomy=autonomy,
+                       version=base_version)
+    with transaction.atomic():
+        project = project_create(team=team, requester=requester, spec=spec,
+                                 name=_project_name(base_name or manifest.name, change))
+        run_start(project=project, started_by=requester, autonomy=autonomy,
+                  base_files=dict(base_files), base_version=base_version or manifest.version,
+                  **run_options)
+    return project
+
+
+def change_spec(manifest: PluginManifest, *, change: str, keep: str,
+                cases: list[dict[str, Any]], autonomy: str, version: str = "") -> dict[str, Any]:
+    """The spec of a change run (a checked dict; ValueError with plain words otherwise)."""
+    commands: list[dict[str, Any]] = [
+        {"name": c.name, "description": c.description, "examples": []}
+        for c in manifest.commands]
+    by_name = {command["name"]: command for command in commands}
+    only = commands[0]["name"] if len(commands) == 1 else ""
+    answered = 0
+    for case in cases:
+        name = str(case.get("command") or only)
+        if not name:
+            continue
+        example = _example(case)
+        if example is None:
+            continue
+        if name not in by_name:
+            by_name[name] = {"name": name, "description": "", "examples": []}
+            commands.append(by_name[name])
+        by_name[name]["examples"].append(example)
+        answered += 1
+    if not answered:
+        raise ValueError(NO_EXPECTED_ANSWER)
+    spec: dict[str, Any] = {
+        "name": manifest.name,
+        "summary": _summary(change, keep),
+        "commands": commands,
+        "constraints": _constraints(manifest, version, cases),
+        "autonomy": autonomy,
+    }
+    services = _services(manifest)
+    if services:
+        spec["services"] = services
+    try:
+        return spec_from_dict(spec).as_dict()
+    except SpecError as error:
+        raise ValueError("The change cannot be started: " + "; ".join(error.errors)) from None
+
+
+def _example(case: Mapping[str, Any]) -> dict[str, Any] | None:
+    key = "expected" if "expected" in case else "output" if "output" in case else ""
+    if not key or case.get(key) in (None, "") or not isinstance(case.get("input"), dict):
+        return None
+    example: dict[str, Any] = {"input": case["input"], "output": case[key]}
+    for extra in ("settings", "http"):
+        if case.get(extra):
+            example[extra] = case[extra]
+    return example
+
+
+def _summary(change: str, keep: str) -> str:
+    text = f"What to change: {change.strip()}"
+    if keep.strip():
+        text += f"\nWhat must stay as it is: {keep.strip()}"
+    return text
+
+
+def _constraints(manifest: PluginManifest, version: str, cases: list[dict[str, Any]],
+                 ) -> list[str]:
+    words = [f"This changes version {version or manifest.version} of the plugin: start from "
+             "its code and tests, change only what the request asks, and keep every existing "
+             "test passing."]
+    for case in cases[:20]:
+        if "got" not in case or not isinstance(case.get("input"), dict):
+            continue
+        line = (f"A call of {case.get('command') or 'the plugin'} with "
+                f"{_short(case['input'])} answered {_short(case['got'])}")
+        words.append(line[:1000])
+    return words
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= MAX_CASE_CHARS else text[:MAX_CASE_CHARS] + "..."
+
+
+def _services(manifest: PluginManifest) -> dict[str, Any]:
+    """The version's hosts and settings, so the model and the tests know them."""
+    if not manifest.hosts and not manifest.settings:
+        return {}
+    return {"hosts": [rule.text() for rule in manifest.hosts],
+            "settings": [{"name": s.name, "description": s.description or s.name,
+                          "secret": s.secret} for s in manifest.settings]}
+
+
+def _project_name(name: str, change: str) -> str:
+    first = next((line.strip() for line in change.splitlines() if line.strip()), "")
+    return f"{name}: {first}"[:120] if first else name[:120]
+
+
+def change_run(project: Project) -> Run | None:
+    """The project's newest run (the change run it was created with)."""
+    return project.runs.order_by("-created_at", "-pk").first()
