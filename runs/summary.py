@@ -120,6 +120,7 @@ class RunFacts:
     tokens_used: int = 0
     max_tokens: int = 0
     over_time: bool = False
+    held_by: str = ""  # the broken part, or "paused" / "manual" (the generation switch)
 
 
 @dataclass(frozen=True)
@@ -177,6 +178,10 @@ def _now(facts: RunFacts) -> str:
         return _WAITING_FOR.get(facts.waiting_for, "it waits for a person's decision")
     if status == "paused":
         return "paused; it goes on when someone resumes it"
+    if status == "held" and facts.held_by == "paused":
+        return "paused with all generation; it goes on when generation resumes"
+    if status == "held" and facts.held_by == "manual":
+        return "waiting for a reviewer to press Start"
     if status == "held":
         return "waiting until the installation works again"
     if facts.pause_requested:

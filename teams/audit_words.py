@@ -20,6 +20,7 @@ VERBS: dict[str, str] = {
     "run.retry": "retried",
     "run.pause": "paused",
     "run.resume": "resumed",
+    "run.start": "pressed Start on",
     "project.start": "started generating",
     "project.queue_move": "moved in the queue",
     "plugin.submit": "submitted",
@@ -60,6 +61,7 @@ VERBS: dict[str, str] = {
     "model.settings_update": "changed the model set-up",
     "model.price_update": "changed a model price:",
     "site.team_settings": "changed the site's team settings",
+    "generation.mode": "set generation to",
 }
 
 

@@ -11,11 +11,11 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 
 from runs.models import Run
-from runs.services import common, finishing, starting, waiting
+from runs.services import common, finishing, generation, starting, waiting
 from teams.models import Membership
 from teams.services.audit import audit_record
 
-ACTIONS = ("pause", "resume", "cancel", "retry")
+ACTIONS = ("pause", "resume", "cancel", "retry", "start")
 
 
 class RunControlError(Exception):
@@ -36,6 +36,9 @@ def run_control(*, run: Run, user: User, action: str) -> Run:
         raise PermissionDenied("Only the requester, reviewers and admins can control this run.")
     if action not in ACTIONS:
         raise RunControlError(f"Unknown action {action!r}.")
+    if action == "start" and not (membership is not None and membership.can_review):
+        raise PermissionDenied("Only the team's reviewers and admins can start a run while"
+                               " generation is manual.")
     before = run.status
     try:
         with transaction.atomic():
@@ -56,4 +59,6 @@ def _apply(run: Run, action: str, user: User) -> Run:
         return waiting.run_resume(run=run)
     if action == "cancel":
         return finishing.run_cancel(run=run)
+    if action == "start":
+        return generation.run_start_press(run=run)
     return starting.run_retry(run=run, started_by=user)

@@ -20,6 +20,7 @@ from runs.models import Project
 from teams.http import AuthenticatedHttpRequest
 from teams.models import Membership, Team
 from teams.permissions import get_team_for_member
+from teams.selectors.generation import generation_state
 
 # Beyond this many cards a column shows a link to itself alone (a status filter) instead.
 COLUMN_LIMIT = 100
@@ -71,6 +72,7 @@ def _context(request: AuthenticatedHttpRequest, team: Team, membership: Membersh
     return {
         "team": team, "membership": membership, "filters": filters, "board": board,
         "may_reorder": membership.can_review,
+        "generation": generation_state(team=team),
         "column_choices": [(column.key, column.label) for column in COLUMNS],
     }
 

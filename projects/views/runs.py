@@ -29,6 +29,7 @@ from runs.selectors.runs import (
 from runs.summary import what_it_showed
 from teams.http import AuthenticatedHttpRequest
 from teams.models import Membership
+from teams.selectors.generation import generation_state
 
 
 def _int(params: QueryDict, name: str) -> int | None:
@@ -52,6 +53,8 @@ def _live_context(run: Run, membership: Membership) -> dict[str, Any]:
     return {"run": run, "project": run.project, "team": run.project.team, "overview": overview,
             "may_control": services.may_control(membership=membership, run=run),
             "held_headline": _held_headline(run),
+            "generation": generation_state(team=run.project.team),
+            "may_start": membership.can_review,
             # Admins are the ones told to fix a held run; they see what is broken.
             "sees_faults": membership.is_admin or membership.user.is_staff}
 
@@ -116,11 +119,12 @@ def run_control(request: AuthenticatedHttpRequest, pk: int, action: str) -> Http
 
 
 # The actions that send a step to the workers, hence need Redis.
-QUEUEING = frozenset({"retry", "resume"})
+QUEUEING = frozenset({"retry", "resume", "start"})
 
 _DONE = {
     "pause": "Pause requested: the run stops after its current step.",
     "resume": "The run continues.",
     "cancel": "Run cancelled. A step in progress is stopped and its sandbox killed.",
     "retry": "A new run of this project has been queued.",
+    "start": "Started: the run takes its first step as soon as a worker is free.",
 }

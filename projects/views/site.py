@@ -10,6 +10,7 @@ from django.shortcuts import redirect, render
 
 from autocoder.money import currency
 from projects.forms import SiteTeamSettingsForm
+from projects.views.teams import generation_switch_context
 from teams.http import AuthenticatedHttpRequest
 from teams.permissions import require_site_admin
 from teams.selectors.site import site_team_settings_get, site_team_settings_history
@@ -25,4 +26,5 @@ def site_team_settings(request: AuthenticatedHttpRequest) -> HttpResponse:
         messages.success(request, "Saved. New teams follow these settings from now on.")
         return redirect("site_team_settings")
     return render(request, "projects/site_team_settings.html", {
-        "form": form, "history": site_team_settings_history(), "currency": currency()})
+        "form": form, "history": site_team_settings_history(), "currency": currency(),
+        **generation_switch_context(None)})

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from autocoder.money import money
@@ -11,12 +14,15 @@ from projects.forms import InvitationForm, MemberRoleForm, TeamCreateForm, TeamS
 from projects.middleware import SESSION_KEY
 from projects.selectors.interviews import interviews_unfinished_for_user
 from projects.selectors.requests import requests_for_user
+from projects.views.broker import broker_reachable, broker_unavailable
 from runs.budgets import month_budget_state, month_spent
+from runs.services.generation import generation_mode_change
 from teams.http import AuthenticatedHttpRequest
-from teams.models import Membership, Team
+from teams.models import GenerationMode, Membership, Team
 from teams.models.invitations import LIFETIME
-from teams.permissions import get_team_for_admin, get_team_for_member
+from teams.permissions import get_team_for_admin, get_team_for_member, require_site_admin
 from teams.selectors import team_members, teams_for_user
+from teams.selectors.generation import generation_state
 from teams.selectors.invitations import TEAM_PAGE_DAYS, invitations_open_for, team_invitations
 from teams.selectors.site import is_site_admin, team_creation_allowed
 from teams.services import teams as services
@@ -113,7 +119,47 @@ def team_settings(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         messages.success(request, "Team settings saved.")
         return redirect("team_detail", slug=team.slug)
     return render(request, "projects/team_settings.html", {
-        "team": team, "form": form, "site_admin": is_site_admin(request.user)})
+        "team": team, "form": form, "site_admin": is_site_admin(request.user),
+        **generation_switch_context(team)})
+
+
+def generation_switch_context(team: Team | None) -> dict[str, Any]:
+    """What the Generation section shows (templates/projects/partials/generation_switch.html)."""
+    state = generation_state(team=team)
+    return {"state": state, "switch_team": team,
+            "switch_mode": team.generation_mode if team is not None else state.site_mode,
+            "switch_action": reverse("team_generation", args=[team.slug]) if team is not None
+            else reverse("site_generation")}
+
+
+@login_required
+@require_POST
+def team_generation(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
+    team, _ = get_team_for_admin(request.user, slug)
+    return _generation_save(request, team, redirect_to=reverse("team_settings", args=[slug]))
+
+
+@login_required
+@require_POST
+def site_generation(request: AuthenticatedHttpRequest) -> HttpResponse:
+    require_site_admin(request.user)
+    return _generation_save(request, None, redirect_to=reverse("site_team_settings"))
+
+
+def _generation_save(request: AuthenticatedHttpRequest, team: Team | None, *,
+                     redirect_to: str) -> HttpResponse:
+    mode = request.POST.get("mode", "")
+    if mode not in GenerationMode.values:
+        messages.error(request, "Choose automatic, manual or paused.")
+        return redirect(f"{redirect_to}#generation")
+    if mode != GenerationMode.PAUSED and not broker_reachable():
+        return broker_unavailable(request)  # runs going on again are sent to the workers
+    released = generation_mode_change(actor=request.user, mode=mode, team=team)
+    label = GenerationMode(mode).label.lower()
+    going_on = f" {len(released)} waiting run(s) go on." if released else ""
+    messages.success(request, f"Generation is now {label}"
+                              f"{' for this team' if team else ' for every team'}.{going_on}")
+    return redirect(f"{redirect_to}#generation")
 
 
 @login_required

@@ -137,7 +137,7 @@ def run_facts(run: Run, *, latest: Iteration | None, events: list[LoopEvent],
         events=tuple(loop_fact(e) for e in events), waiting_for=waiting_for,
         pause_requested=run.pause_requested, commands=spec_commands(run), rejected=rejected,
         tokens_used=run.tokens_total, max_tokens=run.max_tokens, over_time=_over_time(run),
-        published=run.project.status == Project.Status.PUBLISHED,
+        published=run.project.status == Project.Status.PUBLISHED, held_by=run.held_by,
     )
 
 

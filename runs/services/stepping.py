@@ -36,10 +36,12 @@ from runs.pending import pending_carried, pending_outcome_status
 from runs.selectors.results import RunTables
 from runs.services.common import step_max_attempts, step_queue_after_commit
 from runs.services.finishing import run_finish
-from runs.services.holding import run_hold
+from runs.services.holding import PAUSED, run_hold, run_switch_hold_locked
 from runs.services.outbox import Dispatch, enqueue_step
 from runs.services.progress import step_commit
 from runs.services.project_status import project_status_follow
+from teams.models import GenerationMode
+from teams.selectors.generation import generation_state
 
 logger = logging.getLogger(__name__)
 
@@ -124,6 +126,9 @@ def _claim(run_id: int, token: str) -> Run | None:
             return None
         if run.cancel_requested:
             run_finish(run, Run.Status.CANCELLED, "cancelled")
+            return None
+        if generation_state(team_id=run.project.team_id).mode == GenerationMode.PAUSED:
+            run_switch_hold_locked(run, PAUSED)  # this step is taken once generation resumes
             return None
         if run.step_attempts >= step_max_attempts():
             run_finish(run, Run.Status.FAILED,

@@ -6,11 +6,12 @@ moving them here changed Django's state only (migrations/0001_initial.py).
 
 from teams.models.invitations import Invitation
 from teams.models.records import AppendOnlyError, AuditEntry, Notification
-from teams.models.teams import Membership, SiteTeamSettings, Team
+from teams.models.teams import GenerationMode, Membership, SiteTeamSettings, Team
 
 __all__ = [
     "AppendOnlyError",
     "AuditEntry",
+    "GenerationMode",
     "Invitation",
     "Membership",
     "Notification",

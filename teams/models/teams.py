@@ -4,6 +4,15 @@ from django.conf import settings
 from django.db import models
 
 
+class GenerationMode(models.TextChoices):
+    """Whether runs take their steps (docs/portal.md, "Pausing generation"): the strictest of
+    the site's mode and the team's applies (teams/selectors/generation.py)."""
+
+    AUTOMATIC = "automatic", "Automatic"  # runs start and go on by themselves
+    MANUAL = "manual", "Manual"  # every new run waits for a person to press Start
+    PAUSED = "paused", "Paused"  # no run takes a new step until generation resumes
+
+
 class Team(models.Model):
     name = models.CharField(max_length=120)
     slug = models.SlugField(max_length=60, unique=True)
@@ -22,6 +31,9 @@ class Team(models.Model):
     run_budget = models.DecimalField(
         max_digits=12, decimal_places=2, null=True, blank=True,
         help_text="What one run may cost before a team admin is asked to allow more.")
+    generation_mode = models.CharField(
+        max_length=12, choices=GenerationMode.choices, default=GenerationMode.AUTOMATIC,
+        help_text="Whether this team's runs start and go on by themselves.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -84,6 +96,9 @@ class SiteTeamSettings(models.Model):
     default_run_budget = models.DecimalField(
         max_digits=12, decimal_places=2, null=True, blank=True,
         help_text="The budget per run a new team starts with; empty: no limit.")
+    generation_mode = models.CharField(
+        max_length=12, choices=GenerationMode.choices, default=GenerationMode.AUTOMATIC,
+        help_text="Whether runs of every team start and go on by themselves.")
     updated_at = models.DateTimeField(auto_now=True)
     updated_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
                                    on_delete=models.SET_NULL, related_name="+")
