@@ -162,6 +162,18 @@ def test_a_host_the_plugin_did_not_declare_is_refused_in_words(hook: Activation,
     assert chat.received == []
 
 
+def test_a_secret_not_filled_in_yet_is_said_so_and_nothing_is_sent(
+        hook: Activation, chat: ChatService, world: dict[str, Any]) -> None:
+    tool_settings_save(team=world["acme"], plugin=hook.plugin, version=hook.version,
+                       user=world["admin"],
+                       values={"webhook": f"http://127.0.0.1:{chat.port}", "api_key": "",
+                               "api_key:clear": "1"})  # the admin removed the token
+    done = call(hook, "post", {"text": "hours"})
+    assert done.status == "failed"
+    assert "the secret setting 'api_key' has no value yet" in done.error, done.error
+    assert chat.received == []
+
+
 def test_reading_the_secret_in_the_sandbox_says_how_to_send_it(hook: Activation) -> None:
     done = call(hook, "read_key")
     assert done.status == "failed" and done.error_kind == "plugin_error"

@@ -198,7 +198,8 @@ def _http_gate(version: PluginVersion, values: dict[str, str],
     manifest = manifest_of(version)
     if manifest is None or not manifest.hosts:
         return None
-    secrets = {name: values[name] for name in secret_names if values.get(name)}
+    # every declared secret, "" for one not filled in yet: the gate says it has no value yet
+    secrets = {name: values.get(name) or "" for name in secret_names}
     return HttpGate(HttpPolicy(hosts=tuple(manifest.hosts), secrets=secrets,
                                internal_hosts=frozenset(settings.TOOLS_INTERNAL_HOSTS)))
 
