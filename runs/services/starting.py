@@ -17,10 +17,11 @@ from runs.llm_calls import (
 )
 from runs.models import Project, Run
 from runs.services.common import RunStateError, new_token, run_notify, step_queue_after_commit
-from runs.services.holding import run_hold_locked
+from runs.services.holding import MANUAL, PAUSED, run_hold_locked, run_switch_hold_locked
 from runs.services.outbox import Dispatch, enqueue_step
 from runs.services.project_status import project_status_follow
-from teams.models import Team
+from teams.models import GenerationMode, Team
+from teams.selectors.generation import generation_state
 
 
 def project_create(*, team: Team, requester: User, spec: dict[str, Any],
@@ -69,8 +70,11 @@ def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | 
             base_files=dict(base_files or {}), base_version=base_version,
         )
         project_status_follow(run, queue=True)
+        switch = generation_state(team_id=project.team_id).mode  # as saved, not as loaded
         if fault is not None:
             run_hold_locked(run, fault)
+        elif switch != GenerationMode.AUTOMATIC:
+            run_switch_hold_locked(run, PAUSED if switch == GenerationMode.PAUSED else MANUAL)
         else:
             step_queue_after_commit(run, dispatch, run.step_token)
             run_notify(run, {"kind": "run.queued"})
