@@ -219,10 +219,12 @@ def _changed(old: PluginManifest, spec: Spec, *, permissions: Permissions,
 # -- the publish request -------------------------------------------------------------------------
 
 
-def publish_change(run: Any, files: Mapping[str, str]) -> dict[str, Any]:
+def publish_change(run: Any, spec: Mapping[str, Any], files: Mapping[str, str],
+                   ) -> dict[str, Any]:
     """What a change run's publish request adds for the reviewer ({} for a new plugin): the
     version it follows and the next one with why ("minor: a new command 'x'"), the diff
-    against the version in use, the new tests and the tests it removes or weakens."""
+    against the version in use, the new tests, the tests it removes or weakens and the cases
+    that motivated the change (the examples of the run's spec, a dict)."""
     from autocoder.engine.replies import unified_diff
 
     base = base_of(run)
@@ -230,6 +232,9 @@ def publish_change(run: Any, files: Mapping[str, str]) -> dict[str, Any]:
         return {}
     version = base_version(run)
     bump = version_bump(base, version, files)
+    cases = [{"command": command.get("name", ""), "input": example.get("input"),
+              "expected": example.get("output")}
+             for command in spec.get("commands") or [] for example in command.get("examples") or []]
     return {"change": {
         "from_version": version,
         "version": bump.version if bump else "",
@@ -239,4 +244,5 @@ def publish_change(run: Any, files: Mapping[str, str]) -> dict[str, Any]:
         "tests_lost": test_losses(base, files),
         "diff": unified_diff(dict(base), dict(files)),
         "base_check": str(getattr(run, "base_note", "")),
+        "cases": cases,
     }}

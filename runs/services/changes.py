@@ -115,7 +115,8 @@ def _constraints(manifest: PluginManifest, version: str, cases: list[dict[str, A
                  ) -> list[str]:
     words = [f"This changes version {version or manifest.version} of the plugin: start from "
              "its code and tests, change only what the request asks, and keep every existing "
-             "test passing."]
+             "test passing. tests/test_regression_*.py hold the cases that went wrong: they are "
+             "read-only, like the acceptance tests."]
     for case in cases[:20]:
         if "got" not in case or not isinstance(case.get("input"), dict):
             continue

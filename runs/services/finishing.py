@@ -68,7 +68,7 @@ def _request_publish(run: Run) -> None:
         **_second_opinion_on(run, best),
         **_publish_proposal(run, best),
         # a change run: the version it follows, the next one and why (issue 29)
-        **(changing.publish_change(run, best.files) if best else {}),
+        **(changing.publish_change(run, run.project.spec, best.files) if best else {}),
     })
 
 

@@ -178,6 +178,10 @@ def test_a_fix_starts_from_the_version_in_use_and_is_published_as_the_next_patch
     assert publish.payload["change"]["reasons"][0].startswith("patch: ")
     assert publish.payload["change"]["new_tests"] == ["tests/test_regression_1.py"]
     assert publish.payload["change"]["tests_lost"] == []
+    assert publish.payload["change"]["cases"] == [
+        {"command": "greet", "input": {"name": "McCarthy"},
+         "expected": {"message": "Hello, McCarthy!"}}]
+    assert "+++ b/tests/test_regression_1.py" in publish.payload["change"]["diff"]
     assert publish.payload["publish_as"]["version"] == "1.0.1"
 
     approval_vote_cast(approval=publish, user=people["reviewer"], decision="approve",
