@@ -8,6 +8,8 @@ run's publish approval request; `publish_approval_decided` settles it.
 
 from __future__ import annotations
 
+import logging
+
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
@@ -19,6 +21,7 @@ from marketplace.proposals import PublishProposal, proposal_from_payload
 from marketplace.selectors.gate import version_decision_refusal
 from marketplace.selectors.visibility import can_see, viewer_for
 from marketplace.services.listing import plugin_listing_refresh
+from marketplace.signals import version_published
 from projects.services.board import team_event_on_commit
 from runs import approval_rules
 from runs.models import ApprovalRequest, Project
@@ -30,6 +33,8 @@ from teams.services.notifications import (
     notifications_review_requested,
     notifications_review_settled,
 )
+
+logger = logging.getLogger(__name__)
 
 NOT_AS_APPROVED = ("its version, visibility or category is not what the publish request"
                    " approved; publish the run again to ask the reviewers for it")
@@ -185,3 +190,15 @@ def _version_go_live(version: PluginVersion, approver: User | None) -> None:
     # The plugin's git history gets the version once it is committed (a failure is logged).
     version_id = version.pk
     transaction.on_commit(lambda: record_version_safe(version_id))
+    # The apps above are told once it is committed (the tools: change requests shipped,
+    # upgrades waiting); a receiver's failure is logged, the version stays published.
+    transaction.on_commit(lambda: _published_announce(version_id, approver))
+
+
+def _published_announce(version_id: int, approver: User | None) -> None:
+    version = PluginVersion.objects.select_related("plugin", "run__project").get(pk=version_id)
+    for receiver, answer in version_published.send_robust(sender=PluginVersion, version=version,
+                                                          approver=approver):
+        if isinstance(answer, Exception):
+            logger.error("after publishing %s %s, %r failed", version.plugin.name,
+                         version.version, receiver, exc_info=answer)
