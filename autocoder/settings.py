@@ -237,6 +237,8 @@ SANDBOX_MEMORY_BOUND = env.str("SANDBOX_MEMORY_BOUND", default="auto")
 # The plugin runtime (autocoder/runtime): the interpreter plugin code runs on in the sandbox.
 PLUGIN_RUNTIME_DIR = env.str("PLUGIN_RUNTIME_DIR", default=str(BASE_DIR / ".plugin-runtime"))
 SANDBOX_DOCKER_IMAGE = env.str("SANDBOX_DOCKER_IMAGE", default="autocoder-sandbox:latest")
+# The Docker engine's runtime for jobs: "" (runc) or "runsc" (gVisor); docs/sandbox.md.
+SANDBOX_DOCKER_RUNTIME = env.str("SANDBOX_DOCKER_RUNTIME", default="")
 # Empty: no model until one is set up on the Model page (/settings/model/) or here; a script
 # of recorded replies alone (LLM_SCRIPT, tests and demos) selects the scripted provider.
 LLM_PROVIDER = env.str("LLM_PROVIDER", default="") or (

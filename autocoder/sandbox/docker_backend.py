@@ -20,6 +20,7 @@ from typing import Any
 
 from autocoder import metrics
 from autocoder.sandbox.channel import DOCKER_DIR, Channel
+from autocoder.sandbox.image import SANDBOX_PATH
 from autocoder.sandbox.output import CappedStream
 from autocoder.sandbox.process import verdict
 from autocoder.sandbox.types import Limits, RunResult, SandboxError
@@ -32,6 +33,12 @@ NANO_CPUS = 1_000_000_000  # one CPU per run
 CHUNK_CHARS = 100_000  # below Linux's 128 KiB limit for one argv string
 MAX_PAYLOAD_CHARS = 1_500_000  # below ARG_MAX (2 MiB with the default 8 MiB stack)
 POLL_S = 0.2
+# gVisor's own threads (its kernel, the Sentry, and its file proxy) count in the container's
+# pids cgroup: runsc does not even start under a job-sized limit. Under runsc the cgroup gets
+# this headroom and the job's processes are bounded inside gVisor by RLIMIT_NPROC, which
+# gVisor's kernel counts for this container alone (under runc it would count every container
+# of uid 10001 on the host, hence the cgroup there).
+RUNSC_HOST_THREADS = 256
 ENTRY_SOURCE = (Path(__file__).with_name("docker_entry.py")).read_text()
 
 
@@ -41,12 +48,21 @@ def default_image() -> str:
     return getattr(settings, "SANDBOX_DOCKER_IMAGE", "autocoder-sandbox:latest")
 
 
+def default_runtime() -> str:
+    """The OCI runtime the engine runs jobs with: "" (the engine's default, runc) or "runsc"
+    (gVisor: a kernel of its own between the job and the host's; docs/sandbox.md)."""
+    from django.conf import settings
+
+    return getattr(settings, "SANDBOX_DOCKER_RUNTIME", "") if settings.configured else ""
+
+
 def container_kwargs(*, image: str, command: list[str], limits: Limits,
-                     channel_dir: str | None = None) -> dict[str, Any]:
+                     channel_dir: str | None = None, runtime: str = "") -> dict[str, Any]:
     """Everything `containers.create` receives besides the command's payload.
 
     `channel_dir`: the host directory holding the run's channel socket (channel.py), bound
-    read-only at channel.DOCKER_DIR; nothing else of the host is mounted."""
+    read-only at channel.DOCKER_DIR; nothing else of the host is mounted. `runtime`: "" for
+    the engine's default (runc), "runsc" for gVisor."""
     from docker.types import LogConfig, Ulimit
 
     mb = 1024 * 1024
@@ -64,7 +80,7 @@ def container_kwargs(*, image: str, command: list[str], limits: Limits,
         },
         "mem_limit": limits.memory_mb * mb,
         "memswap_limit": limits.memory_mb * mb,  # equal to mem_limit: no swap
-        "pids_limit": limits.pids,
+        "pids_limit": limits.pids + (RUNSC_HOST_THREADS if runtime == "runsc" else 0),
         "nano_cpus": NANO_CPUS,
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
@@ -74,7 +90,7 @@ def container_kwargs(*, image: str, command: list[str], limits: Limits,
             Ulimit(name="nofile", soft=limits.open_files, hard=limits.open_files),
             Ulimit(name="core", soft=0, hard=0),
         ],
-        "environment": {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": SANDBOX_TMP,
+        "environment": {"PATH": SANDBOX_PATH, "HOME": SANDBOX_TMP,
                         "LANG": "C.UTF-8"},
         "hostname": "sandbox",
         "ipc_mode": "private",
@@ -86,16 +102,19 @@ def container_kwargs(*, image: str, command: list[str], limits: Limits,
         "stdin_open": False,
         "tty": False,
     }
+    if runtime:
+        kwargs["runtime"] = runtime
     if channel_dir is not None:
         kwargs["volumes"] = {channel_dir: {"bind": DOCKER_DIR, "mode": "ro"}}
     return kwargs
 
 
 def entry_command(files: dict[str, str | bytes], command: list[str], limits: Limits,
-                  collect: list[str], marker: str) -> list[str]:
+                  collect: list[str], marker: str, runtime: str = "") -> list[str]:
     config = {"workdir": WORKDIR, "argv": command, "output_cap": limits.output_kb * 1024,
               "collect": collect, "collect_budget": limits.collect_kb * 1024,
-              "marker": marker}
+              "marker": marker, "address_space": limits.memory_mb * 1024 * 1024,
+              "nproc": limits.pids if runtime == "runsc" else None}
     payload = base64.b64encode(_tar_gz(files)).decode()
     if len(payload) > MAX_PAYLOAD_CHARS:
         raise SandboxError(f"the job's files are too large for the docker backend "
@@ -118,7 +137,7 @@ def _tar_gz(files: dict[str, str | bytes]) -> bytes:
 
 def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
         collect: list[str] | None = None, cancel_check: Callable[[], bool] | None = None,
-        client: Any = None, image: str | None = None,
+        client: Any = None, image: str | None = None, runtime: str | None = None,
         channel: Channel | None = None) -> RunResult:
     """`client` is a docker.DockerClient (docker.from_env() when omitted). `channel` is
     served from a host directory the engine binds into the container: the engine must see
@@ -127,7 +146,8 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
     from docker.errors import DockerException
 
     marker = f"@@autocoder-frame-{secrets.token_hex(8)}@@"
-    argv = entry_command(files, command, limits, collect or [], marker)
+    runtime = default_runtime() if runtime is None else runtime
+    argv = entry_command(files, command, limits, collect or [], marker, runtime)
     requested = time.monotonic()
     channel_dir = None
     if channel is not None:
@@ -140,7 +160,8 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
             client = client or from_env()
             container = client.containers.create(**container_kwargs(
                 image=image or default_image(), command=argv, limits=limits,
-                channel_dir=None if channel_dir is None else str(channel_dir)))
+                channel_dir=None if channel_dir is None else str(channel_dir),
+                runtime=runtime))
         except DockerException as exc:
             raise SandboxError(f"docker could not create the sandbox container: {exc}") from exc
         try:

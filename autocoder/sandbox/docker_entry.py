@@ -12,6 +12,7 @@ import base64
 import io
 import json
 import os
+import resource
 import selectors
 import stat
 import subprocess
@@ -84,14 +85,37 @@ def _pump(proc: subprocess.Popen[bytes], cap: int) -> tuple[dict[int, int], str 
     return totals, None
 
 
+def _extract(blob: bytes, workdir: str) -> None:
+    """The job's files: regular files under the workdir only (by hand: Debian bookworm's
+    Python 3.11.2 predates tarfile's extraction filters)."""
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        for member in tar.getmembers():
+            target = os.path.normpath(os.path.join(workdir, member.name))
+            handle = tar.extractfile(member) if member.isfile() else None
+            if handle is None or not target.startswith(workdir + os.sep):
+                continue
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            with open(target, "wb") as out:
+                out.write(handle.read())
+
+
 def main() -> int:
     config = json.loads(base64.b64decode(sys.argv[1]))
     workdir = config["workdir"]
-    blob = base64.b64decode("".join(sys.argv[2:]))
-    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
-        tar.extractall(workdir, filter="data")
+    _extract(base64.b64decode("".join(sys.argv[2:])), workdir)
+    address_space, nproc = config.get("address_space"), config.get("nproc")
+
+    def bound() -> None:  # one process's address space, as bwrap's launcher sets it: an
+        # allocation past it is a MemoryError the job can report; the cgroup bounds the total.
+        # nproc: the job's processes under gVisor (see RUNSC_HOST_THREADS in docker_backend)
+        if address_space:
+            resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
+        if nproc:
+            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
+
     proc = subprocess.Popen(config["argv"], cwd=workdir, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=bound)  # noqa: PLW1509 (the entry has no threads)
     totals, stop = _pump(proc, config["output_cap"])
     code = proc.wait()
     files, omitted = _collect(workdir, config["collect"], config["collect_budget"]) \

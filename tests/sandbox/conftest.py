@@ -1,7 +1,8 @@
 """Fixtures for the sandbox tests: these need no database.
 
 `host_guard` checks after a hostile job that the host was left as it was: no process of the
-job survives, no workdir is left behind, and the next run works. The sandbox a worker thread
+job survives, no workdir (or Docker container) is left behind, and the next run (on the
+test's backend) works. The sandbox a worker thread
 keeps prepared for its next run (standby.py) is not a leftover: it is told apart by pid and
 workdir, and `test_standby.py` checks that it shares nothing with the job before it.
 """
@@ -17,6 +18,7 @@ import pytest
 from autocoder.sandbox import Limits, run, standby
 from autocoder.sandbox.bwrap import SANDBOX_UID
 from autocoder.sandbox.workdir import base_dir
+from tests.sandbox.backends import leftover_containers
 
 # Small limits keep every hostile test to a few seconds.
 HOSTILE = Limits(timeout_s=3, memory_mb=256, pids=16, cpu_s=5, output_kb=16, workdir_mb=8,
@@ -62,5 +64,6 @@ def host_guard() -> Iterator[None]:
     yield
     assert sandbox_descendants() == [], "a sandboxed process outlived its run"
     assert our_workdirs() == [], "a workdir was left on the host"
+    assert leftover_containers() == [], "a sandbox container was left on the Docker engine"
     after = run({}, ["python", "-c", "print(6 * 7)"], Limits(timeout_s=10))
     assert (after.exit_code, after.stdout) == (0, "42\n"), "the next run does not work"

@@ -1,0 +1,69 @@
+"""The sandbox backends a test can run on here: bwrap always; Docker (runc) when an engine
+answers and the sandbox image matches the plugin-runtime lock; Docker under gVisor (runsc)
+when that runtime is registered too. A backend that is not available skips its variant with
+the reason and how to enable it (pytest prints it in the summary, `-ra`).
+
+`use_backend(name, settings)` selects one for the test through Django settings
+(SANDBOX_BACKEND, SANDBOX_DOCKER_RUNTIME), so every path (run, run_pytest, call_plugin) takes
+it as in production.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import pytest
+
+BACKENDS = ("bwrap", "docker", "runsc")
+DOCKER_BACKENDS = ("docker", "runsc")
+ENABLE = ("start a Docker engine (`dockerd`, as root), build the image (`make sandbox-image`)"
+          "; for runsc register it in /etc/docker/daemon.json (docs/sandbox.md, 'gVisor')")
+
+
+@functools.cache
+def docker_unavailable(runtime: str) -> str | None:
+    """Why the Docker variant with `runtime` ("" or "runsc") cannot run here, or None."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 (any reason means: no engine here)
+        return f"no Docker engine answers ({type(exc).__name__}): {ENABLE}"
+    from django.conf import settings
+
+    from autocoder.sandbox.image import image_problem, runtime_registered
+
+    problem = image_problem(settings.SANDBOX_DOCKER_IMAGE, client)
+    if problem:
+        return f"{problem}: {ENABLE}"
+    if runtime and not runtime_registered(runtime, client):
+        return f"the Docker engine has no {runtime} runtime registered: {ENABLE}"
+    return None
+
+
+def use_backend(name: str, settings: Any) -> str:
+    """Select backend `name` for this test (skip when unavailable); the name run() takes."""
+    if name == "bwrap":
+        settings.SANDBOX_BACKEND = "bwrap"
+        return "bwrap"
+    runtime = "runsc" if name == "runsc" else ""
+    reason = docker_unavailable(runtime)
+    if reason:
+        pytest.skip(f"{name} variant: {reason}")
+    settings.SANDBOX_BACKEND = "docker"
+    settings.SANDBOX_DOCKER_RUNTIME = runtime
+    return "docker"
+
+
+def leftover_containers() -> list[str]:
+    """Sandbox containers the engine still holds (the backend removes each after its run)."""
+    try:
+        import docker
+
+        client = docker.from_env(timeout=10)
+        return [c.name for c in client.containers.list(
+            all=True, filters={"label": "autocoder.sandbox=1"})]
+    except Exception:  # noqa: BLE001 (no engine: no container either)
+        return []
