@@ -141,6 +141,10 @@ def test_another_teams_request_of_a_public_plugin_goes_to_the_owning_team(
     assert asked.status == "open" and asked.project is None
     listing = outsider.get(reverse("tools:changes", args=["other"])).content.decode()
     assert "Add a column with the VAT" in listing
+    # Both teams' tool pages list it with its status.
+    for client, team in ((outsider, "other"), (client_for(world["requester"]), "acme")):
+        tool_page = client.get(reverse("tools:detail", args=[team, "month-totals"]))
+        assert "Add a column with the VAT" in tool_page.content.decode()
 
 
 def test_a_team_only_plugin_does_not_exist_for_another_team(

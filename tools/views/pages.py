@@ -25,6 +25,7 @@ from teams.models import Membership, Team
 from teams.permissions import get_team_for_member
 from tools import selectors
 from tools.api_commands import api_example, curl_command
+from tools.change_selectors import plugin_change_requests
 from tools.declared import command_info, command_names, declared_hosts, declared_settings
 from tools.forms import CommandForm, input_specs, output_blocks, output_csv
 from tools.json_input import JsonInputError, json_input_parse
@@ -187,6 +188,7 @@ def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: M
         "history": selectors.activation_history(team, activation.plugin)[:10],
         "storage": selectors.storage_of(team, activation.plugin),
         "storage_kb": INVOKE_LIMITS.storage_kb,
+        "change_requests": list(plugin_change_requests(team, activation.plugin)[:10]),
     }
 
 
