@@ -13,12 +13,14 @@ class ToolsConfig(AppConfig):
         from projects.selectors.inbox import INBOX_SOURCE
         from tools import receivers, tasks  # noqa: F401  (the portal's signals, the actors)
         from tools.inbox import INBOX_CHANGES
-        from tools.services import invocations, schedules, tool_settings
+        from tools.services import invocations, schedules, suggestions, tool_settings
 
         # Due schedules are sent every heartbeat (a few seconds); the invocation log is pruned
         # by the slow sweep (once a minute for the whole installation).
         heartbeat.sweep_register(schedules.schedules_due_send, quick=True)
         heartbeat.sweep_register(invocations.invocations_prune, quick=False)
+        # A tool that keeps failing is told to the team that uses it (every 15 minutes).
+        heartbeat.sweep_register(suggestions.failing_tools_tell, quick=False)
         # "Try it" on a plugin the trier's team uses gets the team's settings (hooks.py).
         hooks.register(TRY_SETTINGS_HOOK, tool_settings.try_settings_of)
         # Change requests wait for the plugin's team in its Reviews inbox (tools/inbox.py).

@@ -78,6 +78,8 @@ class Notification(models.Model):
         BUDGET = "budget", "Budget"
         # A team admin invited you to their team (teams/services/invitations.py).
         INVITATION = "invitation", "Invitation"
+        # A tool the team uses keeps failing (tools/services/suggestions.py).
+        TOOL_FAILING = "tool_failing", "A tool keeps failing"
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE,
                              related_name="notifications")

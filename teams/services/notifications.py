@@ -6,6 +6,8 @@ and the tools send theirs through these functions too."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.urls import reverse
@@ -90,6 +92,27 @@ def notifications_budget_nearly_spent(*, team: Team, message: str, url: str) -> 
     new = [Notification(user_id=user_id, team=team, kind=Kind.BUDGET,
                         message=message[:MESSAGE_CHARS], url=url)
            for user_id in admins.values_list("user_id", flat=True)]
+    Notification.objects.bulk_create(new)
+    if new:
+        _publish_user_change(team.pk, [n.user_id for n in new])
+    return len(new)
+
+
+def notifications_tool_failing(*, team: Team, message: str, url: str, quiet_days: int = 7,
+                                same_as: str = "") -> int:
+    """Tell the team's admins and reviewers that a tool keeps failing, with a link to ask for
+    a change; not again within `quiet_days` for a link starting with `same_as` (the link
+    itself by default). Returns how many were sent."""
+    since = timezone.now() - timedelta(days=quiet_days)
+    if Notification.objects.filter(team=team, kind=Kind.TOOL_FAILING,
+                                   url__startswith=same_as or url,
+                                   created_at__gte=since).exists():
+        return 0
+    deciders = Membership.objects.filter(team=team, role__in=[Membership.Role.ADMIN,
+                                                              Membership.Role.REVIEWER])
+    new = [Notification(user_id=user_id, team=team, kind=Kind.TOOL_FAILING,
+                        message=message[:MESSAGE_CHARS], url=url)
+           for user_id in deciders.values_list("user_id", flat=True)]
     Notification.objects.bulk_create(new)
     if new:
         _publish_user_change(team.pk, [n.user_id for n in new])
