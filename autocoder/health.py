@@ -96,8 +96,11 @@ def check_sandbox() -> Check:
 
     memory = (f"; memory: {memory_bound_summary()}" if settings.SANDBOX_BACKEND == "bwrap"
               else "")
-    return Check("sandbox", True, f"{settings.SANDBOX_BACKEND}: a plugin's tests run on the "
-                 f"plugin runtime ({runtime_dir()}){memory}")
+    where = (f"the image {settings.SANDBOX_DOCKER_IMAGE} (matches the runtime lock), under "
+             f"{settings.SANDBOX_DOCKER_RUNTIME or 'runc'}"
+             if settings.SANDBOX_BACKEND == "docker" else f"the plugin runtime ({runtime_dir()})")
+    return Check("sandbox", True, f"{settings.SANDBOX_BACKEND}: a plugin's tests run on "
+                 f"{where}{memory}")
 
 
 def check_embedder() -> Check:

@@ -48,10 +48,18 @@ def runtime_fault(*, fresh: bool = False) -> InstallationFault | None:
 def _check() -> InstallationFault | None:
     from autocoder.sandbox import Limits, SandboxError
     from autocoder.sandbox.pytest_runner import run_pytest
+    from autocoder.sandbox.runner import default_backend
     from autocoder.sandbox.types import PluginRuntimeError
 
-    problem = runtime_problem()
-    if problem:
+    if default_backend() == "docker":  # the image holds the runtime, not this machine
+        from django.conf import settings
+
+        from autocoder.sandbox.image import docker_problem
+
+        found = docker_problem(settings.SANDBOX_DOCKER_IMAGE, settings.SANDBOX_DOCKER_RUNTIME)
+        if found:
+            return InstallationFault("sandbox", *found)
+    elif problem := runtime_problem():
         return InstallationFault("runtime", problem, BUILD_FIX)
     try:
         report = run_pytest(probe_files(), limits=Limits(timeout_s=60, memory_mb=512))

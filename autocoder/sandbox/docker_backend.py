@@ -114,7 +114,8 @@ def entry_command(files: dict[str, str | bytes], command: list[str], limits: Lim
     config = {"workdir": WORKDIR, "argv": command, "output_cap": limits.output_kb * 1024,
               "collect": collect, "collect_budget": limits.collect_kb * 1024,
               "marker": marker, "address_space": limits.memory_mb * 1024 * 1024,
-              "nproc": limits.pids if runtime == "runsc" else None}
+              "nproc": limits.pids if runtime == "runsc" else None,
+              "cpu_watch": limits.cpu_s if runtime == "runsc" else None}
     payload = base64.b64encode(_tar_gz(files)).decode()
     if len(payload) > MAX_PAYLOAD_CHARS:
         raise SandboxError(f"the job's files are too large for the docker backend "

@@ -14,6 +14,7 @@ import json
 import os
 import resource
 import selectors
+import signal
 import stat
 import subprocess
 import sys
@@ -61,7 +62,39 @@ def _collect(root: str, patterns: list[str], budget: int) -> tuple[str, list[str
     return base64.b64encode(buffer.getvalue()).decode(), omitted
 
 
-def _pump(proc: subprocess.Popen[bytes], cap: int) -> tuple[dict[int, int], str | None]:
+def _cpu_used(top: int) -> float:
+    """Processor seconds of the job's processes (every process of the container but its init
+    and this program; `top`'s reaped children included)."""
+    ticks = 0
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) in (1, os.getpid()):
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as stream:
+                fields = stream.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        ticks += int(fields[11]) + int(fields[12]) + (
+            int(fields[13]) + int(fields[14]) if int(name) == top else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _over_cpu(proc: subprocess.Popen[bytes], cpu_limit: float | None) -> bool:
+    """gVisor does not enforce RLIMIT_CPU: under runsc the entry watches the job's processor
+    time itself and ends every process of the job at the limit."""
+    if not cpu_limit or _cpu_used(proc.pid) <= cpu_limit:
+        return False
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in (1, os.getpid()):
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+    return True
+
+
+def _pump(proc: subprocess.Popen[bytes], cap: int,
+          cpu_limit: float | None) -> tuple[dict[int, int], str | None]:
     totals = {1: 0, 2: 0}
     sinks = {1: sys.stdout.buffer, 2: sys.stderr.buffer}
     selector = selectors.DefaultSelector()
@@ -69,7 +102,9 @@ def _pump(proc: subprocess.Popen[bytes], cap: int) -> tuple[dict[int, int], str 
     selector.register(proc.stdout, selectors.EVENT_READ, 1)
     selector.register(proc.stderr, selectors.EVENT_READ, 2)
     while selector.get_map():
-        for key, _ in selector.select():
+        if _over_cpu(proc, cpu_limit):
+            return totals, "cpu_limit"
+        for key, _ in selector.select(timeout=0.25 if cpu_limit else None):
             data = os.read(key.fd, 65536)
             if not data:
                 selector.unregister(key.fileobj)
@@ -116,7 +151,14 @@ def main() -> int:
     proc = subprocess.Popen(config["argv"], cwd=workdir, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             preexec_fn=bound)  # noqa: PLW1509 (the entry has no threads)
-    totals, stop = _pump(proc, config["output_cap"])
+    cpu_limit = config.get("cpu_watch")
+    totals, stop = _pump(proc, config["output_cap"], cpu_limit)
+    while stop is None and cpu_limit:  # the job closed its output but may still be busy
+        try:
+            proc.wait(timeout=0.25)
+            break
+        except subprocess.TimeoutExpired:
+            stop = "cpu_limit" if _over_cpu(proc, cpu_limit) else None
     code = proc.wait()
     files, omitted = _collect(workdir, config["collect"], config["collect_budget"]) \
         if config["collect"] else ("", [])

@@ -67,7 +67,7 @@ def debian_mirror(sources: tuple[Path, ...] = (Path("/etc/apt/sources.list"),
 def download_wheels(target: Path) -> None:
     """The lock's wheels, fetched by this machine's pip (its index, mirrors and certificates):
     the root file system installs them offline. Binary wheels for bookworm's Python 3.11."""
-    subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
+    subprocess.run([sys.executable, "-m", "pip", "download", "-qq", "--no-deps",
                     "--disable-pip-version-check", "--only-binary=:all:",
                     "--python-version", "3.11", "--implementation", "cp",
                     "--platform", "manylinux_2_17_x86_64", "--platform", "manylinux2014_x86_64",
@@ -91,6 +91,10 @@ def mmdebstrap_command(target: Path, mirror: str, wheels: Path) -> list[str]:
     ]
     return ["mmdebstrap", "--quiet", "--variant=minbase",
             "--include=python3,python3-venv,ca-certificates",
+            # a throw-away root file system: no fsync, no documentation, no translations
+            "--dpkgopt=force-unsafe-io", "--aptopt=Acquire::Languages \"none\"",
+            *[f"--dpkgopt=path-exclude=/usr/share/{d}/*" for d in ("doc", "man", "info",
+                                                                   "locale", "lintian")],
             *[f"--customize-hook={hook}" for hook in hooks], SUITE, str(target), mirror]
 
 
@@ -114,10 +118,15 @@ def build(image: str | None = None, *, force: bool = False, client: Any = None) 
     with tempfile.TemporaryDirectory(prefix="sandbox-image-") as scratch:
         rootfs, wheels = Path(scratch) / "rootfs.tar", Path(scratch) / "wheels"
         download_wheels(wheels)
+        started = time.monotonic()
         subprocess.run(mmdebstrap_command(rootfs, debian_mirror(), wheels), check=True)
+        print(f"root file system written in {time.monotonic() - started:.0f} s "
+              f"({rootfs.stat().st_size >> 20} MB)")
+        started = time.monotonic()
         repository, version = tag.split(":")
         client.api.import_image_from_file(str(rootfs), repository=repository, tag=version,
                                           changes=import_changes())
+        print(f"imported in {time.monotonic() - started:.0f} s")
     _tag(client, tag, image)
     return tag
 
@@ -154,6 +163,36 @@ def runtime_registered(name: str, client: Any = None) -> bool:
 
     client = client or docker.from_env()
     return name in (client.info().get("Runtimes") or {})
+
+
+RUNSC_FIX = ('register gVisor in /etc/docker/daemon.json: {"runtimes": {"runsc": {"path": '
+             '"/usr/bin/runsc", "runtimeArgs": ["--network=none", "--host-uds=open"]}}}, then '
+             'reload dockerd (`kill -HUP $(pidof dockerd)`); see docs/sandbox.md, "gVisor"')
+
+
+def docker_problem(image: str, runtime: str = "") -> tuple[str, str] | None:
+    """(what is wrong, how to fix it) with the Docker backend's set-up, or None: the engine
+    answers, `image` matches the plugin-runtime lock, `runtime` (if any) is registered."""
+    import docker
+
+    try:
+        client = docker.from_env(timeout=10)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 (any reason means: no engine to use)
+        return (f"no Docker engine answers ({type(exc).__name__})",
+                "start the Docker engine (`dockerd`) and let the portal reach its socket "
+                "(DOCKER_HOST), or set SANDBOX_BACKEND=bwrap")
+    problem = image_problem(image, client)
+    if problem:
+        return problem, f"build it: {REBUILD}"
+    if runtime:
+        args = ((client.info().get("Runtimes") or {}).get(runtime) or {}).get("runtimeArgs")
+        if args is None and not runtime_registered(runtime, client):
+            return f"the Docker engine has no runtime {runtime!r}", RUNSC_FIX
+        if runtime == "runsc" and not any(a.startswith("--host-uds") for a in args or []):
+            return ("runsc is registered without --host-uds=open: plugins' api.http cannot "
+                    "reach the portal's channel"), RUNSC_FIX
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,6 +12,7 @@ import pytest
 
 from autocoder.runtime import STAMP_NAME, requirements_digest
 from autocoder.runtime import probe as runtime_probe
+from tests.sandbox.backends import on_each_backend  # noqa: F401  (a fixture)
 
 
 def forget_probe() -> None:
@@ -38,3 +39,4 @@ def runtime_missing(settings: Any, tmp_path: Path) -> Iterator[Path]:
     forget_probe()
     yield missing
     forget_probe()
+

@@ -77,6 +77,7 @@ class Plugin:
 '''
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_plugin_gets_the_handlers_answer_and_the_handler_sees_the_message() -> None:
     handler = Recorder()
     records = [{"method": "GET", "host": "api.example.com"}]
@@ -140,6 +141,7 @@ class Plugin:
 '''
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_secret_is_sent_as_a_reference_never_as_its_value() -> None:
     handler = Recorder()
     outcome = run(SECRET, http=handler,
@@ -193,6 +195,7 @@ def test_without_a_handler_api_http_says_the_plugin_declared_no_hosts() -> None:
     assert failed.http_requests == []
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_refusal_and_a_failing_handler_reach_the_plugin_as_http_errors() -> None:
     def reply(request: dict[str, Any]) -> dict[str, Any]:
         if request["url"].endswith("/refused"):
@@ -324,6 +327,7 @@ class Plugin:
 '''
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_plugin_with_a_channel_still_has_no_network() -> None:
     server = socket.create_server(("127.0.0.1", 0))
     server.settimeout(0.2)
@@ -338,6 +342,7 @@ def test_a_plugin_with_a_channel_still_has_no_network() -> None:
         server.close()
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_the_channel_ends_when_the_time_limit_stops_the_plugin(
         monkeypatch: pytest.MonkeyPatch) -> None:
     opened: list[Path] = []
@@ -477,6 +482,7 @@ def test_bench_http_measures_the_overhead_per_request() -> None:
     assert 0 <= figures["overhead_p50_ms"] <= figures["channel_p50_ms"]
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_through_the_http_gate_the_service_gets_the_token_and_the_plugin_never_does() -> None:
     """The whole way, when the gate exists: plugin -> channel -> HttpGate -> a loopback
     service listed in the internal hosts."""

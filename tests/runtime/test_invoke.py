@@ -106,6 +106,7 @@ def test_settings_are_read_only(change: str) -> None:
     assert "read-only" in outcome.error
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_storage_round_trips_and_persists_across_calls_when_the_caller_saves_it() -> None:
     first = call("add", {"note": "milk"})
     assert first.ok and first.storage == {"notes": ["milk"]}
@@ -183,6 +184,7 @@ def test_a_plugin_that_cannot_be_loaded_says_so() -> None:
     assert outcome.error.startswith("The plugin could not be loaded: ModuleNotFoundError")
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_plugin_that_exits_or_dies_gives_a_plain_error() -> None:
     exits = single("import sys\nclass Plugin:\n"
                    "    def on_command(self, name, payload):\n        sys.exit(3)\n")
@@ -193,6 +195,7 @@ def test_a_plugin_that_exits_or_dies_gives_a_plain_error() -> None:
     assert dies.error == "The plugin stopped without giving an answer (exit code 4)."
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_plugin_that_runs_too_long_is_stopped_with_a_plain_message() -> None:
     sleepy = single("import time\nclass Plugin:\n"
                     "    def on_command(self, name, payload):\n        time.sleep(30)\n",
@@ -207,6 +210,7 @@ def test_a_plugin_that_runs_too_long_is_stopped_with_a_plain_message() -> None:
     assert busy.error == "The plugin used all of its 1 second of processor time and was stopped."
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_plugin_that_needs_too_much_memory_is_stopped() -> None:
     outcome = single("class Plugin:\n    def on_command(self, name, payload):\n"
                      "        blocks = []\n        while True:\n"
@@ -236,6 +240,7 @@ def test_an_answer_over_the_limit_is_refused() -> None:
     assert "the limit for one answer is 8 KB" in outcome.error
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_forged_huge_result_file_is_output_too_large() -> None:
     outcome = single("import sys\nclass Plugin:\n    def on_command(self, name, payload):\n"
                      "        open('.autocoder/result.json', 'w').write('x' * 400000)\n"
@@ -275,6 +280,7 @@ def test_log_lines_are_capped_in_number_and_length() -> None:
     assert outcome.log_lines[-1] == "... 45 more log lines were not kept"
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_secret_setting_never_enters_the_sandbox_and_reading_it_says_how_to_send_it() -> None:
     """A secret's value stays on the host (api.http fills it in on a request to a declared
     host): in the sandbox the setting is named, reading it is a clear error, and its value is
@@ -317,6 +323,7 @@ def test_a_secret_setting_never_enters_the_sandbox_and_reading_it_says_how_to_se
         assert secret not in json.dumps([refused.error, refused.detail, refused.log_lines])
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_hostile_plugin_cannot_read_another_calls_storage_or_settings() -> None:
     first = call("add", {"note": "private-note-of-team-a"}, settings={"greeting": "team-a-key"})
     assert first.ok
@@ -332,6 +339,8 @@ def test_a_hostile_plugin_cannot_read_another_calls_storage_or_settings() -> Non
         "                    continue\n"
         "                for name in files:\n"
         "                    path = os.path.join(root, name)\n"
+        "                    if not os.path.isfile(path):  # a pipe's end blocks a read\n"
+        "                        continue\n"
         "                    try:\n"
         "                        with open(path, 'rb') as stream:\n"
         "                            data = stream.read(1 << 16)\n"
@@ -408,6 +417,7 @@ def test_a_plugin_with_a_syntax_error_is_reported_by_the_sandbox() -> None:
     assert outcome.error.startswith("The plugin could not be loaded: SyntaxError")
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_thread_the_plugin_leaves_running_does_not_hold_the_call() -> None:
     outcome = single("import threading, time\nclass Plugin:\n"
                      "    def on_command(self, name, payload):\n"
@@ -419,6 +429,7 @@ def test_a_thread_the_plugin_leaves_running_does_not_hold_the_call() -> None:
     assert outcome.duration_ms < 5000
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_plugin_that_floods_its_output_is_stopped_in_plain_words() -> None:
     outcome = single("import sys\nclass Plugin:\n    def on_command(self, name, payload):\n"
                      "        while True:\n            sys.stdout.write('x' * 65536)\n",

@@ -67,3 +67,10 @@ def leftover_containers() -> list[str]:
             all=True, filters={"label": "autocoder.sandbox=1"})]
     except Exception:  # noqa: BLE001 (no engine: no container either)
         return []
+
+
+@pytest.fixture(params=BACKENDS)
+def on_each_backend(request: pytest.FixtureRequest, settings: Any) -> str:
+    """The test runs on bwrap, Docker (runc) and Docker (gVisor); the Docker variants skip
+    with the reason and how to enable them when no engine, image or runtime is here."""
+    return use_backend(str(request.param), settings)

@@ -18,7 +18,10 @@ import pytest
 from autocoder.sandbox import Limits, run, standby
 from autocoder.sandbox.bwrap import SANDBOX_UID
 from autocoder.sandbox.workdir import base_dir
-from tests.sandbox.backends import leftover_containers
+from tests.sandbox.backends import (
+    leftover_containers,
+    on_each_backend,  # noqa: F401  (a fixture)
+)
 
 # Small limits keep every hostile test to a few seconds.
 HOSTILE = Limits(timeout_s=3, memory_mb=256, pids=16, cpu_s=5, output_kb=16, workdir_mb=8,

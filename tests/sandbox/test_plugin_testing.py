@@ -51,6 +51,7 @@ def plugin_files(code: str, extra_tests: str = "") -> dict[str, Any]:
     return files
 
 
+@pytest.mark.usefixtures("on_each_backend")
 def test_a_plugin_that_posts_passes_its_acceptance_test_without_a_network() -> None:
     found = outcomes(plugin_files(GOOD, extra_tests='''
 def test_what_was_sent(plugin_api):
