@@ -10,6 +10,9 @@ An app registers in its AppConfig.ready (`hooks.register(name, item)`); the page
 - "try_settings": a callable (user_id=, team_id=, version=) -> marketplace.services.trying.
   TrySettings | None, the settings and secrets "Try it" gets from the trier's team (the tools
   app: tools/services/tool_settings.py try_settings_of).
+- "insight_section": a callable (team=, period=) -> projects.selectors.insights.InsightSection
+  | None, a section of the team's "How generation is going" page (the tools app: the changes
+  asked of each plugin and whether its error rate went down, tools/insights.py).
 docs/development.md ("Layers") says more.
 """
 

@@ -11,7 +11,8 @@ class ToolsConfig(AppConfig):
         from autocoder import heartbeat, hooks
         from marketplace.services.trying import TRY_SETTINGS_HOOK
         from projects.selectors.inbox import INBOX_SOURCE
-        from tools import receivers, tasks  # noqa: F401  (the portal's signals, the actors)
+        from projects.selectors.insights import INSIGHT_SECTION
+        from tools import insights, receivers, tasks  # noqa: F401  (signals, actors)
         from tools.inbox import INBOX_CHANGES
         from tools.services import invocations, schedules, suggestions, tool_settings
 
@@ -25,3 +26,5 @@ class ToolsConfig(AppConfig):
         hooks.register(TRY_SETTINGS_HOOK, tool_settings.try_settings_of)
         # Change requests wait for the plugin's team in its Reviews inbox (tools/inbox.py).
         hooks.register(INBOX_SOURCE, INBOX_CHANGES)
+        # The team's insight page shows the changes asked of its plugins (tools/insights.py).
+        hooks.register(INSIGHT_SECTION, insights.plugin_changes_section)

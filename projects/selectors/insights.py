@@ -57,6 +57,17 @@ class Median(Aggregate):
     allow_distinct = False
 
 
+# The hook (autocoder/hooks.py) through which apps above add a section to the page: a callable
+# (team=, period=) -> InsightSection | None.
+INSIGHT_SECTION = "insight_section"
+
+
+@dataclass(frozen=True)
+class InsightSection:
+    template: str  # included with `data`
+    data: Any
+
+
 @dataclass(frozen=True)
 class Period:
     """Whole weeks from the Monday on or before `since` to the Sunday on or after `until`."""

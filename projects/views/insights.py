@@ -10,9 +10,11 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 
+from autocoder import hooks
 from projects import charts
 from projects.forms import InsightsPeriodForm
 from projects.selectors.insights import (
+    INSIGHT_SECTION,
     TARGET_AUTO_FIX,
     TARGET_BUILD_SUCCESS,
     Insights,
@@ -28,9 +30,14 @@ from teams.permissions import get_team_for_member
 def team_insights_page(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
     team, _ = get_team_for_member(request.user, slug)
     form = InsightsPeriodForm(request.GET or None)
-    insights = team_insights(team=team, period=_period(form))
+    period = _period(form)
+    insights = team_insights(team=team, period=period)
+    # what the apps above add ("insight_section": the tools' changes and error rates)
+    sections = [section for make in hooks.get(INSIGHT_SECTION)
+                if (section := make(team=team, period=period)) is not None]
     return render(request, "projects/insights.html", {
         "team": team, "form": form, "insights": insights, "charts": _charts(insights),
+        "sections": sections,
         "target_build_success": TARGET_BUILD_SUCCESS, "target_auto_fix": TARGET_AUTO_FIX})
 
 
