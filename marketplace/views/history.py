@@ -33,10 +33,12 @@ from marketplace.history import (
 )
 from marketplace.install_commands import index_url_with_token
 from marketplace.models import Plugin
+from marketplace.selectors.history import version_stories
 from marketplace.selectors.visibility import plugin_for_viewer, request_viewer
 from marketplace.views.index import BadCredentials, index_viewer
 from projects.diffs import MAX_DIFF_LINES, DiffRow, DiffView
 from teams.http import AuthenticatedHttpRequest
+from teams.permissions import membership_for
 
 GIT_REALM = 'Basic realm="Autocoder plugin history", charset="UTF-8"'
 _HUNK = re.compile(r"^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@")
@@ -76,7 +78,9 @@ def history(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     except HistoryError:
         entries, missing = [], []
     return render(request, "marketplace/history.html", {
-        "plugin": plugin, "entries": entries, "missing": missing,
+        "plugin": plugin, "entries": version_stories(plugin, entries), "missing": missing,
+        # the run pages are the plugin's team's: others see that a run made it, not the run
+        "sees_runs": membership_for(request.user, plugin.team) is not None,
         "clone_command": clone_command(request, plugin),
         "needs_token": plugin.visibility != Plugin.Visibility.PUBLIC})
 

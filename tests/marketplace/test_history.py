@@ -111,6 +111,10 @@ def test_the_history_page_lists_versions_and_shows_what_changed(
                      "What changed in 0.2.0", "Download as a git bundle",
                      "/marketplace/p/word-count/git/ word-count", "__token__:YOUR-TOKEN@"):
         assert expected in html, expected
+    # who published each at the gate, and the tests the first version brought
+    assert html.count("Uploaded · published by acme-reviewer at the gate") == 2
+    assert ("tests added or changed: <code>tests/conftest.py</code>, <code>tests/test_acceptance"
+            ".py</code>") in html
 
     diff = member.get(reverse("marketplace:history_diff", args=["word-count", "0.2.0"]))
     page = diff.content.decode()
