@@ -79,6 +79,10 @@ def test_teams_using_an_older_version_are_told_an_upgrade_waits_and_nothing_chan
     assert Activation.objects.get(team=world["acme"], status="active").version == newer
     assert Activation.objects.get(team=world["other"], status="active").version.version == \
         "1.0.0"
+    acme_notice.refresh_from_db()
+    assert acme_notice.read_at is not None  # upgrading settles the notice
+    other_notice.refresh_from_db()
+    assert other_notice.read_at is None
 
     # A team already on the newest version is not told again when an older one is published.
     published_through_the_gate(world, "0.9.0")

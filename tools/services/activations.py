@@ -16,7 +16,11 @@ from marketplace.models import Plugin, PluginVersion
 from runs import approval_rules
 from teams.models import Membership, Team
 from teams.services.audit import audit_record
-from teams.services.notifications import notification_decided_send, notifications_review_requested
+from teams.services.notifications import (
+    notification_decided_send,
+    notifications_review_requested,
+    notifications_review_settled,
+)
 from tools.models import Activation, VersionBlock
 from tools.services.events import activation_events_queue
 
@@ -163,6 +167,10 @@ def _decision_record(activation: Activation, user: User) -> None:
                f"{activation.version.version}: {outcome}.")
     notification_decided_send(user_id=activation.requested_by_id, team_id=activation.team_id,
                               actor=user, message=message, url=activation_url(activation))
+    # "Upgrade waiting" notices for this version (tools/receivers.py) are settled by deciding
+    notifications_review_settled(team_id=activation.team_id, url=reverse(
+        "tools:activate", args=[activation.team.slug, activation.plugin.normalized_name,
+                                activation.version.version]))
 
 
 def activation_rollback(*, team: Team, plugin: Plugin, user: User) -> Activation:
