@@ -22,8 +22,6 @@ import html
 import json
 import os
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +34,7 @@ from marketplace.history import repo_path
 from marketplace.models import PluginVersion
 from marketplace.services.publishing import plugin_directory_publish
 from marketplace.services.tokens import api_token_create
-from runs.models import ApprovalRequest, Run
+from runs.models import Run
 from runs.selectors import results as selectors
 from teams.models import Notification
 from tests.engine.conftest import engine_settings, people  # noqa: F401 (fixtures)
@@ -44,55 +42,18 @@ from tests.factories import MembershipFactory, UserFactory
 from tests.live import live_asgi_server
 from tests.marketplace.test_history import git
 from tests.runs.test_change_runs import FIXED, replying, version_1_0_0
+from tests.tools.journeys import client_for, decide_on_the_review_page, settled, wait_for
 from tools.models import Activation, ChangeRequest, Invocation
 from tools.services.tokens import tool_token_create
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-SETTLE_S = 240  # a busy two-core machine runs the sandbox slowly; no test waits this long
 WRONG = {"message": "Hello, Mccarthy!"}
 EXPECTED = {"message": "Hello, McCarthy!"}
 
 
-def client_for(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
 def words(page: str) -> str:
     return " ".join(html.unescape(re.sub(r"<[^>]+>", " ", page)).split())
-
-
-def wait_for(what: Callable[[], Any], message: str, timeout_s: float = SETTLE_S) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = what()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(message)
-
-
-def settled(run_id: int) -> Run:
-    def check() -> Run | None:
-        run = Run.objects.get(id=run_id)
-        return run if run.is_terminal or run.status in Run.WAITING else None
-
-    return wait_for(check, f"run {run_id} did not settle")
-
-
-def decide_on_the_review_page(approval: ApprovalRequest, reviewer: Any) -> str:
-    """What a reviewer does: open the request's page, keep what it offers, approve."""
-    client = client_for(reviewer)
-    page = client.get(reverse("approval_detail", args=[approval.pk]))
-    assert page.status_code == 200
-    form = page.context["form"]
-    data = {name: form[name].value() for name in form.fields if form[name].value() is not None}
-    data.update(decision="approve", comment="Looks right.")
-    answer = client.post(reverse("approval_decide", args=[approval.pk]), data)
-    assert answer.status_code == 302, answer.content.decode()[-3000:]
-    return words(page.content.decode())
 
 
 def call_on_the_tools_page(client: Client, slug: str, name: str) -> Invocation:

@@ -30,7 +30,6 @@ import logging
 import re
 import secrets
 import threading
-import time
 from collections.abc import Callable, Iterator
 from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -45,13 +44,14 @@ from django.urls import reverse
 from django.utils import timezone
 
 from marketplace.models import Plugin, PluginVersion
-from runs.models import ApprovalRequest, Run
+from runs.models import Run
 from runs.selectors import results as selectors
 from runs.services import outbox
 from teams.models import AuditEntry
 from tests.engine.conftest import engine_settings, people, start_run  # noqa: F401 (fixtures)
 from tests.factories import MembershipFactory, UserFactory
 from tests.tools.conftest import publish_version
+from tests.tools.journeys import client_for, decide_on_the_review_page, settled, wait_for
 from tools.models import Invocation, Schedule
 from tools.services.schedules import schedules_due_send
 
@@ -61,7 +61,6 @@ TOKEN = "xoxb-" + secrets.token_hex(16)  # unique to this test session
 SUMMARY = "Volunteer hours last week: 42"
 CHANNEL = "#volunteers"
 HOOK_PATH = "/services/T1/B2"
-SETTLE_S = 240  # a busy two-core machine runs the sandbox slowly; no test waits this long
 
 
 # -- the chat webhook ----------------------------------------------------------------------------
@@ -271,45 +270,6 @@ class Plugin:
 
 
 # -- helpers -------------------------------------------------------------------------------------
-
-
-def client_for(user: Any) -> Client:
-    client = Client()
-    client.force_login(user)
-    return client
-
-
-def wait_for(what: Callable[[], Any], message: str, timeout_s: float = SETTLE_S) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = what()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(message)
-
-
-def settled(run_id: int) -> Run:
-    def check() -> Run | None:
-        run = Run.objects.get(id=run_id)
-        return run if run.is_terminal or run.status in Run.WAITING else None
-
-    return wait_for(check, f"run {run_id} did not settle")
-
-
-def decide_on_the_review_page(approval: ApprovalRequest, reviewer: Any) -> str:
-    """What a reviewer does: open the request's page, keep what it offers (the candidate, and
-    for a publish request the version, visibility and category), approve."""
-    client = client_for(reviewer)
-    url = reverse("approval_detail", args=[approval.pk])
-    page = client.get(url)
-    assert page.status_code == 200
-    form = page.context["form"]
-    data = {name: form[name].value() for name in form.fields if form[name].value() is not None}
-    data.update(decision="approve", comment="Looks right.")
-    answer = client.post(reverse("approval_decide", args=[approval.pk]), data)
-    assert answer.status_code == 302, answer.content.decode()[-3000:]
-    return page.content.decode()
 
 
 def finished(invocation_of: Callable[[], Invocation | None]) -> Invocation:
