@@ -13,7 +13,7 @@ RUNTIME_STAMP := .plugin-runtime/autocoder-runtime.json
 # features (AMX) that some virtual machines report but do not allow, and then segfaults.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 
-.PHONY: run test test-browser code-shape install user-install-check lint typecheck clean-var screenshots
+.PHONY: run test test-browser code-shape install user-install-check lint typecheck clean-var screenshots sandbox-image
 
 run: $(RUN_STAMP) $(RUNTIME_STAMP)
 	$(PY) manage.py up
@@ -45,6 +45,12 @@ $(RUN_STAMP): pyproject.toml $(VENV)/bin/python
 
 $(RUNTIME_STAMP): autocoder/runtime/requirements.txt $(RUN_STAMP)
 	$(PY) -m autocoder.runtime.build
+
+# The Docker backend's image (SANDBOX_BACKEND=docker), without any image registry: a Debian
+# root file system from mmdebstrap with the plugin runtime's lock, `docker import`ed as
+# autocoder-sandbox:<lock digest> and :latest (docs/sandbox.md). Up to date: says so, builds nothing.
+sandbox-image: $(RUN_STAMP)
+	$(PY) -m autocoder.sandbox.image $(SANDBOX_IMAGE_ARGS)
 
 # The test extras add the local model runtime (llama-cpp-python compiles once, then pip caches it).
 $(TEST_STAMP): $(RUN_STAMP)

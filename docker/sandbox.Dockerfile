@@ -1,10 +1,16 @@
 # The production sandbox image: SANDBOX_BACKEND=docker runs every job in a container of it.
-#   docker build -f docker/sandbox.Dockerfile -t autocoder-sandbox:latest .
+# Without access to an image registry, `make sandbox-image` builds the same from Debian
+# packages (autocoder/sandbox/image.py). With one:
+#   docker build -f docker/sandbox.Dockerfile -t autocoder-sandbox:latest \
+#     --build-arg RUNTIME_LOCK=$(sha256sum autocoder/runtime/requirements.txt | cut -d' ' -f1) .
+# (the label lets `doctor` check that the image holds the current runtime lock)
 # The container is started read-only, without network, with all capabilities dropped and
 # /workdir and /tmp as size-capped tmpfs mounts (see autocoder/sandbox/docker_backend.py).
 # The image's Python is the plugin runtime: exactly autocoder/runtime/requirements.txt, the
 # same environment `make run` builds in .plugin-runtime, and none of the portal's packages.
 FROM python:3.11-slim
+ARG RUNTIME_LOCK=unknown
+LABEL org.autocoder.runtime-lock=$RUNTIME_LOCK
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PIP_NO_CACHE_DIR=1 \

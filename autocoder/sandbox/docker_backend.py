@@ -78,6 +78,7 @@ def container_kwargs(*, image: str, command: list[str], limits: Limits,
             WORKDIR: f"rw,nosuid,nodev,size={limits.workdir_mb}m,uid=10001,gid=10001,mode=0700",
             SANDBOX_TMP: f"rw,nosuid,nodev,size={limits.workdir_mb}m,mode=1777",
         },
+        "shm_size": limits.workdir_mb * mb,  # /dev/shm: capped like /tmp (Docker's 64 MB)
         "mem_limit": limits.memory_mb * mb,
         "memswap_limit": limits.memory_mb * mb,  # equal to mem_limit: no swap
         "pids_limit": limits.pids + (RUNSC_HOST_THREADS if runtime == "runsc" else 0),

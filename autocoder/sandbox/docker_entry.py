@@ -62,9 +62,9 @@ def _collect(root: str, patterns: list[str], budget: int) -> tuple[str, list[str
     return base64.b64encode(buffer.getvalue()).decode(), omitted
 
 
-def _cpu_used(top: int) -> float:
-    """Processor seconds of the job's processes (every process of the container but its init
-    and this program; `top`'s reaped children included)."""
+def _cpu_used() -> float:
+    """The most processor seconds one process of the job has used (RLIMIT_CPU's measure: per
+    process), over every process of the container but its init and this program."""
     ticks = 0
     for name in os.listdir("/proc"):
         if not name.isdigit() or int(name) in (1, os.getpid()):
@@ -74,15 +74,14 @@ def _cpu_used(top: int) -> float:
                 fields = stream.read().rsplit(")", 1)[1].split()
         except (OSError, IndexError):
             continue
-        ticks += int(fields[11]) + int(fields[12]) + (
-            int(fields[13]) + int(fields[14]) if int(name) == top else 0)
+        ticks = max(ticks, int(fields[11]) + int(fields[12]))
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _over_cpu(proc: subprocess.Popen[bytes], cpu_limit: float | None) -> bool:
-    """gVisor does not enforce RLIMIT_CPU: under runsc the entry watches the job's processor
-    time itself and ends every process of the job at the limit."""
-    if not cpu_limit or _cpu_used(proc.pid) <= cpu_limit:
+def _over_cpu(cpu_limit: float | None) -> bool:
+    """gVisor does not enforce RLIMIT_CPU: under runsc the entry watches the job's processes
+    itself and ends every one of them when one has used its processor time."""
+    if not cpu_limit or _cpu_used() <= cpu_limit:
         return False
     for name in os.listdir("/proc"):
         if name.isdigit() and int(name) not in (1, os.getpid()):
@@ -102,7 +101,7 @@ def _pump(proc: subprocess.Popen[bytes], cap: int,
     selector.register(proc.stdout, selectors.EVENT_READ, 1)
     selector.register(proc.stderr, selectors.EVENT_READ, 2)
     while selector.get_map():
-        if _over_cpu(proc, cpu_limit):
+        if _over_cpu(cpu_limit):
             return totals, "cpu_limit"
         for key, _ in selector.select(timeout=0.25 if cpu_limit else None):
             data = os.read(key.fd, 65536)
@@ -158,7 +157,7 @@ def main() -> int:
             proc.wait(timeout=0.25)
             break
         except subprocess.TimeoutExpired:
-            stop = "cpu_limit" if _over_cpu(proc, cpu_limit) else None
+            stop = "cpu_limit" if _over_cpu(cpu_limit) else None
     code = proc.wait()
     files, omitted = _collect(workdir, config["collect"], config["collect_budget"]) \
         if config["collect"] else ("", [])

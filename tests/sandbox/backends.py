@@ -1,7 +1,8 @@
 """The sandbox backends a test can run on here: bwrap always; Docker (runc) when an engine
 answers and the sandbox image matches the plugin-runtime lock; Docker under gVisor (runsc)
 when that runtime is registered too. A backend that is not available skips its variant with
-the reason and how to enable it (pytest prints it in the summary, `-ra`).
+the reason and how to enable it (pytest prints it in the summary, `-ra`); with
+AUTOCODER_DOCKER_TESTS=required (CI) it fails instead.
 
 `use_backend(name, settings)` selects one for the test through Django settings
 (SANDBOX_BACKEND, SANDBOX_DOCKER_RUNTIME), so every path (run, run_pytest, call_plugin) takes
@@ -11,6 +12,7 @@ it as in production.
 from __future__ import annotations
 
 import functools
+import os
 from typing import Any
 
 import pytest
@@ -50,6 +52,8 @@ def use_backend(name: str, settings: Any) -> str:
         return "bwrap"
     runtime = "runsc" if name == "runsc" else ""
     reason = docker_unavailable(runtime)
+    if reason and os.environ.get("AUTOCODER_DOCKER_TESTS") == "required":  # CI (.ci/run)
+        pytest.fail(f"{name} variant required (AUTOCODER_DOCKER_TESTS): {reason}")
     if reason:
         pytest.skip(f"{name} variant: {reason}")
     settings.SANDBOX_BACKEND = "docker"
