@@ -204,8 +204,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         tag = build(args.image, force=args.force)
     except subprocess.CalledProcessError as error:
-        print(f"the sandbox image could not be built: {error.cmd[0]} failed "
+        command = error.cmd[0] if error.cmd[0] == "mmdebstrap" else "pip download"
+        print(f"the sandbox image could not be built: {command} failed "
               f"(exit {error.returncode}); see its output above", file=sys.stderr)
+        return 2
+    except FileNotFoundError as error:
+        print(f"the sandbox image could not be built: {error.filename} is not installed "
+              f"(apt-get install mmdebstrap docker.io)", file=sys.stderr)
+        return 2
+    except Exception as error:  # noqa: BLE001 (the engine's errors: say them plainly)
+        print(f"the sandbox image could not be built: the Docker engine: {error} "
+              f"(is dockerd running? see docs/sandbox.md)", file=sys.stderr)
         return 2
     print(f"sandbox image {tag} (lock sha256 {lock_digest()[:12]}) ready "
           f"in {time.monotonic() - started:.0f} s")
