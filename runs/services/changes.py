@@ -118,10 +118,14 @@ def _constraints(manifest: PluginManifest, version: str, cases: list[dict[str, A
              "test passing. tests/test_regression_*.py hold the cases that went wrong: they are "
              "read-only, like the acceptance tests."]
     for case in cases[:20]:
-        if "got" not in case or not isinstance(case.get("input"), dict):
+        if not isinstance(case.get("input"), dict) or not ("got" in case
+                                                            or case.get("expected_words")):
             continue
-        line = (f"A call of {case.get('command') or 'the plugin'} with "
-                f"{_short(case['input'])} answered {_short(case['got'])}")
+        line = f"A call of {case.get('command') or 'the plugin'} with {_short(case['input'])}"
+        if "got" in case:
+            line += f" answered {_short(case['got'])}"
+        if case.get("expected_words"):  # the asker's words for what it should have answered
+            line += f"; they expected: {str(case['expected_words'])[:MAX_CASE_CHARS]}"
         words.append(line[:1000])
     return words
 

@@ -256,3 +256,23 @@ def test_a_change_needs_at_least_one_expected_answer(people: dict[str, Any]) -> 
             cases=[{"command": "greet", "input": {"name": "Ada"}, "got": {"message": "Hi"}}])
     assert str(refused.value) == NO_EXPECTED_ANSWER
     assert not Run.objects.exists()
+
+
+def test_what_the_asker_expected_in_words_reaches_the_model_but_is_not_a_test(
+        people: dict[str, Any]) -> None:
+    """Words ("capitals after Mc should stay") tell the model what is wanted; only an exact
+    answer becomes a regression test."""
+    project = change_project_create(
+        team=people["team"], requester=people["requester"], base_name="greeter",
+        base_version="1.0.0", base_files=version_1_0_0(), change="Keep Mc capitals.",
+        cases=[{"command": "greet", "input": {"name": "McCarthy"},
+                "got": {"message": "Hello, Mccarthy!"},
+                "expected_words": "the C after Mc should stay a capital"},
+               {"command": "greet", "input": {"name": "McBride"},
+                "expected": {"message": "Hello, McBride!"}}],
+        provider="scripted", script={}, use_lessons=False, dispatch=None)
+    spec = project.spec
+    assert [e["input"] for e in spec["commands"][0]["examples"]] == [{"name": "McBride"}]
+    said = " ".join(spec["constraints"])
+    assert 'with {"name": "McCarthy"} answered {"message": "Hello, Mccarthy!"}; they expected:' \
+        ' the C after Mc should stay a capital' in said

@@ -105,7 +105,13 @@ def test_a_failed_call_brings_its_error_as_what_came_back(
     assert sent.status_code == 302, sent.content.decode()[:3000]
     [case] = ChangeRequest.objects.get().cases
     assert case["failed"] is True and "there is nothing to add up" in case["got"]
-    assert case["expected"] == "an empty list of totals"  # plain words are kept as words
+    # Plain words say what was expected; they are not the answer itself: the reviewer reads
+    # them and writes the exact answer, which only then makes the example a test.
+    assert "expected" not in case and case["expected_words"] == "an empty list of totals"
+    page = client_for(world["reviewer"]).get(
+        reverse("tools:change", args=[ChangeRequest.objects.get().pk])).content.decode()
+    assert "What they expected, in their words</strong>: an empty list of totals" in page
+    assert 'for="expected-0"' in page  # the field for the exact answer
 
 
 def use_from_other_team(world: dict[str, Any], version: Any) -> None:

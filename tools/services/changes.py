@@ -93,7 +93,7 @@ def _clean_cases(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if problem is not None:
             raise ChangeRequestError(problem, field="input")
         found.append({key: case[key] for key in ("command", "input", "got", "failed",
-                                                 "expected") if key in case})
+                                                 "expected", "expected_words") if key in case})
     return found
 
 
@@ -187,6 +187,8 @@ def _run_case(case: dict[str, Any]) -> dict[str, Any]:
     found: dict[str, Any] = {"command": case.get("command", ""), "input": case.get("input", {})}
     if "expected" in case:
         found["expected"] = case["expected"]
+    if case.get("expected_words"):
+        found["expected_words"] = case["expected_words"]
     if case.get("got") is not None:
         found["got"] = f"an error: {case['got']}" if case.get("failed") else case["got"]
     return found

@@ -102,7 +102,10 @@ def _asked_cases(values: dict[str, str], call: selectors.CallCase | None
     else:
         return []
     if given:
-        case["expected"] = expected
+        # Plain words ("March should be 412.50") say what was expected; only an answer written
+        # as JSON is the answer itself. Words go to the reviewer, who writes the exact answer.
+        words = isinstance(expected, str) and not values["expected"].strip().startswith('"')
+        case["expected_words" if words else "expected"] = expected
     return [case]
 
 
@@ -113,6 +116,7 @@ def _case_rows(request: ChangeRequest, typed: dict[int, str],
              "got": _shown(case["got"]) if case.get("got") is not None else "",
              "failed": case.get("failed", False), "has_expected": "expected" in case,
              "expected": _shown(case["expected"]) if "expected" in case else "",
+             "expected_words": case.get("expected_words", ""),
              "typed": typed.get(number, ""), "error": errors.get(f"expected-{number}", "")}
             for number, case in enumerate(request.cases)]
 
