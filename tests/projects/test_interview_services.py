@@ -193,3 +193,20 @@ def test_names_typed_as_words_become_setting_names(typed: str, name: str) -> Non
 ])
 def test_addresses_that_cannot_be_used_say_why(typed: str, problem: str) -> None:
     assert problem in other_systems.read_address(typed).problem
+
+
+def test_the_analyst_is_told_what_the_person_said_about_other_systems() -> None:
+    from projects.interview.analyst import analyst_messages
+
+    state: dict[str, Any] = {"commands": [], "services": {
+        "uses": "yes", "service": "our Slack", "address": "https://hooks.slack.com/services/T1",
+        "storage": True, "settings": [{"name": "token", "description": "The token",
+                                       "secret": True, "value": ""}]}}
+    system, user = analyst_messages("Post the hours to our chat", state, [])
+    assert "whether it talks to another system" in system.content  # so it does not ask again
+    assert "Talks to: hooks.slack.com (our Slack)" in user.content
+    assert "Your team enters: token (secret)" in user.content
+    assert "Remembers data between uses: yes" in user.content
+    plain, _ = analyst_messages("Count words", {"commands": []}, [])
+    assert "Talks to" not in analyst_messages("Count words", {"commands": []}, [])[1].content
+    assert plain.content == system.content
