@@ -127,6 +127,9 @@ class Run(models.Model):
     base_files = models.JSONField(default=dict, blank=True)
     base_version = models.CharField(max_length=40, blank=True)
     base_note = models.TextField(blank=True)
+    # The change request says behaviour changes: the version's tests may change with it (each
+    # test removed or weakened is still a reason for a person to look).
+    base_tests_may_change = models.BooleanField(default=False)
 
     error = models.TextField(blank=True)
     # Who started (or retried) the run: treated like the project's author at its gates, so they

@@ -63,19 +63,26 @@ def is_regression(path: str) -> bool:
     return bool(_REGRESSION.match(path))
 
 
+def tests_may_change(run: Any) -> bool:
+    """Whether the change request says behaviour changes, so the version's tests may too."""
+    return bool(base_of(run)) and bool(getattr(run, "base_tests_may_change", False))
+
+
 def change_protected(run: Any, spec: Spec, files: Mapping[str, str]) -> frozenset[str]:
     """The paths the model may never write: a new plugin's, and in a change run every
-    regression test."""
+    regression test (and not the version's acceptance tests when behaviour changes)."""
     if not base_of(run):
         return protected_paths(spec)
-    return protected_paths(spec) | {path for path in files if is_regression(path)}
+    protected = protected_paths(spec) | {path for path in files if is_regression(path)}
+    return protected - {ACCEPTANCE_TEST_PATH} if tests_may_change(run) else protected
 
 
 def keep_base_tests(base: Mapping[str, str], before: Mapping[str, str], files: dict[str, str],
-                    ) -> tuple[dict[str, str], list[dict[str, str]]]:
+                    *, may_change: bool = False) -> tuple[dict[str, str], list[dict[str, str]]]:
     """A reply may not delete a test file of the version in use: the file is put back, and
-    the refusal listed like any refused file."""
-    if not base:
+    the refusal listed like any refused file (unless behaviour changes: then the loss is a
+    reason at a gate, `test_losses`)."""
+    if not base or may_change:
         return files, []
     gone = sorted(path for path in base
                   if _is_test(path) and path in before and path not in files)
@@ -93,10 +100,12 @@ def _is_test(path: str) -> bool:
 # -- which tests must pass -----------------------------------------------------------------------
 
 
-def required_nodeids(files: Mapping[str, str]) -> list[str]:
-    """The tests a change run must pass: the acceptance tests of the version in use and every
-    regression test (those of earlier changes and this run's)."""
-    paths = [ACCEPTANCE_TEST_PATH, *sorted(p for p in files if is_regression(p))]
+def required_nodeids(files: Mapping[str, str], *, may_change: bool = False) -> list[str]:
+    """The tests a change run must pass: the acceptance tests of the version in use (unless
+    behaviour changes, when they may be rewritten) and every regression test (those of
+    earlier changes and this run's)."""
+    paths = [*([] if may_change else [ACCEPTANCE_TEST_PATH]),
+             *sorted(p for p in files if is_regression(p))]
     return [f"{path}::{name}" for path in paths if path in files
             for name in test_asserts(files[path])]
 

@@ -7,7 +7,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from autocoder.engine.changing import base_of, base_version, change_manifest, required_nodeids
+from autocoder.engine.changing import (
+    base_of,
+    base_version,
+    change_manifest,
+    required_nodeids,
+    tests_may_change,
+)
 from autocoder.engine.scaffold import plugin_toml, spec_permissions
 from autocoder.engine.states import Phase
 from autocoder.engine.steps import Step, setting
@@ -72,7 +78,8 @@ def sandbox_phase(step: Step) -> Transition:
         _raise_if_installation_broken()
     pending["report"] = report_dict(report)
     if base_of(step.run):  # a change run: the version's tests and the regression tests
-        pending["required_tests"] = required_nodeids(pending["files"])
+        pending["required_tests"] = required_nodeids(
+            pending["files"], may_change=tests_may_change(step.run))
     return Transition(phase=Phase.VERIFY, pending=pending,
                       notes=[{"kind": "run.tests", "passed": report.passed,
                               "failed": report.failed, "errors": report.errors,

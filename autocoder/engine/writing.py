@@ -7,7 +7,12 @@ from __future__ import annotations
 from typing import Any
 
 from autocoder.engine import lessons_port
-from autocoder.engine.changing import base_of, change_protected, keep_base_tests
+from autocoder.engine.changing import (
+    base_of,
+    change_protected,
+    keep_base_tests,
+    tests_may_change,
+)
 from autocoder.engine.llm_port import reply_hash
 from autocoder.engine.prompting import build_messages, plan_from_reply
 from autocoder.engine.replies import merge_files, parse_reply
@@ -76,7 +81,8 @@ def implement_phase(step: Step) -> Transition:
     protected = change_protected(step.run, spec, base)
     files, rejected = merge_files(base, parsed.files, protected=protected)
     rejected_list = [{"path": r.path, "reason": r.reason} for r in (*parsed.rejected, *rejected)]
-    files, kept = keep_base_tests(base_of(step.run), base, files)  # a change run's tests stay
+    files, kept = keep_base_tests(base_of(step.run), base, files,  # a change run's tests stay
+                                  may_change=tests_may_change(step.run))
     rejected_list += kept
     files, rejected_list, permissions = _permission_request(spec, base, parsed.files, files,
                                                             rejected_list)

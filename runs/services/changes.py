@@ -28,7 +28,7 @@ MAX_CASE_CHARS = 600
 def change_project_create(*, team: Team, requester: User, base_name: str, base_version: str,
                           base_files: dict[str, str], change: str, keep: str = "",
                           cases: list[dict[str, Any]], autonomy: str = "semi",
-                          **run_options: Any) -> Project:
+                          behaviour_changes: bool = False, **run_options: Any) -> Project:
     """A project whose run changes version `base_version` of the plugin `base_name` (its
     files `base_files`) as `change` says, keeping what `keep` says.
 
@@ -38,24 +38,27 @@ def change_project_create(*, team: Team, requester: User, base_name: str, base_v
     become the spec's examples, and so the run's regression tests; a case naming a command
     the plugin does not have adds that command. ValueError, with a sentence for the person,
     when no case has an expected answer or the spec cannot be made; nothing is written then.
+    `behaviour_changes`: the request says what the version does today changes, so its tests
+    may change too (the engine still names each test removed or weakened at a gate).
     `run_options` go to run_start (provider, script, max_iterations, ...).
     """
     manifest = read_manifest(base_files.get("plugin.toml", ""))
     if manifest is None:
         raise ValueError(NO_MANIFEST)
     spec = change_spec(manifest, change=change, keep=keep, cases=cases, autonomy=autonomy,
-                       version=base_version)
+                       version=base_version, behaviour_changes=behaviour_changes)
     with transaction.atomic():
         project = project_create(team=team, requester=requester, spec=spec,
                                  name=_project_name(base_name or manifest.name, change))
         run_start(project=project, started_by=requester, autonomy=autonomy,
                   base_files=dict(base_files), base_version=base_version or manifest.version,
-                  **run_options)
+                  base_tests_may_change=behaviour_changes, **run_options)
     return project
 
 
 def change_spec(manifest: PluginManifest, *, change: str, keep: str,
-                cases: list[dict[str, Any]], autonomy: str, version: str = "") -> dict[str, Any]:
+                cases: list[dict[str, Any]], autonomy: str, version: str = "",
+                behaviour_changes: bool = False) -> dict[str, Any]:
     """The spec of a change run (a checked dict; ValueError with plain words otherwise)."""
     commands: list[dict[str, Any]] = [
         {"name": c.name, "description": c.description, "examples": []}
@@ -81,7 +84,7 @@ def change_spec(manifest: PluginManifest, *, change: str, keep: str,
         "name": manifest.name,
         "summary": _summary(change, keep),
         "commands": commands,
-        "constraints": _constraints(manifest, version, cases),
+        "constraints": _constraints(manifest, version, cases, behaviour_changes),
         "autonomy": autonomy,
     }
     services = _services(manifest)
@@ -112,11 +115,19 @@ def _summary(change: str, keep: str) -> str:
 
 
 def _constraints(manifest: PluginManifest, version: str, cases: list[dict[str, Any]],
-                 ) -> list[str]:
-    words = [f"This changes version {version or manifest.version} of the plugin: start from "
-             "its code and tests, change only what the request asks, and keep every existing "
-             "test passing. tests/test_regression_*.py hold the cases that went wrong: they are "
-             "read-only, like the acceptance tests."]
+                 behaviour_changes: bool = False) -> list[str]:
+    if behaviour_changes:
+        words = [f"This changes version {version or manifest.version} of the plugin, and the "
+                 "request says what it does today changes: start from its code and tests, "
+                 "change only what the request asks, and update the existing tests (the "
+                 "acceptance tests too) where they check the behaviour that changes; keep every "
+                 "other test passing. tests/test_regression_*.py hold the new cases: they are "
+                 "read-only."]
+    else:
+        words = [f"This changes version {version or manifest.version} of the plugin: start "
+                 "from its code and tests, change only what the request asks, and keep every "
+                 "existing test passing. tests/test_regression_*.py hold the cases that went "
+                 "wrong: they are read-only, like the acceptance tests."]
     for case in cases[:20]:
         if not isinstance(case.get("input"), dict) or not ("got" in case
                                                             or case.get("expected_words")):

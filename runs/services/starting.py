@@ -37,7 +37,7 @@ def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | 
               max_tokens: int | None = None, max_wall_s: int | None = None,
               use_lessons: bool = True, dispatch: Dispatch | None = enqueue_step,
               started_by: User | None = None, base_files: dict[str, str] | None = None,
-              base_version: str = "") -> Run:
+              base_version: str = "", base_tests_may_change: bool = False) -> Run:
     """Queue a new run of `project`; its first step is sent once this transaction commits.
     `started_by`: who started (or retried) it, treated like the author at its gates.
     `base_files`, `base_version`: a change run starts from this version of the plugin
@@ -68,6 +68,7 @@ def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | 
             use_lessons=use_lessons, step_token=new_token(), phase=Run.Phase.PLAN,
             started_by=started_by, budget=budgets.budget_start(project.team),
             base_files=dict(base_files or {}), base_version=base_version,
+            base_tests_may_change=base_tests_may_change,
         )
         project_status_follow(run, queue=True)
         switch = generation_state(team_id=project.team_id).mode  # as saved, not as loaded
@@ -113,4 +114,5 @@ def run_retry(*, run: Run, started_by: User | None) -> Run:
                      autonomy=run.autonomy, max_iterations=run.max_iterations,
                      max_tokens=run.max_tokens, max_wall_s=run.max_wall_s,
                      use_lessons=run.use_lessons, started_by=started_by,
-                     base_files=run.base_files, base_version=run.base_version)
+                     base_files=run.base_files, base_version=run.base_version,
+                     base_tests_may_change=run.base_tests_may_change)

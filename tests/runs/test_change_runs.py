@@ -276,3 +276,36 @@ def test_what_the_asker_expected_in_words_reaches_the_model_but_is_not_a_test(
     said = " ".join(spec["constraints"])
     assert 'with {"name": "McCarthy"} answered {"message": "Hello, Mccarthy!"}; they expected:' \
         ' the C after Mc should stay a capital' in said
+
+
+HI = FIXED.replace('f"Hello, {name}!"', 'f"Hi, {name}!"')
+
+
+def test_a_change_that_says_behaviour_changes_may_rewrite_the_versions_tests(
+        people: dict[str, Any], engine_settings: Any) -> None:
+    """"Say Hi instead of Hello": the version's acceptance tests check "Hello", so they must
+    change with it; without the reviewer saying behaviour changes, they stay read-only."""
+    files = version_1_0_0()
+    hi_tests = files["tests/test_acceptance.py"].replace("Hello", "Hi")
+    script = replying(HI, f"\n```python path=tests/test_acceptance.py\n{hi_tests}```\n",
+                      "\n```python path=tests/test_generated_names.py\n"
+                      f"{NAME_TESTS.replace('Hello', 'Hi')}```\n")
+    hi = {"command": "greet", "input": {"name": "Ada"}, "expected": {"message": "Hi, Ada!"}}
+
+    project = change_project_create(
+        team=people["team"], requester=people["requester"], base_name="greeter",
+        base_version="1.0.0", base_files=files, change="Say Hi instead of Hello.",
+        cases=[hi], autonomy="full", behaviour_changes=True, provider="scripted",
+        script=script, use_lessons=False, dispatch=None)
+    run = driving.run_drive(run_id=project.runs.get().id)
+    assert run.base_tests_may_change and run.status == Run.Status.SUCCEEDED, run.error
+    best = run.best_iteration
+    assert best is not None and "Hi, " in best.files["tests/test_acceptance.py"]
+    assert "update the existing tests" in " ".join(project.spec["constraints"])
+
+    # The same reply without the reviewer's word: the acceptance tests stay as they were, so
+    # the run cannot pass them.
+    kept = change(people, script, cases=[hi], autonomy="full", what="Say Hi instead of Hello.")
+    assert kept.status != Run.Status.SUCCEEDED
+    first = kept.iterations.get(number=1)
+    assert first.files["tests/test_acceptance.py"] == files["tests/test_acceptance.py"]

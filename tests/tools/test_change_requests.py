@@ -270,3 +270,21 @@ def test_a_reviewer_fills_in_the_expected_answer_and_starts_a_change_run(
     assert asked.status == "shipped"
     assert Notification.objects.filter(user=world["requester"], kind="decided",
                                        message__contains="is out").exists()
+
+
+def test_the_reviewer_says_the_request_changes_behaviour_and_the_run_may_change_tests(
+        active: Activation, world: dict[str, Any]) -> None:
+    asked = asked_without_expected(world, client_for(world["requester"]))
+    reviewer = client_for(world["reviewer"])
+    url = reverse("tools:change", args=[asked.pk])
+    assert "The request changes what the tool does today" in reviewer.get(url).content.decode()
+    # a mistake keeps the box as it was ticked
+    typo = reviewer.post(url, {"decision": "start", "expected-0": "{", "behaviour_changes": "1"})
+    assert typo.status_code == 400 and 'value="1" aria-describedby="behaviour-changes-help" ' \
+        'checked' in typo.content.decode()
+    started = reviewer.post(url, {"decision": "start", "behaviour_changes": "1",
+                                  "expected-0": json.dumps({"totals": []})})
+    assert started.status_code == 302, started.content.decode()[:3000]
+    asked.refresh_from_db()
+    run = Project.objects.get(pk=asked.project_id).runs.get()
+    assert run.base_tests_may_change is True

@@ -137,9 +137,12 @@ def _check_open(request: ChangeRequest, user: AbstractBaseUser) -> None:
 
 
 def change_request_start(*, request: ChangeRequest, user: User,
-                         expected: dict[int, str] | None = None) -> ChangeRequest:
+                         expected: dict[int, str] | None = None,
+                         behaviour_changes: bool = False) -> ChangeRequest:
     """Start a change run from the request's version: `expected` fills in, by case number,
-    what a case lacked; the cases with an expected answer become the run's examples."""
+    what a case lacked; the cases with an expected answer become the run's examples.
+    `behaviour_changes`: the reviewer says the request changes what the tool does today, so
+    the version's tests may change with it (runs/services/changes.py)."""
     from runs.services.changes import change_project_create
 
     with transaction.atomic():
@@ -161,7 +164,8 @@ def change_request_start(*, request: ChangeRequest, user: User,
                 requester=request.asked_by if asker_in_team and request.asked_by else user,
                 base_name=request.plugin.name, base_version=request.version.version,
                 base_files=dict(request.version.files), change=request.description,
-                keep=request.keep, cases=examples, autonomy="semi")
+                keep=request.keep, cases=examples, autonomy="semi",
+                behaviour_changes=behaviour_changes)
         except ValueError as exc:
             raise ChangeRequestError(str(exc), field="expected") from None
         request.cases = cases

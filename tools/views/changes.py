@@ -129,6 +129,7 @@ def change_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     typed: dict[int, str] = {}
     errors: dict[str, str] = {}
     reason = ""
+    behaviour_changes = False
     status = 200
     if request.method == "POST":
         if not owner_side:
@@ -137,9 +138,11 @@ def change_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         typed = {int(key.split("-", 1)[1]): request.POST.get(key, "") for key in request.POST
                  if key.startswith("expected-") and key.split("-", 1)[1].isdigit()}
         reason = request.POST.get("reason", "")
+        behaviour_changes = request.POST.get("behaviour_changes") == "1"
         try:
             if decision == "start":
-                changes.change_request_start(request=found, user=request.user, expected=typed)
+                changes.change_request_start(request=found, user=request.user, expected=typed,
+                                             behaviour_changes=behaviour_changes)
                 messages.success(request, "The change run started. Whoever asked has been "
                                           "told.")
             elif decision == "decline":
@@ -156,6 +159,7 @@ def change_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     return render(request, "tools/change_detail.html", {
         "change": found, "owner_side": owner_side, "refusal": refusal, "run": run,
         "cases": _case_rows(found, typed, errors), "errors": errors, "reason": reason,
+        "behaviour_changes": behaviour_changes,
         "expected_error_numbers": [key for key in errors if key.startswith("expected-")],
         "open": found.status == ChangeRequest.Status.OPEN}, status=status)
 
