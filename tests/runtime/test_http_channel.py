@@ -484,12 +484,12 @@ def test_bench_http_measures_the_overhead_per_request() -> None:
 
 @pytest.mark.usefixtures("on_each_backend")
 def test_through_the_http_gate_the_service_gets_the_token_and_the_plugin_never_does() -> None:
-    """The whole way, when the gate exists: plugin -> channel -> HttpGate -> a loopback
-    service listed in the internal hosts."""
-    http_gate = pytest.importorskip("autocoder.runtime.http_gate")
+    """The whole way: plugin -> channel -> HttpGate -> a loopback service listed in the
+    internal hosts."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
     from autocoder.plugins.hosts import parse_host_rule
+    from autocoder.runtime import http_gate
 
     seen: list[dict[str, str]] = []
 

@@ -231,7 +231,6 @@ def test_a_reviewer_declines_and_the_asker_reads_why(
 
 def test_a_reviewer_fills_in_the_expected_answer_and_starts_a_change_run(
         active: Activation, world: dict[str, Any]) -> None:
-    pytest.importorskip("runs.services.changes")
     asked = asked_without_expected(world, client_for(world["requester"]))
     reviewer = client_for(world["reviewer"])
     url = reverse("tools:change", args=[asked.pk])
