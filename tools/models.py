@@ -274,6 +274,28 @@ class ChangeRequest(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     shipped_at = models.DateTimeField(null=True, blank=True)
 
+    class FollowUp(models.TextChoices):
+        """The short follow-up interview (tools/services/change_questions.py)."""
+
+        NONE = "", "Not asked"
+        READING = "reading", "The analyst is reading the request"
+        ASKED = "asked", "Questions for the asker"
+        WRITING = "writing", "Writing the change spec from the answers"
+        DONE = "done", "Change spec written"
+        NO_MODEL = "no_model", "No model is set up"
+        UNREACHABLE = "unreachable", "The model did not answer"
+
+    follow_up = models.CharField(max_length=12, choices=FollowUp.choices, blank=True,
+                                 default=FollowUp.NONE)
+    # [{"text", "assumption", "answer"}]: at most three; "answer" "" means the assumption holds.
+    questions = models.JSONField(default=list, blank=True)
+    answered_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    answered_at = models.DateTimeField(null=True, blank=True)
+    # The change spec, in plain words ("" until written: the request's own words stand).
+    spec_change = models.TextField(blank=True)
+    spec_keep = models.TextField(blank=True)
+
     class Meta:
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["team", "status"], name="change_request_team_status"),
@@ -282,3 +304,13 @@ class ChangeRequest(models.Model):
 
     def __str__(self) -> str:
         return f"change request {self.pk} of {self.plugin_id} ({self.status})"
+
+    @property
+    def change_text(self) -> str:
+        """What to change: the change spec's words, else the asker's."""
+        return self.spec_change or self.description
+
+    @property
+    def keep_text(self) -> str:
+        """What must stay as it is: the change spec's words, else the asker's."""
+        return self.spec_keep or self.keep

@@ -13,3 +13,13 @@ def tool_invocation_run(invocation_id: int) -> None:
     from tools.services.invocations import invocation_perform
 
     invocation_perform(invocation_id=invocation_id)
+
+
+# The short follow-up interview of a change request: the analyst's questions, or the change
+# spec once they are answered (one model call, bounded; a redelivered message does nothing).
+@dramatiq.actor(max_retries=0, time_limit=3 * 60 * 1000)
+def change_request_follow_up(change_request_id: int) -> None:
+    """Ask the analyst about change request `change_request_id` and store its reply."""
+    from tools.services.change_questions import follow_up_perform
+
+    follow_up_perform(request_id=change_request_id)

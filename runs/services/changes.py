@@ -13,7 +13,7 @@ from typing import Any
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from autocoder.engine.spec import SpecError, spec_from_dict
+from autocoder.engine.spec import MAX_SUMMARY_CHARS, SpecError, spec_from_dict
 from autocoder.plugins import PluginManifest, read_manifest
 from runs.models import Project, Run
 from runs.services.starting import project_create, run_start
@@ -28,7 +28,8 @@ MAX_CASE_CHARS = 600
 def change_project_create(*, team: Team, requester: User, base_name: str, base_version: str,
                           base_files: dict[str, str], change: str, keep: str = "",
                           cases: list[dict[str, Any]], autonomy: str = "semi",
-                          behaviour_changes: bool = False, **run_options: Any) -> Project:
+                          behaviour_changes: bool = False, asked: str = "",
+                          **run_options: Any) -> Project:
     """A project whose run changes version `base_version` of the plugin `base_name` (its
     files `base_files`) as `change` says, keeping what `keep` says.
 
@@ -40,13 +41,16 @@ def change_project_create(*, team: Team, requester: User, base_name: str, base_v
     when no case has an expected answer or the spec cannot be made; nothing is written then.
     `behaviour_changes`: the request says what the version does today changes, so its tests
     may change too (the engine still names each test removed or weakened at a gate).
+    `asked`: more the model is told of the request (the asker's own words, the follow-up
+    questions and their answers, when `change` and `keep` are the change spec).
     `run_options` go to run_start (provider, script, max_iterations, ...).
     """
     manifest = read_manifest(base_files.get("plugin.toml", ""))
     if manifest is None:
         raise ValueError(NO_MANIFEST)
     spec = change_spec(manifest, change=change, keep=keep, cases=cases, autonomy=autonomy,
-                       version=base_version, behaviour_changes=behaviour_changes)
+                       version=base_version, behaviour_changes=behaviour_changes,
+                       asked=asked)
     with transaction.atomic():
         project = project_create(team=team, requester=requester, spec=spec,
                                  name=_project_name(base_name or manifest.name, change))
@@ -58,7 +62,7 @@ def change_project_create(*, team: Team, requester: User, base_name: str, base_v
 
 def change_spec(manifest: PluginManifest, *, change: str, keep: str,
                 cases: list[dict[str, Any]], autonomy: str, version: str = "",
-                behaviour_changes: bool = False) -> dict[str, Any]:
+                behaviour_changes: bool = False, asked: str = "") -> dict[str, Any]:
     """The spec of a change run (a checked dict; ValueError with plain words otherwise)."""
     commands: list[dict[str, Any]] = [
         {"name": c.name, "description": c.description, "examples": []}
@@ -82,7 +86,7 @@ def change_spec(manifest: PluginManifest, *, change: str, keep: str,
         raise ValueError(NO_EXPECTED_ANSWER)
     spec: dict[str, Any] = {
         "name": manifest.name,
-        "summary": _summary(change, keep),
+        "summary": _summary(change, keep, asked),
         "commands": commands,
         "constraints": _constraints(manifest, version, cases, behaviour_changes),
         "autonomy": autonomy,
@@ -107,11 +111,13 @@ def _example(case: Mapping[str, Any]) -> dict[str, Any] | None:
     return example
 
 
-def _summary(change: str, keep: str) -> str:
+def _summary(change: str, keep: str, asked: str = "") -> str:
     text = f"What to change: {change.strip()}"
     if keep.strip():
         text += f"\nWhat must stay as it is: {keep.strip()}"
-    return text
+    if asked.strip():
+        text += f"\n{asked.strip()}"
+    return text[:MAX_SUMMARY_CHARS]
 
 
 def _constraints(manifest: PluginManifest, version: str, cases: list[dict[str, Any]],

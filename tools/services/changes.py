@@ -115,6 +115,9 @@ def change_request_create(*, user: AbstractBaseUser, plugin: Plugin, from_team: 
             team_id=plugin.team_id, plugin=plugin, version=version, asked_by_id=user.pk,
             from_team=from_team, description=description, keep=keep.strip(),
             cases=_clean_cases(cases or []), invocation=invocation)
+        from tools.services.change_questions import follow_up_queue
+
+        follow_up_queue(request)  # the analyst's few questions, if any (docs/tools.md)
         owner = request.team
         audit_record(actor=user, action="tool.change_asked", team=owner, target=request,
                      target_repr=f"{plugin.name} {version.version}",
@@ -144,6 +147,7 @@ def change_request_start(*, request: ChangeRequest, user: User,
     `behaviour_changes`: the reviewer says the request changes what the tool does today, so
     the version's tests may change with it (runs/services/changes.py)."""
     from runs.services.changes import change_project_create
+    from tools.services.change_questions import follow_up_for_run
 
     with transaction.atomic():
         request = ChangeRequest.objects.select_for_update(of=("self",)).select_related(
@@ -163,9 +167,8 @@ def change_request_start(*, request: ChangeRequest, user: User,
                 team=request.team,
                 requester=request.asked_by if asker_in_team and request.asked_by else user,
                 base_name=request.plugin.name, base_version=request.version.version,
-                base_files=dict(request.version.files), change=request.description,
-                keep=request.keep, cases=examples, autonomy="semi",
-                behaviour_changes=behaviour_changes)
+                base_files=dict(request.version.files), cases=examples, autonomy="semi",
+                behaviour_changes=behaviour_changes, **follow_up_for_run(request))
         except ValueError as exc:
             raise ChangeRequestError(str(exc), field="expected") from None
         request.cases = cases

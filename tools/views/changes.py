@@ -23,7 +23,7 @@ from teams.permissions import get_team_for_member
 from tools import change_selectors as selectors
 from tools.declared import command_names
 from tools.models import ChangeRequest
-from tools.services import changes
+from tools.services import change_questions, changes
 from tools.services.changes import ChangeRequestError
 
 
@@ -131,7 +131,20 @@ def change_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     reason = ""
     behaviour_changes = False
     status = 200
-    if request.method == "POST":
+    answers = {int(key.split("-", 1)[1]): request.POST.get(key, "") for key in request.POST
+               if key.startswith("answer-") and key.split("-", 1)[1].isdigit()}
+    if request.method == "POST" and request.POST.get("decision") == "answer":
+        try:
+            change_questions.follow_up_answer(request=found, user=request.user, answers=answers)
+        except ChangeRequestError as exc:
+            if not change_questions.may_answer(request.user, found):
+                raise PermissionDenied(str(exc)) from None
+            errors["answers"], status = str(exc), 400
+        else:
+            messages.success(request, "Thank you. The change spec is being written from the "
+                                      "answers; this page shows it when it is ready.")
+            return redirect("tools:change", found.pk)
+    elif request.method == "POST":
         if not owner_side:
             raise Http404("No such change request")
         decision = request.POST.get("decision", "")
@@ -161,7 +174,10 @@ def change_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         "cases": _case_rows(found, typed, errors), "errors": errors, "reason": reason,
         "behaviour_changes": behaviour_changes,
         "expected_error_numbers": [key for key in errors if key.startswith("expected-")],
-        "open": found.status == ChangeRequest.Status.OPEN}, status=status)
+        "open": found.status == ChangeRequest.Status.OPEN,
+        "questions": [{**q, "number": n, "typed": answers.get(n, "")}
+                      for n, q in enumerate(found.questions)],
+        "may_answer": change_questions.may_answer(request.user, found)}, status=status)
 
 
 @login_required
