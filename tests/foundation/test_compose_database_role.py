@@ -292,21 +292,54 @@ def test_web_and_worker_connect_as_the_app_role_and_the_init_script_is_mounted()
     assert defaults["POSTGRES_USER"] != defaults["APP_DB_USER"]  # the role is never the superuser
 
 
+def compose_command() -> list[str] | None:
+    """`docker compose` (v2) when installed, else Debian's `docker-compose` (1.29, .ci/run)."""
+    docker = shutil.which("docker")
+    if docker and subprocess.run([docker, "compose", "version"], capture_output=True,
+                                 text=True, timeout=30).returncode == 0:
+        return [docker, "compose"]
+    legacy = shutil.which("docker-compose")
+    return [legacy] if legacy else None
+
+
 def test_compose_file_is_valid_for_docker_compose(tmp_path: Path) -> None:
-    docker = shutil.which("docker") or ""
-    version = docker and subprocess.run([docker, "compose", "version"], capture_output=True,
-                                        text=True, timeout=30).returncode == 0
-    if not version:
-        pytest.skip("the docker compose plugin is not installed here; compose.yaml is checked "
-                    "by reading it (the test above) instead")
-    shutil.copy(ROOT / "compose.yaml", tmp_path / "compose.yaml")
+    command = compose_command()
+    if command is None:
+        pytest.skip("neither `docker compose` nor `docker-compose` is installed here "
+                    "(`apt-get install docker-compose`); compose.yaml is checked by reading it "
+                    "(the test above) instead")
+    text = (ROOT / "compose.yaml").read_text()
+    if len(command) == 1:
+        # 1.29 predates the top-level `name` (v2 reads it): the same project name, given as -p.
+        assert text.count("\nname: autocoder\n") == 1
+        text = text.replace("\nname: autocoder\n", "\n")
+        command += ["-p", "autocoder"]
+    (tmp_path / "compose.yaml").write_text(text)
     shutil.copytree(INIT_DIR, tmp_path / "docker" / "postgres-init")
-    (tmp_path / ".env").write_text("POSTGRES_PASSWORD=super-secret\nAPP_DB_PASSWORD=app-secret\n")
-    result = subprocess.run([docker, "compose", "config", "--format", "json"], cwd=tmp_path,
-                            capture_output=True, text=True, timeout=60)
+    (tmp_path / ".env").write_text("POSTGRES_PASSWORD=super-secret\nAPP_DB_PASSWORD=app-secret\n"
+                                   "DOCKER_GID=4242\n")
+    result = subprocess.run([*command, "config"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60)
     assert result.returncode == 0, result.stderr
     rendered = yaml.safe_load(result.stdout)["services"]
     for name in ("web", "worker"):
         assert rendered[name]["environment"]["DATABASE_URL"] == (
             "postgres://autocoder:app-secret@postgres:5432/autocoder")
     assert rendered["postgres"]["environment"]["POSTGRES_USER"] == "postgres"
+    # The workers run jobs on the host's engine, from the sandbox image, as its socket's group,
+    # after the one-shot made their temporary directory (shared with the host at one path).
+    worker = rendered["worker"]
+    assert worker["environment"]["SANDBOX_BACKEND"] == "docker"
+    assert worker["environment"]["SANDBOX_DOCKER_IMAGE"] == "autocoder-sandbox:latest"
+    assert [str(group) for group in worker["group_add"]] == ["4242"]
+    mounts = {(m["source"], m["target"]) if isinstance(m, dict) else tuple(m.split(":")[:2])
+              for m in worker["volumes"]}
+    tmp = worker["environment"]["TMPDIR"]
+    assert {("/var/run/docker.sock", "/var/run/docker.sock"), (tmp, tmp)} <= mounts
+    assert worker["depends_on"]["worker-tmp"]["condition"] == "service_completed_successfully"
+    assert rendered["worker-tmp"]["command"][-1] == tmp
+    # Without DOCKER_GID the file refuses to start, saying what to set.
+    (tmp_path / ".env").write_text("POSTGRES_PASSWORD=super-secret\nAPP_DB_PASSWORD=app-secret\n")
+    result = subprocess.run([*command, "config"], cwd=tmp_path, capture_output=True, text=True,
+                            timeout=60)
+    assert result.returncode != 0 and "set DOCKER_GID in .env" in result.stderr
