@@ -11,8 +11,9 @@ server of this test (TOOLS_INTERNAL_HOSTS lets the gate reach 127.0.0.1, as an i
 declares an internal service); it receives the post with the token, and the token is
 nowhere else: not on any page, in /metrics, the logs, the database, or the sandbox.
 
-Everything is the production code on the session's PostgreSQL and Redis, the bubblewrap
-sandbox and an in-process Dramatiq worker. The one stand-in is the model: the scripted
+Everything is the production code on the session's PostgreSQL and Redis, the sandbox (the
+journey runs on bubblewrap, and again on Docker with runc: tests/sandbox/backends.py) and an
+in-process Dramatiq worker. The one stand-in is the model: the scripted
 provider (docs/llm.md) replies as a model would.
 
 The sandbox is looked at from inside by a second plugin, `sandbox-probe`, that declares the
@@ -50,6 +51,7 @@ from runs.services import outbox
 from teams.models import AuditEntry
 from tests.engine.conftest import engine_settings, people, start_run  # noqa: F401 (fixtures)
 from tests.factories import MembershipFactory, UserFactory
+from tests.sandbox.backends import use_backend
 from tests.tools.conftest import publish_version
 from tests.tools.journeys import client_for, decide_on_the_review_page, settled, wait_for
 from tools.models import Invocation, Schedule
@@ -289,11 +291,14 @@ def every_row_as_text() -> str:
 # -- the journey ---------------------------------------------------------------------------------
 
 
+# Docker (runc) too, not runsc: one full journey per backend keeps CI's time (docs/sandbox.md).
+@pytest.mark.parametrize("backend", ["bwrap", "docker"])
 def test_a_generated_plugin_posts_on_a_schedule_with_the_teams_token_that_no_one_else_sees(
         start_run: Callable[..., Run], people: dict[str, Any],  # noqa: F811 (the fixtures)
-        chat: ChatService,
+        chat: ChatService, backend: str,
         worker: dramatiq.Worker, settings: Any, caplog: pytest.LogCaptureFixture,
         monkeypatch: pytest.MonkeyPatch) -> None:
+    ran_on = use_backend(backend, settings)
     caplog.set_level(logging.DEBUG)
     settings.TOOLS_INTERNAL_HOSTS = frozenset({"127.0.0.1"})
     settings.ENGINE_SANDBOX_TIMEOUT_S = 120
@@ -324,6 +329,7 @@ def test_a_generated_plugin_posts_on_a_schedule_with_the_teams_token_that_no_one
         "test_the_token_goes_as_the_authorization_and_the_channel_in_the_body": "passed",
         "tests/test_generated_edge_cases.py::test_an_empty_summary_is_refused": "passed",
     }
+    assert best.test_report["backend"] == ran_on
     assert chat.received == [], "the tests in the sandbox reach no network"
     publish = selectors.pending_approval(done)
     assert publish is not None and publish.kind == "publish"
