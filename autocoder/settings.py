@@ -177,6 +177,7 @@ DRAMATIQ_BROKER = {
         "django_dramatiq.middleware.DbConnectionsMiddleware",
         "autocoder.heartbeat.WorkerHeartbeat",
         "autocoder.sandbox.standby.ReleaseOnShutdown",
+        "autocoder.sandbox.docker_standby.ReleaseOnShutdown",
     ],
 }
 DRAMATIQ_AUTODISCOVER_MODULES = ["tasks"]

@@ -37,8 +37,10 @@ POLL_S = 0.2
 # pids cgroup: runsc does not even start under a job-sized limit. Under runsc the cgroup gets
 # this headroom and the job's processes are bounded inside gVisor by RLIMIT_NPROC, which
 # gVisor's kernel counts for this container alone (under runc it would count every container
-# of uid 10001 on the host, hence the cgroup there).
-RUNSC_HOST_THREADS = 256
+# of uid 10001 on the host, hence the cgroup there). 256 was too little under a fork bomb on a
+# loaded machine: gVisor's Go runtime could not create a thread and the container died with
+# status 2 instead of being stopped at its timeout.
+RUNSC_HOST_THREADS = 1024
 ENTRY_SOURCE = (Path(__file__).with_name("docker_entry.py")).read_text()
 
 
@@ -110,8 +112,13 @@ def container_kwargs(*, image: str, command: list[str], limits: Limits,
     return kwargs
 
 
-def entry_command(files: dict[str, str | bytes], command: list[str], limits: Limits,
-                  collect: list[str], marker: str, runtime: str = "") -> list[str]:
+def new_marker() -> str:
+    return f"@@autocoder-frame-{secrets.token_hex(8)}@@"
+
+
+def job_lines(files: dict[str, str | bytes], command: list[str], limits: Limits,
+              collect: list[str], marker: str, runtime: str = "") -> tuple[str, str]:
+    """The entry's config and the job's files (a gzip tar), each in base64."""
     config = {"workdir": WORKDIR, "argv": command, "output_cap": limits.output_kb * 1024,
               "collect": collect, "collect_budget": limits.collect_kb * 1024,
               "marker": marker, "address_space": limits.memory_mb * 1024 * 1024,
@@ -121,8 +128,13 @@ def entry_command(files: dict[str, str | bytes], command: list[str], limits: Lim
     if len(payload) > MAX_PAYLOAD_CHARS:
         raise SandboxError(f"the job's files are too large for the docker backend "
                            f"({len(payload)} base64 characters, at most {MAX_PAYLOAD_CHARS})")
+    return base64.b64encode(json.dumps(config).encode()).decode(), payload
+
+
+def entry_command(files: dict[str, str | bytes], command: list[str], limits: Limits,
+                  collect: list[str], marker: str, runtime: str = "") -> list[str]:
+    encoded, payload = job_lines(files, command, limits, collect, marker, runtime)
     chunks = [payload[i:i + CHUNK_CHARS] for i in range(0, len(payload), CHUNK_CHARS)] or [""]
-    encoded = base64.b64encode(json.dumps(config).encode()).decode()
     return ["python", "-I", "-S", "-c", ENTRY_SOURCE, encoded, *chunks]
 
 
@@ -141,13 +153,21 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
         collect: list[str] | None = None, cancel_check: Callable[[], bool] | None = None,
         client: Any = None, image: str | None = None, runtime: str | None = None,
         channel: Channel | None = None) -> RunResult:
-    """`client` is a docker.DockerClient (docker.from_env() when omitted). `channel` is
-    served from a host directory the engine binds into the container: the engine must see
-    the portal's temporary directory at the same path (an engine on this machine)."""
-    from docker.client import from_env
+    """`channel` is served from a host directory the engine binds into the container: the
+    engine must see the portal's temporary directory at the same path (an engine on this
+    machine). Without `client`, the job runs in this thread's prepared container
+    (docker_standby.py); a given `client` (a docker.DockerClient, or a test's stand-in)
+    gets one container started for the job alone, its files in argv, its output read from
+    the engine's log once it ended."""
     from docker.errors import DockerException
 
-    marker = f"@@autocoder-frame-{secrets.token_hex(8)}@@"
+    if client is None:
+        from autocoder.sandbox import docker_standby
+
+        return docker_standby.run(files, command, limits, collect=collect,
+                                  cancel_check=cancel_check, image=image, runtime=runtime,
+                                  channel=channel)
+    marker = new_marker()
     runtime = default_runtime() if runtime is None else runtime
     argv = entry_command(files, command, limits, collect or [], marker, runtime)
     requested = time.monotonic()
@@ -159,7 +179,6 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
         if channel is not None and channel_dir is not None:
             channel.open(channel_dir, mode=0o666)
         try:
-            client = client or from_env()
             container = client.containers.create(**container_kwargs(
                 image=image or default_image(), command=argv, limits=limits,
                 channel_dir=None if channel_dir is None else str(channel_dir),

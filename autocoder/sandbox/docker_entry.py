@@ -4,6 +4,10 @@ The container's filesystem is read-only and its workdir a tmpfs that `docker cp`
 reach, so the job's files travel in argv (a gzip tar in base64 chunks) and the produced files
 come back in one framed line on stdout. The job's own output is copied through, capped, so
 the log driver never holds more than the caps. argv: [config_b64, chunk, chunk, ...].
+
+A prepared container (docker_standby.py) is started before its job: argv is [PREPARED], the
+entry says READY on stdout and waits on stdin for two lines, config_b64 and the payload,
+then says TOOK and runs the job as above.
 """
 
 from __future__ import annotations
@@ -133,10 +137,32 @@ def _extract(blob: bytes, workdir: str) -> None:
                 out.write(handle.read())
 
 
+PREPARED = "--prepared"
+READY = b"@@autocoder-ready@@\n"
+TOOK = b"@@autocoder-took@@\n"
+
+
+def _job() -> tuple[str, str]:
+    """The config and the payload (base64): from argv, or from stdin for a prepared
+    container, which says READY before waiting for them and TOOK once it has them."""
+    if sys.argv[1:] != [PREPARED]:
+        return sys.argv[1], "".join(sys.argv[2:])
+    sys.stdout.buffer.write(READY)
+    sys.stdout.flush()
+    config, payload = sys.stdin.buffer.readline(), sys.stdin.buffer.readline()
+    if not payload.endswith(b"\n"):
+        raise SystemExit(3)  # the host went away before handing a whole job over
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the job cannot reach the host's end
+    sys.stdout.buffer.write(TOOK)
+    sys.stdout.flush()
+    return config.decode().strip(), payload.decode().strip()
+
+
 def main() -> int:
-    config = json.loads(base64.b64decode(sys.argv[1]))
+    encoded, payload = _job()
+    config = json.loads(base64.b64decode(encoded))
     workdir = config["workdir"]
-    _extract(base64.b64decode("".join(sys.argv[2:])), workdir)
+    _extract(base64.b64decode(payload), workdir)
     address_space, nproc = config.get("address_space"), config.get("nproc")
 
     def bound() -> None:  # one process's address space, as bwrap's launcher sets it: an

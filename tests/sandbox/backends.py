@@ -62,13 +62,20 @@ def use_backend(name: str, settings: Any) -> str:
 
 
 def leftover_containers() -> list[str]:
-    """Sandbox containers the engine still holds (the backend removes each after its run)."""
+    """Sandbox containers the engine still holds (the backend removes each after its run,
+    in the background: waited for here), apart from those prepared for a next run."""
+    from autocoder.sandbox import docker_standby
+
+    docker_standby.settle()
+    ours = docker_standby.owner()  # other processes' prepared containers are theirs
+    waiting = {p.container.id for p in docker_standby.every_prepared() if p.container}
     try:
         import docker
 
         client = docker.from_env(timeout=10)
         return [c.name for c in client.containers.list(
-            all=True, filters={"label": "autocoder.sandbox=1"})]
+            all=True, filters={"label": "autocoder.sandbox=1"}) if c.id not in waiting
+            and c.labels.get(docker_standby.OWNER_LABEL, ours) == ours]
     except Exception:  # noqa: BLE001 (no engine: no container either)
         return []
 
