@@ -63,7 +63,7 @@ def _figures(prefix: str, samples: list[float]) -> dict[str, float]:
 
 def overhead(runs: int = 50) -> dict[str, Any]:
     from autocoder.runtime.invoke import call_plugin
-    from autocoder.sandbox import standby
+    from autocoder.sandbox import docker_standby, standby
 
     call = trivial_call()
 
@@ -79,6 +79,10 @@ def overhead(runs: int = 50) -> dict[str, Any]:
         prepared = standby.prepared()
         if prepared is not None:
             prepared.wait_ready()
+        docker_prepared = docker_standby.prepared()  # SANDBOX_BACKEND=docker
+        if docker_prepared is not None:
+            docker_prepared.wait_ready()
+            docker_standby.settle()
 
     for _ in range(3):  # warm-up: the first call of a thread builds its sandbox cold
         next_sandbox_ready()

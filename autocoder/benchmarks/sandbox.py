@@ -13,6 +13,14 @@ What is measured, so that the comparison stays honest:
 * gate: `safety.scan_files` (AST policy + bandit) on a generated 500-line plugin module.
 Same interpreter, same flags (-S -I), samples interleaved.
 
+The Docker backend (`docker`: runc, `docker-runsc`: gVisor) is measured the same way: inside,
+this thread's next container is prepared (docker_standby.py) and the call hands the job over
+on its attached stdin, follows its output to the frame and queues the container's removal;
+before each timed call the bench waits, untimed, until the next container is started and the
+previous one removed. Cold: nothing prepared, the container is created and started in the
+call (what a thread's first run, or a run whose limits differ from the prepared ones, waits).
+The interpreter outside is this machine's; inside it is the image's (the same Python 3.11).
+
 Wall time is what a caller waits; on a shared, loaded machine it also measures the other
 load, so the fastest sample is printed beside each median, and the gate (which runs in this
 process) also reports its CPU time.
@@ -25,6 +33,9 @@ import statistics
 import subprocess
 import time
 from collections.abc import Callable
+from typing import Any
+
+from autocoder.sandbox.types import DEFAULT_LIMITS
 
 PASS_ARGS = ["-S", "-I", "-c", "pass"]
 
@@ -46,24 +57,35 @@ def _timed_both(call: Callable[[], object]) -> tuple[float, float]:
     return wall, _cpu_ms() - cpu
 
 
-def startup(runs: int = 30) -> dict[str, float]:
-    from autocoder.sandbox import bwrap, standby
+BACKENDS = {"bwrap": ("bwrap", ""), "docker": ("docker", ""), "docker-runsc": ("docker", "runsc")}
+
+
+def startup(runs: int = 30, backend: str = "bwrap") -> dict[str, Any]:
+    """`backend`: a name of BACKENDS."""
+    from autocoder.sandbox import bwrap, docker_backend, docker_standby, standby
     from autocoder.sandbox.runner import run
 
+    kind, runtime = BACKENDS[backend]
     interpreter = bwrap.host_layout().interpreter
 
     def outside() -> None:
         subprocess.run([interpreter, *PASS_ARGS], capture_output=True, check=True)
 
     def inside() -> None:
-        result = run({}, ["python", *PASS_ARGS], backend="bwrap")
+        if kind == "docker":
+            result = docker_backend.run({}, ["python", *PASS_ARGS], DEFAULT_LIMITS,
+                                        runtime=runtime)
+        else:
+            result = run({}, ["python", *PASS_ARGS], backend="bwrap")
         if result.exit_code != 0:
             raise RuntimeError(f"the sandboxed interpreter failed: {result.stderr}")
 
     def next_sandbox_ready() -> None:
-        prepared = standby.prepared()
+        prepared = (docker_standby if kind == "docker" else standby).prepared()
         if prepared is not None:
             prepared.wait_ready()
+        if kind == "docker":
+            docker_standby.settle()  # the previous job's container is removed
 
     for warm_up in (outside, inside, outside, inside):
         warm_up()
@@ -72,10 +94,11 @@ def startup(runs: int = 30) -> dict[str, float]:
         wall["outside"].append(_timed(outside))
         next_sandbox_ready()
         wall["inside"].append(_timed(inside))
-        standby.release_all()
+        (docker_standby if kind == "docker" else standby).release_all()
         wall["cold"].append(_timed(inside))
+    (docker_standby if kind == "docker" else standby).release_all()
     median = {name: statistics.median(samples) for name, samples in wall.items()}
-    return {"runs": runs, "outside_ms": round(median["outside"], 2),
+    return {"backend": backend, "runs": runs, "outside_ms": round(median["outside"], 2),
             "inside_ms": round(median["inside"], 2),
             "ratio": round(median["inside"] / median["outside"], 2),
             "added_ms": round(median["inside"] - median["outside"], 2),
