@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import html
 import json
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import dramatiq
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from autocoder.engine.prompting import request_section
 from autocoder.engine.spec import spec_from_dict
@@ -152,6 +154,7 @@ def test_an_unclear_request_gets_questions_and_the_answers_make_the_change_spec(
     again = asker.post(url, {"decision": "answer", "answer-0": "No."})
     assert again.status_code == 400 and "settled already" in again.content.decode()
 
+    worker.stop()  # what the change run then does is tests/tools/test_change_journey.py's
     started = reviewer.post(url, {"decision": "start"})
     assert started.status_code == 302, started.content.decode()[:3000]
     asked.refresh_from_db()
@@ -211,10 +214,15 @@ def test_no_model_is_said_plainly_and_the_request_can_still_start(
     assert asked.status == "started"
     assert "What to change: Round the totals to cents." in told(asked)
 
+    # A worker that stopped mid-way leaves no one waiting: the page says it goes on as written.
+    ChangeRequest.objects.filter(pk=asked.pk).update(
+        follow_up="reading", created_at=timezone.now() - timedelta(hours=1))
+    assert "has not replied for a while, so the request goes on as written" in page(asker, asked)
+
 
 def test_a_model_that_does_not_answer_is_not_blamed_on_the_asker(
         active: Activation, world: dict[str, Any], worker: dramatiq.Worker,
-        settings: Any) -> None:
+        settings: Any, tmp_path: Path) -> None:
     settings.LLM_PROVIDER, settings.LLM_BASE_URL = "openai", "http://127.0.0.1:9/v1"
     settings.LLM_MODEL, settings.LLM_API_KEY, settings.LLM_SCRIPT = "stand-in", "", ""
     settings.LLM_ROLE_OVERRIDES = {}
@@ -224,6 +232,16 @@ def test_a_model_that_does_not_answer_is_not_blamed_on_the_asker(
     assert "No follow-up questions were asked: the model did not answer" in shown
     assert "checks the model with Test connection on the Model page" in shown
     assert "Start a change run" in shown
+
+    # Once the model answers again, the asker (or a reviewer) asks the analyst again.
+    path = tmp_path / "script.json"
+    model_replies(path, QUESTIONS)
+    settings.LLM_PROVIDER, settings.LLM_SCRIPT = "scripted", str(path)
+    settings.LLM_MODEL = settings.LLM_BASE_URL = ""
+    again = client_for(world["requester"]).post(reverse("tools:change", args=[asked.pk]),
+                                                {"decision": "ask_again"})
+    assert again.status_code == 302
+    assert read(asked).follow_up == "asked" and len(asked.questions) == 2
 
 
 def test_only_the_asker_and_the_owning_teams_reviewers_answer(

@@ -22,6 +22,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -39,7 +40,6 @@ from teams.services.notifications import notifications_comment_send
 from tools.change_selectors import may_decide_change
 from tools.declared import manifest_of
 from tools.models import ChangeRequest
-from tools.services.changes import ChangeRequestError
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +60,8 @@ MAX_REPLY_CHARS = 20000
 FOLLOW_UP_TIMEOUT_S = 90.0
 FOLLOW_UP_MAX_TOKENS = 600
 NO_ASSUMPTION = "The request is read as written."
+# Longer than a reply can take (the actor's time limit): the worker stopped.
+STALLED_AFTER_S = 10 * 60
 
 SYSTEM = (
     "You help the team that makes a small Python plugin understand what someone asks to "
@@ -78,6 +80,10 @@ SECOND_SYSTEM = (
     '(no prose): {"questions": [], "change": "what to change", "keep": "what must stay as it '
     'is"}, in plain words, no code.'
 )
+
+
+class FollowUpError(ValueError):
+    """Answers that cannot be taken (who answers, or when); `str()` says why in plain words."""
 
 
 class ModelNotSetUp(Exception):
@@ -339,17 +345,17 @@ def may_answer(user: AbstractBaseUser, request: ChangeRequest) -> bool:
 def follow_up_answer(*, request: ChangeRequest, user: AbstractBaseUser,
                      answers: dict[int, str]) -> ChangeRequest:
     """Save the answers (by question number; a blank one keeps its assumption) and have the
-    change spec written from them. ChangeRequestError when the user may not answer, or the
+    change spec written from them. FollowUpError when the user may not answer, or the
     questions are no longer waiting."""
     if not may_answer(user, request):
-        raise ChangeRequestError("Only whoever asked, or a reviewer of the team that makes "
-                                 "the plugin, answers these questions.", field="answers")
+        raise FollowUpError("Only whoever asked, or a reviewer of the team that makes "
+                                 "the plugin, answers these questions.")
     with transaction.atomic():
         locked = ChangeRequest.objects.select_for_update(of=("self",)).select_related(
             "team", "plugin").get(pk=request.pk)
         if locked.status != ChangeRequest.Status.OPEN or locked.follow_up != FollowUp.ASKED:
-            raise ChangeRequestError("These questions are settled already: the request "
-                                     "goes on with what the page shows.", field="answers")
+            raise FollowUpError("These questions are settled already: the request "
+                                     "goes on with what the page shows.")
         questions = [dict(q) for q in locked.questions]
         for number, question in enumerate(questions):
             question["answer"] = answers.get(number, "").strip()[:MAX_ANSWER_CHARS]
@@ -363,6 +369,31 @@ def follow_up_answer(*, request: ChangeRequest, user: AbstractBaseUser,
                             "questions": len(questions)})
         follow_up_queue(locked, stage=FollowUp.WRITING)
     return locked
+
+
+def follow_up_retry(*, request: ChangeRequest, user: AbstractBaseUser) -> ChangeRequest:
+    """Ask the analyst again, once the model is set up or answers again (by whoever may answer;
+    only while the request is open and nothing was asked yet)."""
+    if not may_answer(user, request):
+        raise FollowUpError("Only whoever asked, or a reviewer of the team that makes "
+                                 "the plugin, asks the analyst again.")
+    with transaction.atomic():
+        locked = ChangeRequest.objects.select_for_update().get(pk=request.pk)
+        retryable = (FollowUp.NO_MODEL, FollowUp.UNREACHABLE)
+        if locked.status != ChangeRequest.Status.OPEN or locked.follow_up not in retryable:
+            raise FollowUpError("The analyst has this request already.")
+        follow_up_queue(locked, stage=FollowUp.WRITING if locked.questions
+                        else FollowUp.READING)
+    return locked
+
+
+def follow_up_stalled(request: ChangeRequest) -> bool:
+    """The analyst was asked long ago and has not replied (a worker that stopped mid-way):
+    the page says the request goes on as written."""
+    if request.follow_up not in (FollowUp.READING, FollowUp.WRITING):
+        return False
+    since = request.answered_at or request.created_at
+    return timezone.now() - since > timedelta(seconds=STALLED_AFTER_S)
 
 
 def follow_up_for_run(request: ChangeRequest) -> dict[str, str]:

@@ -26,6 +26,7 @@ from teams.services.notifications import (
 from tools.change_selectors import may_decide_change
 from tools.json_input import JsonInputError, json_input_parse, json_input_problem
 from tools.models import ChangeRequest, Invocation
+from tools.services.change_questions import follow_up_for_run, follow_up_queue
 
 Status = ChangeRequest.Status
 MAX_CASES = 20
@@ -115,8 +116,6 @@ def change_request_create(*, user: AbstractBaseUser, plugin: Plugin, from_team: 
             team_id=plugin.team_id, plugin=plugin, version=version, asked_by_id=user.pk,
             from_team=from_team, description=description, keep=keep.strip(),
             cases=_clean_cases(cases or []), invocation=invocation)
-        from tools.services.change_questions import follow_up_queue
-
         follow_up_queue(request)  # the analyst's few questions, if any (docs/tools.md)
         owner = request.team
         audit_record(actor=user, action="tool.change_asked", team=owner, target=request,
@@ -147,7 +146,6 @@ def change_request_start(*, request: ChangeRequest, user: User,
     `behaviour_changes`: the reviewer says the request changes what the tool does today, so
     the version's tests may change with it (runs/services/changes.py)."""
     from runs.services.changes import change_project_create
-    from tools.services.change_questions import follow_up_for_run
 
     with transaction.atomic():
         request = ChangeRequest.objects.select_for_update(of=("self",)).select_related(

@@ -136,13 +136,23 @@ def change_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     if request.method == "POST" and request.POST.get("decision") == "answer":
         try:
             change_questions.follow_up_answer(request=found, user=request.user, answers=answers)
-        except ChangeRequestError as exc:
+        except change_questions.FollowUpError as exc:
             if not change_questions.may_answer(request.user, found):
                 raise PermissionDenied(str(exc)) from None
             errors["answers"], status = str(exc), 400
         else:
             messages.success(request, "Thank you. The change spec is being written from the "
                                       "answers; this page shows it when it is ready.")
+            return redirect("tools:change", found.pk)
+    elif request.method == "POST" and request.POST.get("decision") == "ask_again":
+        try:
+            change_questions.follow_up_retry(request=found, user=request.user)
+        except change_questions.FollowUpError as exc:
+            if not change_questions.may_answer(request.user, found):
+                raise PermissionDenied(str(exc)) from None
+            errors["answers"], status = str(exc), 400
+        else:
+            messages.success(request, "The analyst is reading the request again.")
             return redirect("tools:change", found.pk)
     elif request.method == "POST":
         if not owner_side:
@@ -177,7 +187,8 @@ def change_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         "open": found.status == ChangeRequest.Status.OPEN,
         "questions": [{**q, "number": n, "typed": answers.get(n, "")}
                       for n, q in enumerate(found.questions)],
-        "may_answer": change_questions.may_answer(request.user, found)}, status=status)
+        "may_answer": change_questions.may_answer(request.user, found),
+        "follow_up_stalled": change_questions.follow_up_stalled(found)}, status=status)
 
 
 @login_required
