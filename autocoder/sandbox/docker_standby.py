@@ -162,7 +162,7 @@ class Prepared:
             demux.feed(data)
         if not demux.out.startswith(READY):
             raise SandboxError("the sandbox container sent an unexpected greeting")
-        self._rest = bytes(demux.pending)
+        self._rest = bytes(demux.pending + demux.out[len(READY):] + demux.err)
         self._ready = True
 
     def alive(self) -> bool:
@@ -184,7 +184,7 @@ class Prepared:
             raise ContainerGone(f"the sandbox container went away: {exc}") from exc
         stream = _follow(sock, limits, marker, cancel_check, started)
         if stream.stop is not None:
-            self.container.kill()
+            self._kill()
         frame_code = None if stream.frame is None else stream.frame.get("exit_code")
         state: dict[str, Any] = {}
         if stream.stop is not None or stream.frame is None or frame_code == 137:
@@ -192,6 +192,14 @@ class Prepared:
         out, frame = _split_frame(bytes(stream.demux.out), marker)
         return _result(limits, state, stream.stop, frame, out, bytes(stream.demux.err),
                        int((time.monotonic() - started) * 1000))
+
+    def _kill(self) -> None:
+        from docker.errors import DockerException
+
+        try:
+            self.container.kill()
+        except DockerException:
+            pass  # it ended by itself meanwhile
 
     def _final_state(self) -> dict[str, Any]:
         from docker.errors import DockerException
