@@ -97,7 +97,8 @@ def startup(runs: int = 30, backend: str = "bwrap") -> dict[str, Any]:
         (docker_standby if kind == "docker" else standby).release_all()
         wall["cold"].append(_timed(inside))
     (docker_standby if kind == "docker" else standby).release_all()
-    median = {name: statistics.median(samples) for name, samples in wall.items()}
+    # rounded first, so that the printed ratio is the printed figures' ratio
+    median = {name: round(statistics.median(samples), 2) for name, samples in wall.items()}
     return {"backend": backend, "runs": runs, "outside_ms": round(median["outside"], 2),
             "inside_ms": round(median["inside"], 2),
             "ratio": round(median["inside"] / median["outside"], 2),

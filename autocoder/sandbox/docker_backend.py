@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from autocoder import metrics
+from autocoder.sandbox import docker_standby
 from autocoder.sandbox.channel import DOCKER_DIR, Channel
+from autocoder.sandbox.docker_standby import split_frame as _split_frame
 from autocoder.sandbox.image import SANDBOX_PATH
 from autocoder.sandbox.output import CappedStream
 from autocoder.sandbox.process import verdict
@@ -162,11 +164,9 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
     from docker.errors import DockerException
 
     if client is None:
-        from autocoder.sandbox import docker_standby
-
-        return docker_standby.run(files, command, limits, collect=collect,
-                                  cancel_check=cancel_check, image=image, runtime=runtime,
-                                  channel=channel)
+        return _run_prepared(files, command, limits, collect=collect,
+                             cancel_check=cancel_check, image=image, runtime=runtime,
+                             channel=channel)
     marker = new_marker()
     runtime = default_runtime() if runtime is None else runtime
     argv = entry_command(files, command, limits, collect or [], marker, runtime)
@@ -201,6 +201,53 @@ def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
             remove_tree(channel_dir)
 
 
+def _run_prepared(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
+                  collect: list[str] | None, cancel_check: Callable[[], bool] | None,
+                  image: str | None, runtime: str | None,
+                  channel: Channel | None) -> RunResult:
+    """`run` on this thread's prepared container, or on one started now (docker_standby)."""
+    from docker.errors import DockerException
+
+    marker = new_marker()
+    runtime = default_runtime() if runtime is None else runtime
+    image = image or default_image()
+    config, payload = job_lines(files, command, limits, collect or [], marker, runtime)
+    key = docker_standby.fit_key(image, runtime, limits)
+
+    def create(channel_dir: str) -> dict[str, Any]:
+        return container_kwargs(
+            image=image, command=["python", "-I", "-S", "-c", ENTRY_SOURCE, "--prepared"],
+            limits=limits, channel_dir=channel_dir, runtime=runtime)
+
+    requested = time.monotonic()
+    try:
+        for attempt in range(2):
+            try:
+                sandbox = (docker_standby.take(key, create) if attempt == 0
+                           else docker_standby.cold(key, create))
+            except DockerException as exc:
+                raise SandboxError(f"docker could not start the sandbox container: {exc}") from exc
+            try:
+                if channel is not None:
+                    channel.open(sandbox.channel_dir, mode=0o666)
+                metrics.sandbox_started("docker", time.monotonic() - requested)
+                done = sandbox.serve(config, payload, limits, marker, cancel_check)
+                return _result(limits, done.state, done.stop, done.frame, done.stdout,
+                               done.stderr, done.duration_ms)
+            except docker_standby.ContainerGone:
+                if attempt or channel is not None:  # a channel serves one run only
+                    raise
+            except DockerException as exc:
+                raise SandboxError(f"docker failed during the run: {exc}") from exc
+            finally:
+                if channel is not None:
+                    channel.close()
+                sandbox.release()
+        raise SandboxError("the sandbox container went away twice")  # not reached
+    finally:
+        docker_standby.prepare(key, create)
+
+
 def _drive(container: Any, limits: Limits, marker: str,
            cancel_check: Callable[[], bool] | None, requested: float) -> RunResult:
     started = time.monotonic()
@@ -228,17 +275,6 @@ def _wait(container: Any, deadline: float, cancel_check: Callable[[], bool] | No
         if cancel_check is not None and cancel_check():
             return "cancelled"
         time.sleep(POLL_S)
-
-
-def _split_frame(stdout: bytes, marker: str) -> tuple[bytes, dict[str, Any] | None]:
-    at = stdout.rfind(b"\n" + marker.encode())
-    if at < 0:
-        return stdout, None
-    line = stdout[at + 1 + len(marker):].strip()
-    try:
-        return stdout[:at], json.loads(base64.b64decode(line))
-    except ValueError:
-        return stdout, None
 
 
 def _result(limits: Limits, state: dict[str, Any], stop: str | None,

@@ -24,6 +24,8 @@ containers"):
 from __future__ import annotations
 
 import atexit
+import base64
+import json
 import os
 import queue
 import select
@@ -34,24 +36,12 @@ import time
 import weakref
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import dramatiq
 from dramatiq.middleware import Middleware
 
-from autocoder import metrics
-from autocoder.sandbox.channel import Channel
-from autocoder.sandbox.docker_backend import (
-    ENTRY_SOURCE,
-    _result,
-    _split_frame,
-    container_kwargs,
-    default_image,
-    default_runtime,
-    job_lines,
-    new_marker,
-)
-from autocoder.sandbox.types import Limits, RunResult, SandboxError
+from autocoder.sandbox.types import Limits, SandboxError
 from autocoder.sandbox.workdir import base_dir, remove_tree
 
 READY = b"@@autocoder-ready@@\n"  # docker_entry.READY: waiting for its job
@@ -67,6 +57,7 @@ _local = threading.local()
 _every: weakref.WeakSet[Prepared] = weakref.WeakSet()
 _client_lock = threading.Lock()
 _process: dict[str, Any] = {}
+Create = Callable[[str], dict[str, Any]]
 
 
 class ContainerGone(SandboxError):
@@ -113,8 +104,10 @@ class _Parts:
 class Prepared:
     """One container whose entry waits for a job; used once, then removed."""
 
-    def __init__(self, image: str, runtime: str, limits: Limits, *, background: bool) -> None:
-        self.key = fit_key(image, runtime, limits)
+    def __init__(self, key: tuple[Any, ...], create: Create, *, background: bool) -> None:
+        """`create(channel_dir)`: the keyword arguments of `containers.create` (the entry
+        waiting on stdin), for a container whose channel directory is `channel_dir`."""
+        self.key = key
         self.owner_pid = os.getpid()
         self.handed_over = False
         self._ready = False
@@ -122,7 +115,7 @@ class Prepared:
         self.parts = _Parts()
         self._release = weakref.finalize(self, _release, self.parts, self.owner_pid)
         _every.add(self)
-        build = _builder(self.parts, image, runtime, limits)  # holds no reference to self
+        build = _builder(self.parts, create)  # holds no reference to self
         if background:
             self.parts.thread = threading.Thread(target=build, name="sandbox-prepare",
                                                  daemon=True)
@@ -172,8 +165,8 @@ class Prepared:
                 and not select.select([sock], [], [], 0)[0])
 
     def serve(self, config: str, payload: str, limits: Limits, marker: str,
-              cancel_check: Callable[[], bool] | None) -> RunResult:
-        """Hand the job over, follow it to its frame and build its result."""
+              cancel_check: Callable[[], bool] | None) -> Outcome:
+        """Hand the job over and follow it to its frame (or its end, or its stop)."""
         sock = self.parts.sock
         assert sock is not None and self._ready
         self.handed_over = True
@@ -189,9 +182,10 @@ class Prepared:
         state: dict[str, Any] = {}
         if stream.stop is not None or stream.frame is None or frame_code == 137:
             state = self._final_state()  # killed: by us, the memory cgroup or another cause
-        out, frame = _split_frame(bytes(stream.demux.out), marker)
-        return _result(limits, state, stream.stop, frame, out, bytes(stream.demux.err),
-                       int((time.monotonic() - started) * 1000))
+        out, frame = split_frame(bytes(stream.demux.out), marker)
+        return Outcome(state=state, stop=stream.stop, frame=frame, stdout=out,
+                       stderr=bytes(stream.demux.err),
+                       duration_ms=int((time.monotonic() - started) * 1000))
 
     def _kill(self) -> None:
         from docker.errors import DockerException
@@ -217,13 +211,34 @@ class Prepared:
         self._release()
 
 
+class Outcome(NamedTuple):
+    state: dict[str, Any]  # the engine's State when the job was killed, else empty
+    stop: str | None
+    frame: dict[str, Any] | None
+    stdout: bytes
+    stderr: bytes
+    duration_ms: int
+
+
+def split_frame(stdout: bytes, marker: str) -> tuple[bytes, dict[str, Any] | None]:
+    """The job's stdout and the entry's frame (the last marked line), if there is one."""
+    at = stdout.rfind(b"\n" + marker.encode())
+    if at < 0:
+        return stdout, None
+    line = stdout[at + 1 + len(marker):].strip()
+    try:
+        return stdout[:at], json.loads(base64.b64decode(line))
+    except ValueError:
+        return stdout, None
+
+
 def fit_key(image: str, runtime: str, limits: Limits) -> tuple[Any, ...]:
     """What a container is created with; the job's other limits travel with the job."""
     return (image, runtime, limits.memory_mb, limits.pids, limits.cpu_s, limits.file_size_mb,
             limits.open_files, limits.workdir_mb, limits.output_kb)
 
 
-def _builder(parts: _Parts, image: str, runtime: str, limits: Limits) -> Callable[[], None]:
+def _builder(parts: _Parts, create: Create) -> Callable[[], None]:
     def build() -> None:
         from docker.errors import DockerException
 
@@ -231,9 +246,7 @@ def _builder(parts: _Parts, image: str, runtime: str, limits: Limits) -> Callabl
             _sweep_once()
             parts.channel_dir = Path(tempfile.mkdtemp(prefix="channel-", dir=base_dir()))
             parts.channel_dir.chmod(0o755)  # the container's user (10001) reaches the socket
-            kwargs = container_kwargs(
-                image=image, command=["python", "-I", "-S", "-c", ENTRY_SOURCE, "--prepared"],
-                limits=limits, channel_dir=str(parts.channel_dir), runtime=runtime)
+            kwargs = create(str(parts.channel_dir))
             kwargs["labels"] = {**kwargs["labels"], OWNER_LABEL: owner()}
             kwargs["stdin_open"] = True
             parts.container = client().containers.create(**kwargs)
@@ -316,7 +329,7 @@ def _follow(sock: socket.socket, limits: Limits, marker: str,
             stream.stop = "output_limit"
             break
         if stream.frame is None and demux.out.endswith(b"\n") and marker.encode() in demux.out:
-            stream.frame = _split_frame(bytes(demux.out), marker)[1]
+            stream.frame = split_frame(bytes(demux.out), marker)[1]
     return stream
 
 
@@ -402,12 +415,12 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def take(image: str, runtime: str, limits: Limits) -> Prepared:
+def take(key: tuple[Any, ...], create: Create) -> Prepared:
     """This thread's prepared container when it fits and lives, else one started now."""
     prepared: Prepared | None = getattr(_local, "prepared", None)
     _local.prepared = None
     if prepared is not None:
-        if prepared.key == fit_key(image, runtime, limits) and prepared.owner_pid == os.getpid():
+        if prepared.key == key and prepared.owner_pid == os.getpid():
             try:
                 prepared.wait_ready()
             except SandboxError:
@@ -415,11 +428,11 @@ def take(image: str, runtime: str, limits: Limits) -> Prepared:
             if prepared.alive():
                 return prepared
         prepared.release()
-    return cold(image, runtime, limits)
+    return cold(key, create)
 
 
-def cold(image: str, runtime: str, limits: Limits) -> Prepared:
-    fresh = Prepared(image, runtime, limits, background=False)
+def cold(key: tuple[Any, ...], create: Create) -> Prepared:
+    fresh = Prepared(key, create, background=False)
     try:
         fresh.wait_ready()
     except BaseException:
@@ -428,10 +441,10 @@ def cold(image: str, runtime: str, limits: Limits) -> Prepared:
     return fresh
 
 
-def prepare(image: str, runtime: str, limits: Limits) -> None:
+def prepare(key: tuple[Any, ...], create: Create) -> None:
     """Start preparing this thread's next container; returns at once."""
     if getattr(_local, "prepared", None) is None:
-        _local.prepared = Prepared(image, runtime, limits, background=True)
+        _local.prepared = Prepared(key, create, background=True)
 
 
 def prepared() -> Prepared | None:
@@ -452,43 +465,6 @@ def release_all() -> None:
 
 
 atexit.register(release_all)
-
-
-def run(files: dict[str, str | bytes], command: list[str], limits: Limits, *,
-        collect: list[str] | None, cancel_check: Callable[[], bool] | None,
-        image: str | None, runtime: str | None, channel: Channel | None) -> RunResult:
-    """docker_backend.run on this thread's prepared container (or a cold one)."""
-    from docker.errors import DockerException
-
-    marker = new_marker()
-    runtime = default_runtime() if runtime is None else runtime
-    image = image or default_image()
-    config, payload = job_lines(files, command, limits, collect or [], marker, runtime)
-    requested = time.monotonic()
-    try:
-        for attempt in range(2):
-            try:
-                sandbox = take(image, runtime, limits) if attempt == 0 else cold(
-                    image, runtime, limits)
-            except DockerException as exc:
-                raise SandboxError(f"docker could not start the sandbox container: {exc}") from exc
-            try:
-                if channel is not None:
-                    channel.open(sandbox.channel_dir, mode=0o666)
-                metrics.sandbox_started("docker", time.monotonic() - requested)
-                return sandbox.serve(config, payload, limits, marker, cancel_check)
-            except ContainerGone:
-                if attempt or channel is not None:  # a channel serves one run only
-                    raise
-            except DockerException as exc:
-                raise SandboxError(f"docker failed during the run: {exc}") from exc
-            finally:
-                if channel is not None:
-                    channel.close()
-                sandbox.release()
-        raise SandboxError("the sandbox container went away twice")  # not reached
-    finally:
-        prepare(image, runtime, limits)
 
 
 class ReleaseOnShutdown(Middleware):
