@@ -36,7 +36,7 @@ EMBEDDED_SUPERUSER = "postgres"
 
 def embedded_database_url(env: Mapping[str, str] = os.environ, *,
                           user: str = EMBEDDED_APP_ROLE) -> str:
-    # pgserver listens on a unix socket inside its data directory, with trust auth.
+    # The embedded server listens on a unix socket inside its data directory, with trust auth.
     socket_dir = quote(str(embedded_pg_dir(env)), safe="")
     return f"postgres://{user}@{socket_dir}/postgres"
 

