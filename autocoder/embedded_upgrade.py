@@ -130,10 +130,10 @@ class _Cluster:
         self.bin_dir, self.data_dir, self.user, self.socket_dir = (
             bin_dir, data_dir, user, socket_dir)
 
-    def run(self, program: str, *args: str, cwd: Path | None = None) -> str:
+    def run(self, program: str, *args: str, cwd: Path | None = None, stdin: str = "") -> str:
         result = subprocess.run([str(self.bin_dir / program), *args], capture_output=True,
                                 text=True, timeout=UPGRADE_TIMEOUT_S, user=self.user,
-                                cwd=str(cwd or self.socket_dir))
+                                cwd=str(cwd or self.socket_dir), input=stdin)
         if result.returncode:
             output = (result.stdout + result.stderr).strip()
             raise UpgradeError(f"{program} failed: {output[-800:]}")
@@ -147,9 +147,12 @@ class _Cluster:
     def stop(self) -> None:
         self.run("pg_ctl", "-D", str(self.data_dir), "-m", "fast", "-w", "stop")
 
-    def sql(self, database: str, query: str) -> list[list[str]]:
-        out = self.run("psql", "-X", "-A", "-t", "-F", "\t", "-h", str(self.socket_dir), "-p",
-                       str(PORT), "-U", SUPERUSER, "-d", database, "-c", query)
+    def sql(self, database: str, query: str | None, *, script: str = "") -> list[list[str]]:
+        """Rows of `query`, or of a psql `script` read from standard input."""
+        command = ["-c", query] if query is not None else ["-f", "-"]
+        out = self.run("psql", "-X", "-A", "-t", "-F", "\t", "-v", "ON_ERROR_STOP=1", "-h",
+                       str(self.socket_dir), "-p", str(PORT), "-U", SUPERUSER, "-d", database,
+                       *command, stdin=script)
         return [line.split("\t") for line in out.splitlines() if line]
 
     def databases(self) -> list[str]:
@@ -160,11 +163,11 @@ class _Cluster:
         """Rows of every user table, "database.schema.table" -> count."""
         counts: dict[str, int] = {}
         for database in self.databases():
-            # Counted by the server (query_to_xml), no SQL built here from table names.
-            for name, count in self.sql(database, (
-                    "SELECT format('%I.%I', schemaname, relname), (xpath('/row/c/text()', "
-                    "query_to_xml(format('SELECT count(*) AS c FROM %I.%I', schemaname, relname),"
-                    " false, true, '')))[1]::text FROM pg_stat_user_tables ORDER BY 1")):
+            # psql's \gexec runs each generated count; names are quoted by the server (%I, %L).
+            script = ("SELECT format('SELECT %L, count(*) FROM %I.%I', "
+                      "format('%I.%I', schemaname, relname), schemaname, relname) "
+                      "FROM pg_stat_user_tables ORDER BY 1 \\gexec\n")
+            for name, count in self.sql(database, None, script=script):
                 counts[f"{database}.{name}"] = int(count)
         return counts
 

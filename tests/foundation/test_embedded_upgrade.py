@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -100,7 +101,8 @@ def _old_cluster_with_data(var_dir: Path) -> dict[str, object]:
 
 
 @pytest.mark.slow
-def test_a_postgresql_16_install_is_upgraded_and_keeps_its_data(var_dir: Path) -> None:
+def test_a_postgresql_16_install_is_upgraded_and_keeps_its_data(
+        var_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
     seeded = _old_cluster_with_data(var_dir)
     data = var_dir / "pg"
     assert embedded_upgrade.upgrade_needed(data)
@@ -108,6 +110,12 @@ def test_a_postgresql_16_install_is_upgraded_and_keeps_its_data(var_dir: Path) -
     url = ensure_postgres(data)  # what the first `make run` after updating does
 
     try:
+        told = capsys.readouterr().err
+        assert "was made by PostgreSQL 16; this version runs PostgreSQL 18" in told
+        rows = re.search(r"Upgraded to PostgreSQL 18[.\d]*: (\d+) tables, (\d+) rows, the same",
+                         told)
+        assert rows and int(rows[1]) > 50 and int(rows[2]) > 50, told
+        assert f"The old data stays in {var_dir / 'pg-16-before-upgrade'}" in told
         kept = var_dir / "pg-16-before-upgrade"
         assert (kept / "PG_VERSION").read_text().strip() == "16"
         assert (data / "PG_VERSION").read_text().strip() == "18"
