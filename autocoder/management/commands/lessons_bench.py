@@ -1,4 +1,5 @@
-"""`manage.py lessons_bench --n N --queries Q [--json]`: HNSW latency and recall@10."""
+"""`manage.py lessons_bench --n N --queries Q [--json]`: HNSW latency and recall@10;
+with `--teams T`, searches filtered to one team, per team-size band, old server beside new."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from autocoder.benchmarks.lessons import BenchConfig, run_bench
+from autocoder.benchmarks.lessons_filtered import FilteredConfig, run_filtered
 from autocoder.lessons.models import HNSW_EF_CONSTRUCTION, HNSW_M
 from autocoder.lessons.selectors import HNSW_EF_SEARCH
 
@@ -29,8 +31,21 @@ class Command(BaseCommand):
                             help="texts to embed for the throughput figure (0 skips it)")
         parser.add_argument("--seed", type=int, default=7)
         parser.add_argument("--json", action="store_true", help="print one JSON object")
+        parser.add_argument("--teams", type=int, default=0,
+                            help="filtered mode: spread the lessons over this many teams "
+                                 "(1 to 50,000 lessons each) and search one team at a time, "
+                                 "on this server and on the previous one (PostgreSQL 16)")
+        parser.add_argument("--queries-per-band", type=int, default=50,
+                            help="filtered mode: queries per team-size band")
+        parser.add_argument("--halfvec", action="store_true",
+                            help="filtered mode: also a half-precision index (recall, size)")
+        parser.add_argument("--no-old-server", action="store_true",
+                            help="filtered mode: skip the previous server")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        if options["teams"]:
+            self._filtered(options)
+            return
         config = BenchConfig(
             n=options["n"], queries=options["queries"], m=options["m"],
             ef_construction=options["ef_construction"], ef_search=options["ef_search"],
@@ -46,3 +61,14 @@ class Command(BaseCommand):
             return
         for key, value in result.as_dict().items():
             self.stdout.write(f"{key:<16} {value}")
+
+    def _filtered(self, options: dict[str, Any]) -> None:
+        config = FilteredConfig(
+            n=options["n"], teams=options["teams"], queries_per_band=options["queries_per_band"],
+            ef_search=options["ef_search"], halfvec=options["halfvec"],
+            old_server=not options["no_old_server"], seed=options["seed"])
+        try:
+            result = run_filtered(config, progress=lambda m: self.stderr.write(m))
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        self.stdout.write(json.dumps(result, indent=None if options["json"] else 2))
