@@ -56,8 +56,10 @@ def test_worker_can_be_scaled() -> None:
 
 def test_data_lives_in_named_volumes() -> None:
     document = compose()
-    assert {"pgdata", "redisdata", "artifacts"} <= set(document["volumes"])
-    assert "pgdata:/var/lib/postgresql/data" in document["services"]["postgres"]["volumes"]
+    assert {"pg18data", "redisdata", "artifacts"} <= set(document["volumes"])
+    # PostgreSQL 18 with pgvector 0.8, as embedded; its image keeps data below /var/lib/postgresql.
+    assert document["services"]["postgres"]["image"] == "pgvector/pgvector:pg18"
+    assert "pg18data:/var/lib/postgresql" in document["services"]["postgres"]["volumes"]
 
 
 def test_every_variable_the_settings_and_compose_read_is_documented() -> None:
