@@ -186,3 +186,32 @@ def test_a_failed_upgrade_puts_the_old_cluster_back(var_dir: Path,
         assert "still here" in server.psql("SELECT note FROM notes;")
     finally:
         server.cleanup()
+
+
+@pytest.mark.django_db
+def test_health_refuses_a_pgvector_older_than_0_8_with_the_fix(
+        var_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from django.db import connection
+    from django.db.utils import load_backend
+
+    from autocoder import health
+
+    data = var_dir / "pg"
+    server = _old_server(data)  # PostgreSQL 16.2 with pgvector 0.6.2, as an own server might be
+    try:
+        server.psql("CREATE EXTENSION vector;")
+        settings_dict = {**connection.settings_dict, "NAME": "postgres", "USER": "postgres",
+                         "PASSWORD": "", "HOST": str(data), "PORT": ""}
+        old = load_backend(settings_dict["ENGINE"]).DatabaseWrapper(settings_dict, "old")
+        monkeypatch.setattr(health, "connection", old)
+        try:
+            check = health.check_pgvector()
+        finally:
+            old.close()
+    finally:
+        server.cleanup()
+    assert not check.ok
+    assert check.detail == "vector 0.6.2 is older than the 0.8 this version needs"
+    assert "pgvector 0.8 or newer" in check.hint and "ALTER EXTENSION vector UPDATE" in check.hint
+    monkeypatch.undo()
+    assert health.check_pgvector().ok  # the session's own server: PostgreSQL 18, pgvector 0.8
