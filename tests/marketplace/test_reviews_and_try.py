@@ -3,7 +3,9 @@ in the sandbox from the page, rate-limited per user in Redis)."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
+import json
 from typing import Any
 
 import pytest
@@ -21,6 +23,7 @@ from marketplace.try_input import TryInputError, command_example, try_commands, 
 from marketplace.validation import PackageError
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.marketplace.conftest import WORD_COUNT_SPEC, client_for, plugin_tree, zip_bytes
+from tests.sandbox.backends import leftover_containers, use_backend
 
 pytestmark = pytest.mark.django_db
 
@@ -144,6 +147,49 @@ def test_try_it_runs_the_command_in_the_sandbox(market: dict, plugin: Plugin,
 
 def html_text(page: str) -> str:
     return html.unescape(page)
+
+
+WHERE = '''import os
+
+
+class Plugin:
+    def on_command(self, name, payload):
+        if payload.get("text") == "spin":
+            while True:
+                pass
+        if payload.get("text") == "where":
+            return {"in_docker": os.path.exists("/.dockerenv")}
+        return {"words": len(payload["text"].split())}
+'''
+
+
+def test_try_it_from_the_page_runs_on_docker_with_the_same_time_limit(
+        market: dict, publish: Any, clean_redis: Any, settings: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31: "Try it" runs on the Docker backend too (runc here), with the same limits.
+    Skips with how to enable it when no engine or image is here; fails in CI instead."""
+    publish(plugin_tree(body=WHERE), visibility="public")  # its checks on the usual backend
+    use_backend("docker", settings)
+    monkeypatch.setattr(trying, "TRY_LIMITS", dataclasses.replace(trying.TRY_LIMITS,
+                                                                  timeout_s=2))
+    client = client_for(market["loner"])
+
+    def tried(text: str) -> str:
+        """The page's Try button, the worker's run, then the result the page polls for."""
+        asked = client.post(try_url(), {"command": "count-words",
+                                        "payload": json.dumps({"text": text})},
+                            HTTP_HX_REQUEST="true")
+        assert "Waiting for a worker to run" in asked.content.decode()
+        done = plugin_try_perform(try_id=TryRequest.objects.latest("pk").pk)
+        assert done is not None
+        return html_text(client.get(reverse("marketplace:try_result", args=[
+            "word-count", "0.1.0", done.pk]), HTTP_HX_REQUEST="true").content.decode())
+
+    assert '"words": 3' in tried("a b c")
+    assert '"in_docker": true' in tried("where")  # in a container, not bwrap
+    spun = tried("spin")
+    assert "The plugin took longer than 2 seconds and was stopped." in spun
+    assert leftover_containers() == []
 
 
 def test_try_it_takes_a_pasted_table_or_text_for_a_command_with_one_input(
