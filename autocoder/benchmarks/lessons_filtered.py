@@ -7,7 +7,7 @@ measured against the exact answer (numpy, over that team's vectors) and latency 
 it, per team-size band, for:
 
 * `new`: this version's server (the session's PostgreSQL, 18 with pgvector 0.8) with iterative
-  index scans (strict order) and the exact-scan fallback `lessons_nearest` keeps;
+  index scans (as `lessons_nearest` sets them) and the exact-scan fallback it keeps;
 * `old`: the previous embedded server (PostgreSQL 16.2, pgvector 0.6.2, from the `pgserver`
   wheel, started here in a scratch directory when that wheel is installed) with what the
   product did there: an index scan, then an exact scan when it returned fewer rows than asked;
@@ -18,6 +18,7 @@ The same rows and queries go to every server. See docs/lessons.md for figures.
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import tempfile
@@ -40,11 +41,11 @@ from autocoder.benchmarks.lessons import (
     synthetic_data,
 )
 from autocoder.lessons.embedder import DIMENSIONS
+from autocoder.lessons.selectors import HNSW_ITERATIVE_SCAN
 
 MAX_TEAM = 50_000
 BANDS = ((1, 9), (10, 99), (100, 999), (1_000, 9_999), (10_000, None))
 Progress = Callable[[str], None]
-ITERATIVE_SCAN = "strict_order"
 
 
 @dataclass(frozen=True)
@@ -153,7 +154,7 @@ def _index_mb(raw: Any, name: str) -> float:
 
 
 def _search(raw: Any, table: str, strategy: str, ef_search: int, work: Workload,
-            iterative: str = ITERATIVE_SCAN) -> dict[str, dict[str, float]]:
+            iterative: str = HNSW_ITERATIVE_SCAN) -> dict[str, dict[str, float]]:
     """Per band: recall@10 and latency of `lessons_nearest`'s way of asking (an index scan,
     then an exact scan when it returned fewer than 10 of a team that has 10)."""
     order = (f"embedding::halfvec({DIMENSIONS}) <=> %s::halfvec({DIMENSIONS})"
@@ -234,6 +235,8 @@ def old_server() -> Iterator[Any]:
     import psycopg
     from pgvector.psycopg import register_vector
 
+    # The wheel logs each pg_ctl call at INFO, also from atexit once streams are closed.
+    logging.getLogger("pgserver").setLevel(logging.WARNING)
     data = tempfile.mkdtemp(prefix="lessons-bench-pg16-")
     os.chmod(data, 0o755)  # noqa: S103 - as root the server runs as its own user
     server = pgserver.get_server(data, cleanup_mode="stop")
