@@ -55,6 +55,7 @@ VERBS: dict[str, str] = {
     "tool.change_asked": "asked for a change of",
     "tool.change_started": "started a change run of",
     "tool.change_declined": "declined a change of",
+    "tool.change_answered": "answered the follow-up questions of a change of",
     "tool.change_shipped": "shipped a change of",
     "comment.edit": "edited",
     "comment.delete": "deleted",
