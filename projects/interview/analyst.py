@@ -75,10 +75,12 @@ def parse_analyst_questions(text: str, existing: list[dict[str, Any]], *,
     return questions
 
 
-def _json_list(text: str) -> list[Any]:
+def json_reply(text: str, kind: type[list[Any]] | type[dict[str, Any]]) -> Any:
+    """The JSON list or object (`kind`) of a model's reply: bare, fenced, or amid prose;
+    None when there is none."""
     text = re.sub(r"```[a-zA-Z]*", "", text or "").strip()
     candidates = [text]
-    start, end = text.find("["), text.rfind("]")
+    start, end = text.find("[" if kind is list else "{"), text.rfind("]" if kind is list else "}")
     if 0 <= start < end:
         candidates.append(text[start:end + 1])
     for candidate in candidates:
@@ -86,10 +88,17 @@ def _json_list(text: str) -> list[Any]:
             value = json.loads(candidate)
         except (ValueError, RecursionError):
             continue
-        if isinstance(value, list):
+        if isinstance(value, kind):
             return value
+    return None
+
+
+def _json_list(text: str) -> list[Any]:
+    found = json_reply(text, list)
+    if found is not None:
+        return list(found)
     # A reply cut short (streamed, stopped at the bound): the items written in full so far.
-    return complete_items(text)
+    return complete_items(re.sub(r"```[a-zA-Z]*", "", text or "").strip())
 
 
 def complete_items(text: str) -> list[Any]:

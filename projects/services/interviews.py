@@ -33,7 +33,8 @@ from projects.interview import (
     spec_assembly,
 )
 from projects.models import Interview
-from runs.models import LLMCall, Project, Run
+from runs.models import Project, Run
+from runs.services.llm_calls import llm_calls_record_unattached
 from teams.models import Team
 from teams.services.audit import audit_record
 
@@ -292,25 +293,13 @@ def _analyst_reply(interview: Interview, messages: list[Message], provider_for: 
                                        deadline=time.monotonic() + bound)
     except LLMError as error:
         logger.info("analyst unavailable for interview %s: %s", interview.pk, error)
-        _record_calls(messages, records, reply="", error=str(error))
+        llm_calls_record_unattached(messages, records, reply="", error=str(error))
         listen("outcome", "timeout" if isinstance(error, LLMTimeout) else "failed")
         return ""
-    _record_calls(messages, records, reply=completion.text, error="")
+    llm_calls_record_unattached(messages, records, reply=completion.text, error="")
     on_text(completion.text)  # a provider that does not stream says it all at the end
     listen("outcome", "cut" if completion.finish_reason == "deadline" else "answered")
     return completion.text
-
-
-def _record_calls(messages: list[Message], records: list[CallRecord], *, reply: str,
-                  error: str) -> None:
-    """Interview calls cost tokens too; they are stored without a run."""
-    stored = [{"role": m.role, "content": m.content} for m in messages]
-    for record in records:
-        LLMCall.objects.create(
-            role=record.role, provider=record.provider, model=record.model,
-            prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
-            latency_ms=record.latency_ms, attempts=record.attempts,
-            error=record.error or error, messages=stored, reply=reply)
 
 
 def interview_summary_save(*, interview: Interview, data: Mapping[str, Any],

@@ -18,7 +18,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from autocoder import durable
 from autocoder.llm.types import CallRecord, LLMConfigError, LLMError, Message, Provider
 from marketplace.models import PluginVersion
 from projects.interview import analyst
-from runs.models import LLMCall
+from runs.services.llm_calls import llm_calls_record_unattached
 from teams.services.audit import audit_record
 from teams.services.notifications import notifications_comment_send
 from tools.change_selectors import may_decide_change
@@ -195,19 +194,8 @@ class FollowUpReply:
 
 
 def _json_object(text: str) -> dict[str, Any] | None:
-    text = re.sub(r"```[a-zA-Z]*", "", text).strip()
-    candidates = [text]
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        candidates.append(text[start:end + 1])
-    for candidate in candidates:
-        try:
-            value = json.loads(candidate)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
+    found = analyst.json_reply(text, dict)
+    return dict(found) if found is not None else None
 
 
 def _words(value: object, limit: int) -> str:
@@ -264,26 +252,14 @@ def _reply(request: ChangeRequest, messages: list[Message],
             deadline=time.monotonic() + FOLLOW_UP_TIMEOUT_S)
     except (ModelNotSetUp, LLMConfigError) as error:
         logger.info("no analyst model for change request %s: %s", request.pk, error)
-        _record(messages, records, reply="", error=str(error))
+        llm_calls_record_unattached(messages, records, reply="", error=str(error))
         return FollowUp.NO_MODEL, ""
     except LLMError as error:
         logger.info("analyst did not answer for change request %s: %s", request.pk, error)
-        _record(messages, records, reply="", error=str(error))
+        llm_calls_record_unattached(messages, records, reply="", error=str(error))
         return FollowUp.UNREACHABLE, ""
-    _record(messages, records, reply=completion.text, error="")
+    llm_calls_record_unattached(messages, records, reply=completion.text, error="")
     return "ok", completion.text
-
-
-def _record(messages: list[Message], records: list[CallRecord], *, reply: str,
-            error: str) -> None:
-    """The calls cost tokens too; stored without a run, as the interview's are."""
-    stored = [{"role": m.role, "content": m.content} for m in messages]
-    for record in records:
-        LLMCall.objects.create(
-            role=record.role, provider=record.provider, model=record.model,
-            prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
-            latency_ms=record.latency_ms, attempts=record.attempts,
-            error=record.error or error, messages=stored, reply=reply)
 
 
 def follow_up_perform(*, request_id: int,
