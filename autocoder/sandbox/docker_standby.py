@@ -42,7 +42,7 @@ import dramatiq
 from dramatiq.middleware import Middleware
 
 from autocoder.sandbox.types import Limits, SandboxError
-from autocoder.sandbox.workdir import base_dir, remove_tree
+from autocoder.sandbox.workdir import base_dir, pid_alive, remove_tree
 
 READY = b"@@autocoder-ready@@\n"  # docker_entry.READY: waiting for its job
 TOOK = b"@@autocoder-took@@\n"  # docker_entry.TOOK: has its job
@@ -399,20 +399,10 @@ def _sweep_once() -> None:
     host = socket.gethostname()
     for container in client().containers.list(all=True, filters={"label": OWNER_LABEL}):
         where, _, pid = container.labels.get(OWNER_LABEL, "").rpartition(":")
-        if where == host and pid.isdigit() and not _pid_alive(int(pid)):
+        if where == host and pid.isdigit() and not pid_alive(int(pid)):
             stale = _Parts()
             stale.container = container
             _removals().put(stale)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def take(key: tuple[Any, ...], create: Create) -> Prepared:
