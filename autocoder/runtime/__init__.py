@@ -51,13 +51,30 @@ TEST_LIBRARIES: tuple[Library, ...] = (
 )
 
 
+# Checking tools the quality pipeline runs on a plugin (docs/engine.md, "The quality pipeline").
+# They are in the runtime but are not libraries: plugin code may not import them, and tests may
+# not either, except hypothesis under the stress strategy (PROPERTY_TEST_LIBRARIES).
+TOOLS: tuple[Library, ...] = (
+    Library("ruff", "0.17.6", ("ruff",), "lint, import order and format"),
+    Library("mypy", "2.4.1", ("mypy",), "type checking of the plugin package"),
+    Library("coverage", "7.17.5", ("coverage",), "line and branch coverage of the tests"),
+    Library("hypothesis", "6.170.17", ("hypothesis",), "property-based tests (stress)"),
+)
+# Importable by a plugin's tests under the stress strategy only (strategies.py, property_tests).
+PROPERTY_TEST_LIBRARIES: tuple[Library, ...] = tuple(
+    lib for lib in TOOLS if lib.distribution == "hypothesis")
+
+
 def plugin_modules() -> frozenset[str]:
     """Top-level import names plugin code may use besides the standard library."""
     return frozenset(name for lib in LIBRARIES for name in lib.modules)
 
 
-def test_modules() -> frozenset[str]:
-    return plugin_modules() | {name for lib in TEST_LIBRARIES for name in lib.modules}
+def test_modules(*, property_tests: bool = False) -> frozenset[str]:
+    """Import names a plugin's tests may use; with `property_tests` (the stress strategy)
+    hypothesis too."""
+    extra = PROPERTY_TEST_LIBRARIES if property_tests else ()
+    return plugin_modules() | {name for lib in (*TEST_LIBRARIES, *extra) for name in lib.modules}
 
 
 def library_for_module(module: str) -> Library | None:
