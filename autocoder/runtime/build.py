@@ -26,22 +26,49 @@ from autocoder.runtime import (
     runtime_python,
 )
 
+REFERENCE_NAME = "reference.json"
+_EXTRACTOR = Path(__file__).with_name("reference_extract.py")
+
 
 def build(target: Path, *, force: bool = False, quiet: bool = True) -> bool:
     """Build the runtime at `target` unless an up-to-date one is there. True when built."""
     if not force and runtime_problem(target) is None:
+        if not (target / REFERENCE_NAME).exists():  # built before the reference was extracted
+            write_reference(target)
         return False
     staging = target.with_name(f"{target.name}.building-{os.getpid()}")
     shutil.rmtree(staging, ignore_errors=True)
     try:
         venv.EnvBuilder(with_pip=False, symlinks=True, clear=True).create(staging)
         _install(staging, quiet=quiet)
+        write_reference(staging)
         (staging / STAMP_NAME).write_text(json.dumps({
             "digest": requirements_digest(), "python": sys.version.split()[0]}))
         _replace(staging, target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return True
+
+
+def write_reference(directory: Path) -> Path:
+    """The API reference of what plugins may import, read by the runtime's own Python into
+    REFERENCE_NAME (docs/engine.md, "Reference docs")."""
+    from autocoder.runtime import LIBRARIES
+    from autocoder.safety.reviewed import NOT_REVIEWED, REVIEWED_MODULES, REVIEWED_NAMES
+
+    skip = {"__future__", "posixpath", "keyword", "errno"}  # os.path covers posixpath
+    what = {
+        "libraries": [{"distribution": lib.distribution, "version": lib.version,
+                       "modules": list(lib.modules)} for lib in LIBRARIES
+                      if lib.modules != ("tzdata",)],  # data only: zoneinfo is its API
+        "stdlib": {"modules": sorted((REVIEWED_MODULES - skip) | {"collections.abc"}),
+                   "names": {k: sorted(v) for k, v in REVIEWED_NAMES.items()},
+                   "exclude": sorted(NOT_REVIEWED)},
+    }
+    out = directory / REFERENCE_NAME
+    subprocess.run([str(runtime_python(directory)), "-I", str(_EXTRACTOR), str(out)],
+                   input=json.dumps(what), text=True, check=True, capture_output=True)
+    return out
 
 
 def _install(staging: Path, *, quiet: bool) -> None:
