@@ -115,7 +115,7 @@ def _template(name: str) -> str:
 def _role_template(role: str, spec: Spec, iteration: int) -> tuple[str, str]:
     values = {"plugin_name": spec.name, "package": spec.package, "iteration": str(iteration),
               "acceptance_path": ACCEPTANCE_TEST_PATH, "libraries": runtime_libraries_text(),
-              "services": services_text(spec)}
+              "services": services_text(spec), "testing": testing_text(spec)}
     values["contract"] = Template(_template("_contract")).substitute(values).strip()
     values["protocol"] = Template(_template("_protocol")).substitute(values).strip()
     system, _, task = _template(role).partition(TASK_MARKER)
@@ -160,6 +160,37 @@ def services_text(spec: Spec) -> str:
         "    `plugin = Plugin(); plugin.on_initialize(plugin_api)`, and assert on",
         "    `plugin_api.http.requests[i]` (`.method`, `.url`, `.json`, `.headers`, `.auth`).",
     ]
+    return "\n".join(lines)
+
+
+def testing_text(spec: Spec) -> str:
+    """What the requester's testing strategy asks of the tests (autocoder/quality/strategies.py;
+    docs/engine.md, "Testing strategies")."""
+    from autocoder.quality.strategies import strategy
+
+    chosen = strategy(spec.testing_strategy)
+    lines = [f"The requester chose the {chosen.key} testing strategy:"]
+    if chosen.coverage_min <= 0:
+        lines.append("- basic: test the requester's examples and the main cases of every command"
+                     " (a typical input, and an empty one).")
+        return "\n".join(lines)
+    lines += [
+        "- test every command: its main cases, its edge cases (empty, missing and unusual"
+        " values, boundaries) and its errors (bad input raises `ValueError` with a clear"
+        " message);",
+        f"- the tests must run at least {chosen.coverage_min:.0%} of the plugin's lines"
+        " (line coverage, measured with coverage.py), so leave no command or branch untested.",
+    ]
+    if chosen.property_tests:
+        lines += [
+            "- stress: also write property-based tests with Hypothesis (`from hypothesis import"
+            " given, settings, strategies as st`;"
+            " `@settings(max_examples=50, deadline=None, derandomize=True)`)"
+            " for properties that hold for every input (types, invariants, round trips, no"
+            " crash on any valid input);",
+            "- and at least one test on a large input (thousands of rows or items, built in the"
+            " test) that checks the result and finishes quickly.",
+        ]
     return "\n".join(lines)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 # something); the plugin contract's rule, which plugin.toml follows too.
 from autocoder.engine.spec_services import Services, check_example_services, check_services
 from autocoder.plugins.names import NAME_PATTERN, package_name
+from autocoder.quality.strategies import STRATEGIES, default_strategy
 
 AUTONOMY_LEVELS: tuple[str, ...] = ("guided", "semi", "full")
 
@@ -27,6 +28,8 @@ MAX_EXAMPLES_PER_COMMAND = 30
 MAX_EXAMPLE_JSON_CHARS = 20000
 MAX_CONSTRAINTS = 30
 MAX_CONSTRAINT_CHARS = 1000
+# The API documentation a requester pasted or uploaded for the services the plugin talks to.
+MAX_API_DOCS_CHARS = 100_000
 
 # Method names the scaffolded Plugin class already uses; a command may not take them over.
 RESERVED_METHODS = frozenset({"on_command", "on_initialize", "on_event"})
@@ -40,7 +43,7 @@ _SHADOWED = frozenset(sys.stdlib_module_names) | {
 NUL = "\x00"
 _NAME_RULE = "must be 1-64 characters: letters, digits, - and _ (at least one letter or digit)"
 _TOP_FIELDS = ("name", "summary", "commands", "constraints", "autonomy", "quality_threshold",
-               "max_iterations", "services")
+               "max_iterations", "services", "testing_strategy", "api_docs")
 _COMMAND_FIELDS = ("name", "description", "examples")
 _EXAMPLE_FIELDS = ("input", "output", "http", "settings")
 
@@ -80,6 +83,14 @@ class Spec:
     quality_threshold: float = 0.85
     max_iterations: int = 10
     services: Services = Services()
+    # How hard the plugin is tested (autocoder/quality/strategies.py); "" means the default
+    # for what the plugin touches, filled in when the Spec is made.
+    testing_strategy: str = ""
+    api_docs: str = ""  # the services' API documentation, as the requester gave it
+
+    def __post_init__(self) -> None:
+        if not self.testing_strategy:
+            object.__setattr__(self, "testing_strategy", spec_default_strategy(self.services))
 
     @property
     def package(self) -> str:
@@ -104,7 +115,16 @@ class Spec:
             "max_iterations": self.max_iterations,
             # written only when the plugin talks to something: older specs read as they were
             **({"services": self.services.as_dict()} if self.services else {}),
+            "testing_strategy": self.testing_strategy,
+            **({"api_docs": self.api_docs} if self.api_docs else {}),
         }
+
+
+def spec_default_strategy(services: Services) -> str:
+    """The testing strategy of a spec that names none: comprehensive for one that reaches
+    another service or holds secrets, else basic."""
+    return default_strategy(talks_to_hosts=bool(services.hosts),
+                            has_secrets=any(s.secret for s in services.settings))
 
 
 class SpecError(ValueError):
@@ -142,11 +162,17 @@ def spec_from_dict(data: object) -> Spec:
         errors.append(f"autonomy: must be one of {', '.join(AUTONOMY_LEVELS)} (got {autonomy!r})")
     threshold = _check_threshold(data.get("quality_threshold", 0.85), errors)
     iterations = _check_iterations(data.get("max_iterations", 10), errors)
+    strategy = data.get("testing_strategy") or spec_default_strategy(services)
+    if not isinstance(strategy, str) or strategy not in STRATEGIES:
+        errors.append(f"testing_strategy: must be one of {', '.join(STRATEGIES)} "
+                      f"(got {strategy!r})")
+    api_docs = _check_text(data, "api_docs", "api_docs", MAX_API_DOCS_CHARS, errors,
+                           required=False)
     if errors:
         raise SpecError(errors)
     return Spec(name=name, summary=summary, commands=commands, constraints=constraints,
                 autonomy=autonomy, quality_threshold=threshold, max_iterations=iterations,
-                services=services)
+                services=services, testing_strategy=strategy, api_docs=api_docs)
 
 
 def _nul_errors(data: dict[Any, Any], limit: int = 20) -> list[str]:
