@@ -188,6 +188,10 @@ class Iteration(models.Model):
     succeeded = models.BooleanField(default=False)
     safety_report = models.JSONField(default=dict, blank=True)
     safety_verdict = models.CharField(max_length=8, blank=True)
+    # The quality pipeline's stages and score (docs/engine.md, "The quality pipeline"); empty
+    # for iterations whose tests did not run, and for those made before the pipeline.
+    quality = models.JSONField(default=dict, blank=True)
+    quality_score = models.PositiveSmallIntegerField(null=True, blank=True)
     failures = models.JSONField(default=list, blank=True, help_text="What went wrong, for prompts.")
     plan = models.TextField(blank=True)
     reflection = models.TextField(blank=True)
