@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from autocoder.engine.spec import AUTONOMY_LEVELS, MAX_SUMMARY_CHARS
-from projects.interview import other_systems
+from projects.interview import other_systems, testing
 from projects.interview.checklist import (
     ESSENTIAL,
     can_skip,
@@ -87,6 +87,9 @@ def apply_answers(request: str, state: dict[str, Any], questions: list[dict[str,
                 "key": question["command"], "examples": []}))
     if other_systems.FIELD_USES in data:  # the other-service section of the last page
         errors.update(other_systems.apply_form(state, data))
+    if testing.FIELD_API_DOCS in data:  # the services' API documentation, on the same page
+        testing.apply_api_docs(state, data)
+        errors.update(testing.api_docs_errors(state))
     if require:
         _handle_blanks(request, state, [q for q in questions if q["id"] in question_ids], errors)
     questions[:] = sync_questions(questions, state)
@@ -194,6 +197,7 @@ def apply_summary(state: dict[str, Any], questions: list[dict[str, Any]],
             command["examples"] = examples_from_form(data, command["key"])
     if FIELD_AUTONOMY in data and state.get("autonomy") not in AUTONOMY_LEVELS:
         state["autonomy"] = ""
+    testing.apply_form(state, data)
     questions[:] = sync_questions(questions, state)
 
 

@@ -16,7 +16,7 @@ from autocoder.engine.spec import (
     SpecError,
     spec_from_dict,
 )
-from projects.interview import other_systems
+from projects.interview import other_systems, testing
 from projects.interview.checklist import RECOMMENDED_AUTONOMY, default_assumption, is_answered
 from projects.interview.examples import examples_errors, parsed_examples
 from projects.interview.fields import (
@@ -68,6 +68,8 @@ def assemble(request: str, state: Mapping[str, Any],
     errors: dict[str, list[str]] = {}
     _check_basics(state, questions, errors)
     errors.update(other_systems.services_errors(state))
+    errors.update(testing.testing_errors(state))
+    errors.update(testing.api_docs_errors(state))
     commands, example_rows = [], []
     extras = other_systems.example_extras(state)
     for command in state.get("commands", []):
@@ -83,11 +85,13 @@ def assemble(request: str, state: Mapping[str, Any],
         "commands": commands,
         "constraints": constraints,
         "autonomy": state.get("autonomy") or RECOMMENDED_AUTONOMY,
-        "quality_threshold": 0.85,
-        "max_iterations": 10,
+        # the testing strategy, and the threshold and attempts it implies or the requester set
+        **testing.spec_values(state),
     }
     if services is not None:  # a plugin that talks to nothing keeps the spec it always had
         spec["services"] = services
+    if testing.spec_api_docs(state):
+        spec["api_docs"] = testing.spec_api_docs(state)
     if len(constraints) > MAX_CONSTRAINTS:
         errors.setdefault(FIELD_CONSTRAINTS, []).append(
             f"Please keep the rules, answers and assumptions to at most {MAX_CONSTRAINTS} lines "
@@ -194,6 +198,8 @@ def spec_error_field(message: str, state: Mapping[str, Any],
             return command_field(key, match.group(4)), plain_words(match.group(5))
         return command_field(key, "examples"), plain_words(match.group(5))
     top = path.split("[")[0].split(".")[0]
+    if top == "api_docs":
+        return testing.FIELD_API_DOCS, plain_words(detail or message)
     if top == "services":
         return _services_field(path, state), plain_words(detail or message)
     field = top if top in (FIELD_NAME, FIELD_SUMMARY, FIELD_AUTONOMY, FIELD_CONSTRAINTS,

@@ -31,6 +31,7 @@ from projects.interview import (
     navigation,
     samples,
     spec_assembly,
+    testing,
 )
 from projects.models import Interview
 from runs.models import Project, Run
@@ -142,7 +143,7 @@ def interview_answers_save(*, interview: Interview, question_ids: list[str],
     with every other answer saved.
     """
     data = dict(data)
-    file_errors = samples.attach_samples(data, files or {})
+    file_errors = _attach_files(data, files or {})
     with transaction.atomic():
         locked = _locked(interview)
         errors = answers.apply_answers(locked.request, locked.state, locked.questions,
@@ -308,7 +309,7 @@ def interview_summary_save(*, interview: Interview, data: Mapping[str, Any],
     """Step 3 edits (the whole form, or only the name), saved as typed; returns what would stop
     the interview from starting, and why an attached file was refused."""
     data = dict(data)
-    file_errors = samples.attach_samples(data, files or {})
+    file_errors = _attach_files(data, files or {})
     with transaction.atomic():
         locked = _locked(interview)
         answers.apply_summary(locked.state, locked.questions, data)
@@ -354,6 +355,14 @@ def interview_start(*, interview: Interview, user: User,
                      after={"run": run.pk, "spec": spec.name, "autonomy": run.autonomy})
     interview.refresh_from_db()
     return run
+
+
+def _attach_files(data: dict[str, Any],
+                  files: Mapping[str, samples.SampleFile]) -> dict[str, list[str]]:
+    """Sample files go into their examples, an API documentation file into its box (in place);
+    the refused ones say why."""
+    return {**samples.attach_samples(data, files),
+            **testing.attach_api_docs(data, files.get(testing.FIELD_API_DOCS_UPLOAD))}
 
 
 def _locked(interview: Interview) -> Interview:

@@ -21,7 +21,15 @@ from django.views.decorators.http import require_POST
 from django_htmx.http import HttpResponseClientRedirect, push_url
 from redis.exceptions import RedisError
 
-from projects.interview import answers, checklist, fields, navigation, other_systems, samples
+from projects.interview import (
+    answers,
+    checklist,
+    fields,
+    navigation,
+    other_systems,
+    samples,
+    testing,
+)
 from projects.models import Interview
 from projects.permissions import get_interview_for_editor, get_interview_for_member
 from projects.selectors.interviews import questions_page, summary_view
@@ -38,6 +46,7 @@ SUMMARY = "projects/interviews/summary.html"
 THINKING = "projects/interviews/thinking.html"
 CLOSED = "This request has already started, so its answers can no longer change."
 RENAME = "rename"  # the summary's name form, as opposed to its whole edit form
+TESTING = "testing"  # the summary's form for how hard it is tested
 logger = logging.getLogger(__name__)
 
 
@@ -208,7 +217,7 @@ def _questions_response(request: AuthenticatedHttpRequest, interview: Interview,
             group = navigation.page_count(interview.questions,
                                           analyst_done=interview.analyst_done) - 1
     page = questions_page(interview, group, errors)
-    services_form = (other_systems.form_view(interview.state, errors)
+    services_form = (_services_form(interview, errors)
                      if page.group == navigation.page_index(navigation.SERVICES_PAGE) else None)
     return _render(request, QUESTIONS, {"interview": interview, "team": interview.team,
                                         "page": page, "errors": errors,
@@ -216,6 +225,16 @@ def _questions_response(request: AuthenticatedHttpRequest, interview: Interview,
                                         "autonomy_choices": checklist.AUTONOMY_CHOICES,
                                         "recommended_autonomy": checklist.RECOMMENDED_AUTONOMY,
                                         "sample_limit": samples.SAMPLE_LIMIT_WORDS})
+
+
+def _services_form(interview: Interview, errors: dict[str, list[str]]) -> dict[str, Any]:
+    """The services section, with the box for the services' API documentation."""
+    return {**other_systems.form_view(interview.state, errors),
+            "api_docs": testing.api_docs_of(interview.state),
+            "api_docs_errors": errors.get(testing.FIELD_API_DOCS, []),
+            "upload_errors": errors.get(testing.FIELD_API_DOCS_UPLOAD, []),
+            "api_docs_max": testing.MAX_API_DOCS_CHARS,
+            "upload_limit": testing.API_DOCS_LIMIT_WORDS}
 
 
 # -- the analyst, live ------------------------------------------------------------------------
@@ -335,6 +354,8 @@ def interview_summary(request: AuthenticatedHttpRequest, pk: int) -> HttpRespons
             return _closed(request, interview)
         if request.POST.get("form") == RENAME:
             return _renamed(request, interview, errors)
+        if request.POST.get("form") == TESTING:
+            return _testing_saved(request, interview, errors)
         if errors:
             return _summary_response(request, interview, errors=errors, edit=True,
                                      saved=True)
@@ -359,13 +380,30 @@ def _renamed(request: AuthenticatedHttpRequest, interview: Interview,
     return redirect(url)
 
 
+def _testing_saved(request: AuthenticatedHttpRequest, interview: Interview,
+                   errors: dict[str, list[str]]) -> HttpResponse:
+    """The summary's testing form: bad numbers are refused next to their fields, kept as typed
+    (the rest of the request is untouched); good ones are saved and said so."""
+    own = {key: errors[key] for key in (testing.FIELD_THRESHOLD, testing.FIELD_ITERATIONS)
+           if errors.get(key)}
+    if own:
+        return _summary_response(request, interview, errors=own)
+    url = reverse("interview_summary", args=[interview.pk])
+    if request.htmx:
+        return push_url(_summary_response(request, interview, testing_saved=True), url)
+    messages.success(request, "Saved: how hard it is tested.")
+    return redirect(url)
+
+
 def _summary_response(request: AuthenticatedHttpRequest, interview: Interview, *,
                       errors: dict[str, list[str]] | None = None, edit: bool = False,
-                      editable: bool = True, saved: bool = False,
-                      renamed: bool = False) -> HttpResponse:
+                      editable: bool = True, saved: bool = False, renamed: bool = False,
+                      testing_saved: bool = False) -> HttpResponse:
     context = {"interview": interview, "team": interview.team, "renamed": renamed,
                "view": summary_view(interview, errors), "errors": errors or {},
-               "services": other_systems.summary_lines(interview.state),
+               "services": _services_lines(interview),
+               "testing": testing.form_view(interview.state, errors or {}),
+               "testing_saved": testing_saved,
                "services_url": _questions_url(
                    interview, navigation.page_index(navigation.SERVICES_PAGE)) + "#svc-uses",
                "edit": edit, "editable": editable and not interview.is_started,
@@ -375,6 +413,15 @@ def _summary_response(request: AuthenticatedHttpRequest, interview: Interview, *
                "run": interview.project.runs.order_by("-created_at").first(),
                "run_url": _run_url(interview)}
     return _render(request, SUMMARY, context)
+
+
+def _services_lines(interview: Interview) -> list[tuple[str, str]]:
+    lines = other_systems.summary_lines(interview.state)
+    docs = testing.spec_api_docs(interview.state)
+    if other_systems.talks_to_service(interview.state):
+        lines.append(("Its API documentation", f"given ({len(docs):,} characters): the model "
+                      "reads it while writing the tool" if docs else "not given"))
+    return lines
 
 
 @login_required
@@ -406,7 +453,9 @@ def _sample_files(request: HtmxHttpRequest) -> dict[str, samples.SampleFile]:
     for field, uploads in request.FILES.lists():
         upload = uploads[-1]
         size = upload.size or 0
-        content = upload.read() if size <= samples.MAX_SAMPLE_BYTES else b""
+        limit = (testing.MAX_API_DOCS_BYTES if field == testing.FIELD_API_DOCS_UPLOAD
+                 else samples.MAX_SAMPLE_BYTES)
+        content = upload.read() if size <= limit else b""
         files[field] = samples.SampleFile(name=upload.name or "", size=size, content=content)
     return files
 
