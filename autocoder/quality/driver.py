@@ -1,0 +1,274 @@
+"""Runs INSIDE the sandbox, on the plugin runtime: every stage of the quality pipeline on one
+candidate, in one job (docs/engine.md, "The quality pipeline").
+
+pipeline.py ships this file as `.autocoder/quality_driver.py` with the job's plan in
+`.autocoder/quality-job.json`; it writes `.autocoder/quality-result.json`. Standard library only
+(the tools run as subprocesses: `python -m coverage`, `python -m ruff`, `python -m mypy`), so it
+imports nothing the plugin could have shadowed before the plugin's own code runs. The plugin's
+code runs only in child processes (the tests, the performance runs, the README's examples),
+each with its own time budget, so a plugin that hangs cannot take the other stages with it.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+from typing import Any
+
+JOB = ".autocoder/quality-job.json"
+RESULT = ".autocoder/quality-result.json"
+FIX_DIR = ".autocoder/fix"
+
+
+def _run(argv: list[str], timeout: float) -> dict[str, Any]:
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=max(timeout, 1),
+                              errors="replace")
+        out = {"exit_code": done.returncode, "stdout": done.stdout[-200_000:],
+               "stderr": done.stderr[-50_000:], "timed_out": False}
+    except subprocess.TimeoutExpired as exc:
+        out = {"exit_code": None, "timed_out": True,
+               "stdout": _text(exc.stdout)[-200_000:], "stderr": _text(exc.stderr)[-50_000:]}
+    except OSError as exc:
+        out = {"exit_code": None, "timed_out": False, "stdout": "", "stderr": str(exc)}
+    out["seconds"] = round(time.perf_counter() - started, 3)
+    return out
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return value or ""
+
+
+def tests(job: dict[str, Any]) -> dict[str, Any]:
+    data = ".autocoder/coverage.data"
+    rc = ".autocoder/coveragerc"
+    # Our own configuration only: a plugin's .coveragerc or pragmas cannot hide lines.
+    with open(rc, "w", encoding="utf-8") as handle:
+        handle.write("[run]\nbranch = True\n[report]\nexclude_lines =\n"
+                     "    __autocoder_never_excluded__\n")
+    run = _run([sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", f"--data-file={data}",
+                f"--source={job['package']}", *job["pytest_argv"]], job["tests_timeout"])
+    report: dict[str, Any] = {"run": run}
+    if os.path.exists(data):
+        done = _run([sys.executable, "-m", "coverage", "json", f"--rcfile={rc}",
+                     f"--data-file={data}", "-o", ".autocoder/coverage.json", "-q"], 20)
+        try:
+            with open(".autocoder/coverage.json", encoding="utf-8") as handle:
+                raw = json.load(handle)
+            report["coverage"] = {
+                "totals": raw.get("totals", {}),
+                "files": {name: {"executed_lines": info.get("executed_lines", []),
+                                 "missing_lines": info.get("missing_lines", []),
+                                 "summary": info.get("summary", {})}
+                          for name, info in raw.get("files", {}).items()}}
+        except (OSError, ValueError):
+            report["coverage_error"] = done["stderr"][-2000:] or "no coverage report"
+    return report
+
+
+def ruff(job: dict[str, Any]) -> dict[str, Any]:
+    # --ignore-noqa: the plugin's own noqa comments do not silence the reviewed rule set
+    argv = [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--ignore-noqa",
+            "--output-format", "json", "--line-length", str(job["line_length"]),
+            "--select", ",".join(job["ruff_select"]),
+            "--config", f"lint.mccabe.max-complexity={job['max_complexity']}",
+            *job["lint_paths"]]
+    if job["ruff_ignore"]:
+        argv[argv.index("--select"):argv.index("--select")] = [
+            "--ignore", ",".join(job["ruff_ignore"])]
+    done = _run(argv, 30)
+    try:
+        findings = [{"code": item.get("code") or "", "message": item.get("message", ""),
+                     "filename": os.path.relpath(item.get("filename", ""), os.getcwd()),
+                     "row": (item.get("location") or {}).get("row", 0)}
+                    for item in json.loads(done["stdout"] or "[]")][:300]
+    except (ValueError, TypeError, AttributeError):
+        findings = None
+    return {"findings": findings, "error": None if findings is not None else done["stderr"][-2000:],
+            "seconds": done["seconds"]}
+
+
+def autofix(job: dict[str, Any]) -> dict[str, Any]:
+    """Import order and formatting on a copy of the package; the files that changed."""
+    started = time.perf_counter()
+    shutil.rmtree(FIX_DIR, ignore_errors=True)
+    originals: dict[str, str] = {}
+    for path in job["fix_paths"]:
+        target = os.path.join(FIX_DIR, path)
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        with open(path, encoding="utf-8") as handle:
+            originals[path] = handle.read()
+        with open(target, "w", encoding="utf-8") as handle:
+            handle.write(originals[path])
+    fixed: dict[str, str] = {}
+    if originals:
+        length = str(job["line_length"])
+        _run([sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--fix",
+              "--select", "I", "--line-length", length, "-q", FIX_DIR], 30)
+        _run([sys.executable, "-m", "ruff", "format", "--isolated", "--no-cache",
+              "--line-length", length, "-q", FIX_DIR], 30)
+        for path, before in originals.items():
+            with open(os.path.join(FIX_DIR, path), encoding="utf-8") as handle:
+                after = handle.read()
+            if after != before:
+                fixed[path] = after
+    return {"fixed": fixed, "seconds": round(time.perf_counter() - started, 3)}
+
+
+def mypy(job: dict[str, Any]) -> dict[str, Any]:
+    done = _run([sys.executable, "-m", "mypy", *job["mypy_args"], job["package"]], 60)
+    return {"output": done["stdout"][-50_000:], "exit_code": done["exit_code"],
+            "stderr": done["stderr"][-2000:], "timed_out": done["timed_out"],
+            "seconds": done["seconds"]}
+
+
+# -- performance (a child process: the plugin's own code) ------------------------------------------
+
+
+def grow(value: Any, times: int) -> Any:
+    """`value` made `times` larger: lists repeated, text rows repeated under their header, other
+    text repeated, objects grown field by field."""
+    if isinstance(value, dict):
+        return {key: grow(item, times) for key, item in value.items()}
+    if isinstance(value, list):
+        return value * times
+    if isinstance(value, str) and value:
+        lines = value.split("\n")
+        if len(lines) > 2:
+            header = lines[0] if any(mark in lines[0] for mark in ",;\t|") else None
+            body = [line for line in (lines[1:] if header is not None else lines) if line]
+            return "\n".join(([header] if header is not None else []) + body * times) + "\n"
+        return " ".join([value] * times)
+    return value
+
+
+def _time_call(plugin_class: Any, api_factory: Any, command: str, payload: Any,
+               budget: float) -> float:
+    best = math.inf
+    spent = 0.0
+    runs = 0
+    while runs < 5 and (runs == 0 or spent < budget):
+        plugin = plugin_class()
+        initialize = getattr(plugin, "on_initialize", None)
+        if initialize is not None:
+            initialize(api_factory())
+        given = json.loads(json.dumps(payload))
+        started = time.perf_counter()
+        plugin.on_command(command, given)
+        took = time.perf_counter() - started
+        best, spent, runs = min(best, took), spent + took, runs + 1
+        if took > 1.0:
+            break
+    return best
+
+
+def performance_child(job: dict[str, Any]) -> None:
+    sys.path.insert(0, os.getcwd())
+    from _autocoder_host import Api, Settings, Storage
+
+    module_name, _, class_name = job["entry"].partition(":")
+    plugin_class = getattr(__import__(module_name, fromlist=[class_name]), class_name)
+
+    def api_factory() -> Any:
+        return Api(Settings({}, []), Storage({}, 1024 * 1024), 200, 2000)
+
+    results = []
+    for command in job["commands"]:
+        entry: dict[str, Any] = {"command": command["name"], "examples": [], "curve": []}
+        try:
+            for example in command["examples"]:
+                entry["examples"].append(round(_time_call(
+                    plugin_class, api_factory, command["name"], example["input"], 0.2), 6))
+            if command["examples"] and job["multipliers"]:
+                payload = command["examples"][0]["input"]
+                sizes = [1, *job["multipliers"]]
+                points: list[tuple[int, float]] = []
+                for size in sizes:
+                    took = _time_call(plugin_class, api_factory, command["name"],
+                                      grow(payload, size), 0.3)
+                    points.append((size, took))
+                    if took > 3.0:
+                        break
+                # too fast to judge: one more step (1000x), as long as it stays cheap
+                if points[-1][1] < 0.01 and len(points) == len(sizes):
+                    size = sizes[-1] * 10
+                    points.append((size, _time_call(plugin_class, api_factory,
+                                                    command["name"], grow(payload, size), 0.3)))
+                entry["curve"] = [[size, round(took, 6)] for size, took in points]
+        except BaseException as exc:  # noqa: BLE001 (the plugin's failure, reported)
+            entry["error"] = f"{type(exc).__name__}: {exc}"[:500]
+        results.append(entry)
+        _write(".autocoder/perf.json", {"commands": results})
+
+
+def readme_child(job: dict[str, Any]) -> None:
+    sys.path.insert(0, os.getcwd())
+    index = int(sys.argv[2])
+    code = job["readme_blocks"][index]
+    exec(compile(code, f"README.md block {index + 1}", "exec"), {"__name__": "__readme__"})  # noqa: S102 (in the sandbox)
+
+
+def _child(job: dict[str, Any], kind: str, timeout: float, *args: str) -> dict[str, Any]:
+    return _run([sys.executable, "-I", __file__, kind, *args], timeout)
+
+
+def _write(path: str, data: Any) -> None:
+    with open(path, "w", encoding="utf-8") as handle:
+        json.dump(data, handle)
+
+
+def main() -> None:
+    with open(JOB, encoding="utf-8") as handle:
+        job = json.load(handle)
+    if len(sys.argv) > 1 and sys.argv[1] == "perf":
+        return performance_child(job)
+    if len(sys.argv) > 1 and sys.argv[1] == "readme":
+        return readme_child(job)
+    result: dict[str, Any] = {"seconds": {}}
+
+    def stage(name: str, work: Any) -> None:
+        started = time.perf_counter()
+        result[name] = work()
+        result["seconds"][name] = round(time.perf_counter() - started, 3)
+        _write(RESULT, result)  # what is done so far survives a stop of the job
+
+    stage("tests", lambda: tests(job))
+    stage("ruff", lambda: ruff(job))
+    stage("autofix", lambda: autofix(job))
+    stage("mypy", lambda: mypy(job))
+
+    def performance() -> dict[str, Any]:
+        done = _child(job, "perf", job["perf_timeout"])
+        try:
+            with open(".autocoder/perf.json", encoding="utf-8") as handle:
+                timed = json.load(handle)
+        except (OSError, ValueError):
+            timed = {"commands": []}
+        timed.update(timed_out=done["timed_out"], exit_code=done["exit_code"],
+                     stderr=done["stderr"][-2000:])
+        return timed
+
+    stage("performance", performance)
+
+    def readme() -> list[dict[str, Any]]:
+        runs = []
+        for index in range(len(job["readme_blocks"])):
+            done = _child(job, "readme", 10, str(index))
+            runs.append({"block": index + 1, "exit_code": done["exit_code"],
+                         "timed_out": done["timed_out"], "stderr": done["stderr"][-1500:]})
+        return runs
+
+    stage("readme", readme)
+    return None
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""The driver's raw results (driver.py, in the sandbox) read into the stages a reviewer sees
+(docs/engine.md, "The quality pipeline"). Nothing the job hands back is trusted to be well
+formed: a missing or odd part is a finding, never an exception."""
+
+from __future__ import annotations
+
+import ast
+import math
+import re
+from typing import Any
+
+from autocoder.plugins.manifest import PluginManifest
+from autocoder.plugins.names import package_name
+from autocoder.quality.docs_check import README
+from autocoder.quality.report import Finding, StageResult
+from autocoder.quality.rules import COMPLEXITY_RULE, MAX_COMPLEXITY
+from autocoder.quality.strategies import Strategy
+from autocoder.sandbox.pytest_runner import TestReport, error_line
+
+GROWTH_LIMIT = 1.5  # a command whose time grows as n^1.5 or faster is flagged
+MEASURABLE_S = 0.01  # the larger run of the pair must take at least this to be judged
+SLOW_EXAMPLE_S = 2.0  # an example that takes longer than this is flagged
+_MYPY_LINE = re.compile(r"^(?P<path>[^:\n]+):(?P<line>\d+):(?:\d+:)?\s*error:\s*(?P<msg>.*)$",
+                        re.M)
+
+
+def tests_stage(report: TestReport, seconds: float) -> StageResult:
+    findings = [Finding(f"{o.outcome}: {error_line(o.message)}"[:500], o.nodeid)
+                for o in report.outcomes if o.outcome in ("failed", "error")]
+    decided = report.passed + report.failed + report.errors
+    passed = decided > 0 and report.pass_rate == 1.0 and not findings
+    if decided == 0 and not findings:
+        findings.append(Finding("no test ran", "tests"))
+    return StageResult("tests", passed, findings, seconds,
+                       {"passed": report.passed, "failed": report.failed,
+                        "errors": report.errors, "pass_rate": report.pass_rate})
+
+
+def lint_stages(raw: dict[str, Any] | None, seconds: float) -> tuple[StageResult, StageResult]:
+    if not raw or raw.get("findings") is None:
+        why = (raw or {}).get("error") or "ruff did not run"
+        problem = [Finding(f"the linter could not run: {why}"[:500])]
+        return (StageResult("lint", False, problem, seconds),
+                StageResult("complexity", False, list(problem), 0.0))
+    lint, complexity = [], []
+    for item in raw["findings"]:
+        where = f"{item.get('filename', '')}:{item.get('row', 0)}"
+        code = str(item.get("code") or "syntax")
+        if code == COMPLEXITY_RULE:
+            complexity.append(Finding(f"{item.get('message', '')} (the bound is "
+                                      f"{MAX_COMPLEXITY}): split it into smaller functions",
+                                      where))
+        else:
+            lint.append(Finding(f"{code} {item.get('message', '')}", where))
+    return (StageResult("lint", not lint, lint, seconds),
+            StageResult("complexity", not complexity, complexity, 0.0,
+                        {"bound": MAX_COMPLEXITY}))
+
+
+def types_stage(raw: dict[str, Any] | None, seconds: float) -> StageResult:
+    if not raw:
+        return StageResult("types", False, [Finding("the type checker did not run")], seconds)
+    if raw.get("timed_out"):
+        return StageResult("types", False, [Finding("the type checker ran out of time")],
+                           seconds)
+    output = str(raw.get("output", ""))
+    findings = [Finding(m["msg"].strip(), f"{m['path']}:{m['line']}")
+                for m in _MYPY_LINE.finditer(output)]
+    if not findings and raw.get("exit_code") not in (0, None):
+        said = (output + str(raw.get("stderr", "")))[-400:]
+        findings.append(Finding(f"the type checker failed: {said}"))
+    return StageResult("types", not findings, findings[:100], seconds)
+
+
+def coverage_stage(raw: dict[str, Any], files: dict[str, str | bytes],
+                   manifest: PluginManifest | None, package: str, rule: Strategy,
+                   seconds: float) -> StageResult:
+    data = raw.get("coverage")
+    commands = list(manifest.commands) if manifest else []
+    if not isinstance(data, dict):
+        return StageResult("coverage", False, [Finding(
+            "no coverage was measured (the tests did not run under coverage: "
+            f"{str(raw.get('coverage_error', 'no data'))[:300]})")], seconds,
+            {"line_rate": 0.0, "commands": len(commands),
+             "uncovered_commands": [c.name for c in commands]})
+    totals = data.get("totals", {})
+    statements = int(totals.get("num_statements", 0))
+    line_rate = int(totals.get("covered_lines", 0)) / statements if statements else 0.0
+    branches = int(totals.get("num_branches", 0))
+    branch_rate = int(totals.get("covered_branches", 0)) / branches if branches else 1.0
+    executed = {name: set(info.get("executed_lines", []))
+                for name, info in data.get("files", {}).items()}
+    uncovered = [c.name for c in commands
+                 if not _command_covered(c.name, files, executed, package)]
+    findings = [Finding(f"no test runs the command `{name}`: add tests for it", name)
+                for name in uncovered]
+    if line_rate < rule.coverage_min:
+        findings.append(Finding(f"the tests run {line_rate:.0%} of the plugin's lines; the "
+                                f"{rule.key} strategy asks for {rule.coverage_min:.0%}", package))
+    missing = sorted((name, info.get("missing_lines", []))
+                     for name, info in data.get("files", {}).items() if info.get("missing_lines"))
+    detail = {"line_rate": round(line_rate, 4), "branch_rate": round(branch_rate, 4),
+              "coverage_min": rule.coverage_min, "commands": len(commands),
+              "uncovered_commands": uncovered,
+              "missing_lines": {name: lines[:50] for name, lines in missing}}
+    return StageResult("coverage", not findings, findings, seconds, detail)
+
+
+def _command_covered(command: str, files: dict[str, str | bytes],
+                     executed: dict[str, set[int]], package: str) -> bool:
+    """Whether the tests ran the command's own code: its handler method (`count-words` ->
+    `count_words`), else the branch that compares the name; if neither is found, whether any
+    test names it."""
+    handler = package_name(command)
+    for path, content in files.items():
+        if not (path.startswith(package + "/") and path.endswith(".py")):
+            continue
+        text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
+        try:
+            tree = ast.parse(text)
+        except SyntaxError:
+            continue
+        ran = executed.get(path, set())
+        for node in ast.walk(tree):
+            body: list[ast.stmt] = []
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in (
+                    handler, f"_{handler}", f"cmd_{handler}", f"command_{handler}"):
+                body = node.body
+            elif isinstance(node, ast.If) and any(
+                    isinstance(c, ast.Constant) and c.value == command
+                    for c in ast.walk(node.test)):
+                body = node.body
+            if body:
+                lines = {n.lineno for s in body for n in ast.walk(s) if isinstance(n, ast.stmt)}
+                return bool(lines & ran)
+    tests = [c.decode("utf-8", "replace") if isinstance(c, bytes) else c
+             for p, c in files.items() if p.startswith("tests/") and p.endswith(".py")]
+    return any(f'"{command}"' in t or f"'{command}'" in t for t in tests)
+
+
+def growth(curve: list[list[float]]) -> float | None:
+    """The exponent of time against input size over the curve's last measurable pair."""
+    points = [(float(s), float(t)) for s, t in curve if t > 0]
+    for (s1, t1), (s2, t2) in reversed(list(zip(points, points[1:], strict=False))):
+        if t2 >= MEASURABLE_S and t1 >= 0.00002 and s2 > s1:
+            return math.log(t2 / t1) / math.log(s2 / s1)
+    return None
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.3g} ms" if seconds < 1 else f"{seconds:.2f} s"
+
+
+def performance_stage(raw: dict[str, Any] | None, seconds: float, limit_s: float) -> StageResult:
+    if not raw:
+        return StageResult("performance", False, [Finding("the commands could not be timed")],
+                           seconds)
+    findings, flagged, timed = [], [], 0
+    entries = [e for e in raw.get("commands", []) if isinstance(e, dict)]
+    for entry in entries:
+        name = str(entry.get("command", ""))
+        if entry.get("error"):
+            findings.append(Finding(f"not timed: the command failed on its example "
+                                    f"({entry['error'][:200]})", name))
+            continue
+        examples = [float(t) for t in entry.get("examples", [])]
+        curve = entry.get("curve") or []
+        if examples or curve:
+            timed += 1
+        slowest = max(examples, default=0.0)
+        if slowest > SLOW_EXAMPLE_S:
+            flagged.append(name)
+            findings.append(Finding(f"takes {_ms(slowest)} on one of its own examples", name))
+        exponent = growth(curve)
+        if exponent is not None and exponent >= GROWTH_LIMIT and name not in flagged:
+            flagged.append(name)
+            shown = ", ".join(f"{int(s)}x {_ms(float(t))}" for s, t in curve)
+            findings.append(Finding(
+                f"its time grows faster than its input (about n^{exponent:.1f}): {shown}; "
+                "look for a loop inside a loop, `in` on a list, or repeated string "
+                "concatenation", name))
+    if raw.get("timed_out"):
+        unfinished = [str(c.get("command")) for c in entries if not c.get("curve")
+                      and not c.get("error")]
+        name = unfinished[0] if unfinished else ""
+        if name and name not in flagged:
+            flagged.append(name)
+        findings.append(Finding(f"the timing runs did not finish within {limit_s:.0f} s",
+                                name))
+    elif raw.get("exit_code") not in (0, None) and not entries:
+        findings.append(Finding(f"the plugin could not be loaded to time it: "
+                                f"{str(raw.get('stderr', ''))[-300:]}"))
+    curves = {str(e.get("command")): e.get("curve") for e in entries if e.get("curve")}
+    return StageResult("performance", not flagged and not (raw.get("timed_out")), findings,
+                       seconds, {"commands_timed": timed, "flagged": flagged,
+                                 "examples_s": {str(e.get("command")): e.get("examples")
+                                                for e in entries},
+                                 **({"curves": curves} if curves else {})})
+
+
+def docs_stage(findings: list[Finding], runs: list[dict[str, Any]] | None,
+               seconds: float) -> StageResult:
+    found = list(findings)
+    for run in runs or []:
+        if run.get("timed_out"):
+            found.append(Finding(f"the README's Python example {run.get('block')} did not "
+                                 "finish in 10 s", README))
+        elif run.get("exit_code") != 0:
+            last = [line for line in str(run.get("stderr", "")).splitlines() if line.strip()]
+            found.append(Finding(f"the README's Python example {run.get('block')} fails: "
+                                 f"{last[-1] if last else 'it exited with an error'}"[:400],
+                                 README))
+    return StageResult("docs", not found, found, seconds,
+                       {"examples_run": len(runs or [])})

@@ -1,0 +1,1 @@
+"""clean-words: Counts words in a text."""

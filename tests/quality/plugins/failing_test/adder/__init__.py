@@ -1,0 +1,1 @@
+"""adder: Adds numbers."""

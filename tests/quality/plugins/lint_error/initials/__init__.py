@@ -1,0 +1,1 @@
+"""initials: Initials of a name."""

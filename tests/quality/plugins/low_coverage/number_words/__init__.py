@@ -1,0 +1,1 @@
+"""number-words: Describes numbers."""

@@ -1,0 +1,1 @@
+"""running-totals: Running totals of numbers."""

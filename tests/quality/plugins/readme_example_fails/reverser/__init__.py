@@ -1,0 +1,1 @@
+"""reverser: Reverses text."""

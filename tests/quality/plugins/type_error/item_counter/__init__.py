@@ -1,0 +1,1 @@
+"""item-counter: Counts items."""

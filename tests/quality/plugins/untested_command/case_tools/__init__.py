@@ -1,0 +1,1 @@
+"""case-tools: Changes the case of text."""
