@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "autocoder.apps.AutocoderConfig",
     "autocoder.llm.apps.LLMConfig",
     "autocoder.lessons.apps.LessonsConfig",
+    "autocoder.reference.apps.ReferenceConfig",
     "teams.apps.TeamsConfig",
     "projects.apps.ProjectsConfig",
     "runs.apps.RunsConfig",

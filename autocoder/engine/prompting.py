@@ -40,10 +40,10 @@ _ROLE_SECTIONS: dict[str, frozenset[str]] = {
     "architect": frozenset({"guidance", "plan", "escape", "approaches", "lessons", "files",
                             "failures"}),
     "implementer": frozenset({"guidance", "plan", "escape", "approaches", "lessons", "files",
-                              "failures"}),
+                              "failures", "reference"}),
     "tester": frozenset({"guidance", "plan", "files", "failures"}),
     "reviewer": frozenset({"guidance", "plan", "files", "checks"}),
-    "reflector": frozenset({"guidance", "plan", "escape", "files", "failures"}),
+    "reflector": frozenset({"guidance", "plan", "escape", "files", "failures", "reference"}),
 }
 
 
@@ -59,6 +59,7 @@ class PromptContext:
     guidance: str = ""  # a person's answer to an escalation or a plan review
     escape: str = ""  # "" or the escape in force (reset_context, try_alternative, escalate)
     checks: str = ""  # for the reviewer: what tests and safety gate found on the candidate
+    reference: str | None = None  # API reference entries; None: retrieved for the plan+failures
 
 
 def build_messages(role: str, ctx: PromptContext, *, budget_chars: int = 24000) -> list[Message]:
@@ -68,6 +69,8 @@ def build_messages(role: str, ctx: PromptContext, *, budget_chars: int = 24000) 
         raise ValueError(f"unknown escape {ctx.escape!r} (expected one of {PROMPT_ESCAPES})")
     system_text, task_text = _role_template(role, ctx.spec, ctx.iteration)
     wanted = _ROLE_SECTIONS[role]
+    if "reference" in wanted and ctx.reference is None:
+        ctx.reference = _reference(ctx)
     user = _UserMessage(ctx, wanted, task_text, writes_plan=role == "architect")
     user.fit(budget_chars - len(system_text))
     return [Message("system", system_text), Message("user", user.render())]
@@ -226,6 +229,7 @@ class _UserMessage:
         self.approaches = ([_cap(a.strip(), MAX_APPROACH_CHARS) for a in ctx.earlier_approaches
                             if a.strip()] if "approaches" in wanted else [])
         self.lessons = ctx.lessons.strip() if "lessons" in wanted else ""
+        self.reference = (ctx.reference or "").strip() if "reference" in wanted else ""
         self.failures = ctx.failures.strip() if "failures" in wanted else ""
         self.checks = ctx.checks.strip() if "checks" in wanted else ""
         self.files = _FileSection(ctx.files, self.main_path) if "files" in wanted else None
@@ -236,6 +240,8 @@ class _UserMessage:
             parts.append(_approaches_section(self.approaches, len(self.ctx.earlier_approaches)))
         if self.lessons:
             parts.append(_LESSONS_HEADING + self.lessons)
+        if self.reference:
+            parts.append(_REFERENCE_HEADING + self.reference)
         if self.files is not None and self.files.paths:
             parts.append(self.files.render() if files_text is None else files_text)
         if self.failures:
@@ -270,6 +276,8 @@ class _UserMessage:
         if excess() > 0 and self.failures:
             limit = max(FAILURES_FLOOR, len(self.failures) - excess())
             self.failures = _squeeze(self.failures, limit)
+        if excess() > 0 and self.reference:  # reference docs go before lessons, weakest first
+            self.reference = _cut_tail(self.reference, len(self.reference) - excess())
         if excess() > 0 and self.lessons:
             self.lessons = _cut_tail(self.lessons, len(self.lessons) - excess())
         if excess() > 0 and self.failures:
@@ -281,6 +289,18 @@ class _UserMessage:
 
 
 _LESSONS_HEADING = "# Lessons from earlier runs\n\n"
+_REFERENCE_HEADING = ("# Reference: the APIs the plan and the failures call for (the runtime's"
+                      " own versions)\n\n")
+
+
+def _reference(ctx: PromptContext) -> str:
+    """Entries of the runtime's API reference, and sections of the service's API docs, that
+    the plan and the failures call for (docs/engine.md, "Reference docs")."""
+    from autocoder.engine import reference_port
+
+    query = "\n\n".join(part for part in (ctx.plan, ctx.failures) if part.strip())
+    return reference_port.retrieve(query=query or ctx.spec.summary,
+                                   api_docs=getattr(ctx.spec, "api_docs", "") or "")
 _FAILURES_HEADING = "# What went wrong in the last iteration\n\n"
 _CHECKS_HEADING = "# What the tests and the safety gate found\n\n"
 _HIDDEN_NOTE = "Not shown, to save space (they exist and stay as they are unless you send them): "

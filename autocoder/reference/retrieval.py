@@ -1,0 +1,148 @@
+"""Retrieval of reference entries for a prompt: exact names first, then meaning.
+
+A name the text mentions (`openpyxl.load_workbook`, `ws.iter_rows`, `safe_load`) is what the
+model is about to call, so a hit on it counts strongly; the rest is cosine similarity between
+chunks of the text and the entries. API documentation a requester pasted (`spec.api_docs`) is
+ranked the same way in memory (autocoder/reference/api_docs.py). See docs/engine.md
+("Reference docs").
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+from django.db.models import Q
+from pgvector.django import CosineDistance
+
+from autocoder.lessons.embedder import embed_texts, embedder_identity
+from autocoder.reference.models import ReferenceEntry
+
+# A mention of an entry's exact name (or alias) beats any similarity; a mention of its last
+# part (`iter_rows`) counts less, as another library may have a method of that name.
+EXACT_BONUS = 1.0
+TAIL_BONUS = 0.35
+MAX_TAIL_HITS = 4  # a last part matching more entries than this says nothing
+MAX_CHUNKS = 6
+CHUNK_CHARS = 400
+CANDIDATES_PER_CHUNK = 15
+MAX_NAMES = 40
+PROMPT_DOC_CHARS = 300
+
+_DOTTED = re.compile(r"\b[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+")
+_IDENTIFIER = re.compile(r"\b[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b")
+
+
+@dataclass(frozen=True)
+class ReferenceHit:
+    name: str
+    kind: str
+    signature: str
+    doc: str
+    library: str
+    version: str
+    score: float
+    source: str = "runtime"  # or "api_docs": a section of the service's documentation
+
+    def prompt_line(self) -> str:
+        if self.source == "api_docs":
+            return f"## {self.name} (the service's API documentation)\n{self.doc}"
+        doc = self.doc if len(self.doc) <= PROMPT_DOC_CHARS else (
+            self.doc[: PROMPT_DOC_CHARS - 3].rstrip() + "...")
+        where = "Python" if self.library == "python" else self.library
+        call = f"{self.name}{self.signature}" if self.kind != "property" else self.name
+        return f"- `{call}` ({where} {self.version}, {self.kind})" + (f": {doc}" if doc else "")
+
+
+def mentioned_names(text: str) -> tuple[list[str], list[str]]:
+    """Dotted names, and last parts/identifiers that may be the end of an entry's name."""
+    dotted = list(dict.fromkeys(_DOTTED.findall(text)))[:MAX_NAMES]
+    tails = [d.rsplit(".", 1)[1] for d in dotted] + _IDENTIFIER.findall(text)
+    tails = [t for t in dict.fromkeys(tails) if len(t) >= 4][:MAX_NAMES]
+    return dotted, tails
+
+
+def chunks(text: str) -> list[str]:
+    """The text in pieces the embedder reads whole, the first MAX_CHUNKS of them."""
+    pieces: list[str] = []
+    current = ""
+    for block in re.split(r"\n\s*\n|\n(?=[-*#] )", text.strip()):
+        block = " ".join(block.split())
+        if not block:
+            continue
+        if current and len(current) + len(block) + 1 > CHUNK_CHARS:
+            pieces.append(current)
+            current = ""
+        current = f"{current} {block}".strip()
+        while len(current) > CHUNK_CHARS:
+            pieces.append(current[:CHUNK_CHARS])
+            current = current[CHUNK_CHARS:]
+        if len(pieces) >= MAX_CHUNKS:
+            break
+    if current and len(pieces) < MAX_CHUNKS:
+        pieces.append(current)
+    return pieces[:MAX_CHUNKS]
+
+
+def reference_for(text: str, *, limit: int = 5, api_docs: str = "") -> list[ReferenceHit]:
+    """The runtime's entries that best answer `text` (a plan, failing tests, a question), and
+    when `api_docs` is given, as many of its sections after them."""
+    text = (text or "").strip()
+    if not text:
+        return []
+    pieces = chunks(text)
+    vectors = embed_texts(pieces)
+    hits = _runtime_hits(text, vectors, limit)
+    if api_docs.strip():
+        from autocoder.reference.api_docs import api_docs_hits
+
+        hits += api_docs_hits(api_docs, text, vectors, limit=limit)
+    return hits
+
+
+def _runtime_hits(text: str, vectors: np.ndarray, limit: int) -> list[ReferenceHit]:
+    identity = embedder_identity()
+    entries = ReferenceEntry.objects.filter(reference_set__embedded_with=identity)
+    scores: dict[int, float] = {}
+    found: dict[int, ReferenceEntry] = {}
+    for vector in vectors:
+        nearest = (entries.annotate(distance=CosineDistance("embedding", vector.tolist()))
+                   .order_by("distance")[:CANDIDATES_PER_CHUNK])
+        for entry in nearest:
+            similarity = 1.0 - float(entry.distance)  # type: ignore[attr-defined]
+            if similarity > scores.get(entry.pk, -1.0):
+                scores[entry.pk] = similarity
+                found[entry.pk] = entry
+    dotted, tails = mentioned_names(text)
+    bonus: dict[int, float] = {}
+    if dotted:
+        for entry in entries.filter(Q(name__in=dotted) | Q(aliases__overlap=dotted)):
+            found[entry.pk] = entry
+            bonus[entry.pk] = EXACT_BONUS
+    for tail in tails:
+        matches = list(entries.filter(Q(name__endswith=f".{tail}") | Q(name=tail))
+                       .order_by("name")[:MAX_TAIL_HITS + 1])
+        if len(matches) > MAX_TAIL_HITS:
+            continue
+        for entry in matches:
+            found[entry.pk] = entry
+            bonus[entry.pk] = max(bonus.get(entry.pk, 0.0), TAIL_BONUS)
+    if not found:
+        return []
+    for pk, entry in found.items():
+        if pk not in scores:  # named, not among the nearest: its similarity still orders it
+            scores[pk] = float(np.max(vectors @ np.asarray(entry.embedding, dtype=np.float32)))
+    ranked = sorted(found, key=lambda pk: (-(scores[pk] + bonus.get(pk, 0.0)), found[pk].name))
+    return [_hit(found[pk], scores[pk] + bonus.get(pk, 0.0)) for pk in ranked[:limit]]
+
+
+def _hit(entry: ReferenceEntry, score: float) -> ReferenceHit:
+    return ReferenceHit(name=entry.name, kind=entry.kind, signature=entry.signature,
+                        doc=entry.doc, library=entry.library, version=entry.version,
+                        score=round(score, 4))
+
+
+def prompt_block(hits: list[ReferenceHit]) -> str:
+    """The hits as the prompt shows them, best first (so trimming cuts the weakest)."""
+    return "\n".join(hit.prompt_line() for hit in hits)
