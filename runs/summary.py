@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from autocoder.engine.scaffold import ACCEPTANCE_TEST_PATH
+from autocoder.engine.second_opinion import MAX_SEND_BACKS
 from autocoder.engine.spec import package_name
 from runs.models import Run
 
@@ -54,6 +55,8 @@ _NOW_AFTER_ESCAPE = {
     "reset_context": "starting again with a fresh conversation",
     "try_alternative": "trying a different approach",
 }
+
+_SENT_BACK = frozenset({"send_back", "sent_back_by_person"})
 
 _WAITING_FOR = {
     "plan": "a plan is ready and waits for a person's approval",
@@ -100,8 +103,9 @@ class AttemptFacts:
 @dataclass(frozen=True)
 class LoopFact:
     attempt: int
-    kind: str  # the detector's type
+    kind: str  # the detector's type ("reviewer": the reviewing model's exchange)
     action: str  # the escape chosen
+    occurrences: int = 0
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,8 @@ def _working(facts: RunFacts) -> str:
         if facts.status == "queued":
             return "waiting for a free worker"
         return _DOING.get(facts.phase, "working")
+    if any(e.attempt == latest.number and e.action in _SENT_BACK for e in facts.events):
+        return "making the changes the reviewing model asked for"
     if latest.succeeded:
         return _DOING["learn"]
     escape = next((e.action for e in reversed(facts.events)
@@ -350,8 +356,24 @@ def finding_text(finding: FindingFact) -> str:
 # -- notes under the headline --------------------------------------------------------------------
 
 
+# The reviewing model's exchange with the loop (LoopEvent type "reviewer", by action;
+# autocoder/engine/second_opinion.py); {n}: the round-trip, {most}: how many a run may make.
+_REVIEWER = {
+    "send_back": "The reviewing model asked for changes, so the work went back to the model "
+                 "with its reasons (round {n} of {most})",
+    "to_person": "The reviewing model still asks for changes, but the work may not go back "
+                 "again, so a person decides when approving the publish request",
+    "satisfied": "The reviewing model is satisfied with the changes",
+    "sent_back_by_person": "A person sent the work back to the model with the reviewing "
+                           "model's reasons",
+}
+
+
 def loop_sentence(event: LoopFact) -> str:
     """"The model repeated its last answer, so it was started again with a fresh conversation.\""""
+    if event.kind == "reviewer":
+        words = _REVIEWER.get(event.action, "The reviewing model gave its opinion")
+        return words.format(n=event.occurrences, most=MAX_SEND_BACKS) + "."
     problem = _PROBLEM.get(event.kind, "The run seemed stuck")
     escape = _ESCAPE.get(event.action, "the run changed course")
     return f"{problem}, so {escape}."

@@ -11,7 +11,7 @@ from autocoder.engine.changing import change_reasons
 from autocoder.engine.detector import FAILING
 from autocoder.engine.replies import code_hash, diff_stats, unified_diff
 from autocoder.engine.scaffold import acceptance_nodeids, protected_paths
-from autocoder.engine.second_opinion import second_opinion
+from autocoder.engine.second_opinion import review_outcome, second_opinion
 from autocoder.engine.spec import Spec
 from autocoder.engine.states import Autonomy, GateKind, Phase, RunStatus, RunView
 from autocoder.engine.steps import Step, current_files, diff_base, setting
@@ -49,10 +49,16 @@ def verify_phase(step: Step) -> Transition:
     # is made inside the run's final transaction, where a slow model call must not hold locks.
     opinion = (second_opinion(step, files=files, result=result, reasons=reasons)
                if reasons or result["succeeded"] else None)
+    # "Changes needed" goes back into the loop (full) or to a person (semi, guided).
+    review = review_outcome(step, opinion, succeeded=result["succeeded"], reasons=reasons)
+    reasons = review.reasons
     if opinion is not None and result["succeeded"]:
         carry["second_opinion"] = opinion
     updates: dict[str, Any] = {"escape_in_force": ""}
-    if result["succeeded"]:
+    if review.send_back:  # the implementer reads the reviewer's reasons like failing tests
+        checkpoint["failures"] = [*checkpoint["failures"], review.finding]
+        transition = Transition(phase=Phase.IMPLEMENT, pending=carry)
+    elif result["succeeded"]:
         transition = ending(carry, RunStatus.SUCCEEDED,
                             f"iteration {step.number} passed every acceptance test with a pass "
                             f"rate of {result['pass_rate']:.0%}")
@@ -60,6 +66,7 @@ def verify_phase(step: Step) -> Transition:
         transition = Transition(phase=Phase.REFLECT, pending=carry)
     transition.checkpoint = checkpoint
     transition.updates = updates
+    transition.events = review.events
     transition.notes = [{"kind": "run.iteration", "iteration": step.number,
                          "pass_rate": result["pass_rate"],
                          "acceptance_passed": result["acceptance_passed"],

@@ -164,7 +164,8 @@ def attempt_facts(iteration: Iteration, *, reports: bool = False) -> AttemptFact
 
 
 def loop_fact(event: LoopEvent) -> LoopFact:
-    return LoopFact(attempt=event.iteration, kind=event.type, action=event.action)
+    return LoopFact(attempt=event.iteration, kind=event.type, action=event.action,
+                    occurrences=event.occurrences)
 
 
 def _over_time(run: Run) -> bool:

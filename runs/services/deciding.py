@@ -10,9 +10,9 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from autocoder.engine import loop
+from autocoder.engine import loop, second_opinion
 from runs import approval_rules, budgets
-from runs.models import ApprovalRequest, Run
+from runs.models import ApprovalRequest, Iteration, LoopEvent, Run
 from runs.pending import pending_carried, pending_ending, run_pending
 from runs.services.common import run_notify
 from runs.services.outbox import Dispatch, enqueue_step
@@ -92,13 +92,30 @@ def _decide_change(run: Run, approval: ApprovalRequest, dispatch: Dispatch | Non
         run.pending = pending_ending(carry, Run.Status.FAILED,
                                      f"{reason}: {approval.comment}".strip(": "))
     elif approval.status == ApprovalRequest.Status.CHANGES_REQUESTED:
-        _add_guidance(run, approval)
+        if not _send_back_with_review(run, approval):
+            _add_guidance(run, approval)
         if run.phase == Run.Phase.LEARN:  # the iteration passed, but not to the reviewer's taste
             exhausted = loop.budget_exhausted(run, run.iteration)
             run.pending = (pending_ending(carry, Run.Status.FAILED, exhausted)
                            if exhausted else carry)
             run.phase = Run.Phase.LEARN if exhausted else Run.Phase.IMPLEMENT
     run_continue(run, dispatch)
+
+
+def _send_back_with_review(run: Run, approval: ApprovalRequest) -> bool:
+    """A person sent the change back with the reviewing model's reasons as they are (its
+    button on the change request): they become findings of the iteration, which the next
+    prompts read like failing tests (docs/engine.md, "The reviewer model")."""
+    remarks = second_opinion.sent_back_with_review(approval.payload or {}, approval.comment)
+    if not remarks:
+        return False
+    iteration = Iteration.objects.filter(run=run, number=approval.iteration).first()
+    if iteration is not None:
+        iteration.failures = [*iteration.failures, second_opinion.review_finding(remarks)]
+        iteration.save(update_fields=["failures"])
+    LoopEvent.objects.create(run=run, **second_opinion.review_event(
+        approval.iteration, "sent_back_by_person", remarks))
+    return True
 
 
 def _decide_escalation(run: Run, approval: ApprovalRequest, dispatch: Dispatch | None) -> None:

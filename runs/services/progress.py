@@ -79,6 +79,9 @@ def _write_checkpoint(run: Run, fields: dict[str, Any]) -> None:
     iteration = Iteration.objects.create(run=run, **fields)
     run.iteration = iteration.number
     best = run.best_iteration
-    if iteration.tests_ran and (best is None or (iteration.acceptance_passed, iteration.pass_rate)
+    # A later iteration that passes the quality gate replaces an earlier one that did: it is
+    # the one made after a reviewer asked for changes (docs/engine.md, "The reviewer model").
+    if iteration.tests_ran and (best is None or iteration.succeeded
+                                or (iteration.acceptance_passed, iteration.pass_rate)
                                 > (best.acceptance_passed, best.pass_rate)):
         run.best_iteration = iteration
