@@ -1,0 +1,79 @@
+"""Issue 30 in a real browser, on a phone (390 px): the requester pastes the service's API
+documentation, picks how thoroughly the tool is tested with the keyboard, and fixes a bad number
+on the summary, which keeps what was typed; both pages fit the phone and pass axe."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from projects.models import Interview
+from tests.browser.pages import answer_actions, continue_, describe, fill_example, log_in
+from tests.browser.test_accessibility import FAILING, audit
+from tests.browser.test_accessibility import describe as describe_violations
+from tests.live import LiveServer
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+def fits_and_passes_axe(page: Page) -> None:
+    width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
+    assert width[0] <= width[1], width
+    serious = [v for v in audit(page) if v["impact"] in FAILING]
+    assert serious == [], describe_violations(serious)
+
+
+def test_a_requester_on_a_phone_gives_api_docs_and_picks_the_testing(
+        server: LiveServer, people: dict, context_factory: Any) -> None:
+    context = context_factory(viewport={"width": 390, "height": 844}, bypass_csp=True)
+    page = context.new_page()
+    log_in(page, server, "rita")
+    describe(page)
+    answer_actions(page)
+    page.get_by_label("What will you give it for \u201cgreet\u201d?").fill("name")
+    page.get_by_label("What should you get back from \u201cgreet\u201d?").fill("message")
+    continue_(page)
+    fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
+    fill_example(page, 2, "name: Linus", "message: Hello, Linus!")
+    continue_(page)
+
+    page.get_by_label("Yes, it talks to another system").check()
+    page.get_by_label("Which system?").fill("our Slack")
+    page.get_by_label("Its web address").fill("hooks.slack.com")
+    docs = page.get_by_label("The system's API documentation")
+    expect(page.get_by_text("Paste the service's API documentation, if you have it: the model "
+                            "reads it while writing the plugin.", exact=False)).to_be_visible()
+    docs.fill("POST /services/T1: {\"text\": \"...\"} answers ok")
+    fits_and_passes_axe(page)
+    page.get_by_label("Semi-automatic").check()
+    continue_(page)
+    expect(page.get_by_role("heading", level=1)).to_contain_text("A few more questions")
+    page.get_by_label("Should the greeting be formal or casual?").fill("Casual.")
+    continue_(page)
+
+    expect(page.get_by_role("heading", name="Check your request")).to_be_visible()
+    group = page.get_by_role("group", name="How thoroughly should the tool be tested?")
+    comprehensive = group.get_by_label("Comprehensive")
+    expect(comprehensive).to_be_checked()  # it talks to a service
+    comprehensive.focus()
+    page.keyboard.press("ArrowDown")  # radio buttons: the arrow keys choose
+    expect(group.get_by_label("Stress")).to_be_checked()
+    threshold = page.get_by_label("Quality needed to finish (percent)")
+    threshold.fill("0")
+    page.get_by_role("button", name="Save how it is tested").click()
+    expect(page.locator("#testing-threshold-error")).to_contain_text(
+        "Give the quality needed as a whole number from 1 to 100")
+    expect(threshold).to_have_value("0")
+    expect(threshold).to_have_attribute("aria-invalid", "true")
+    fits_and_passes_axe(page)
+
+    page.get_by_label("Quality needed to finish (percent)").fill("92")
+    page.get_by_role("button", name="Save how it is tested").click()
+    expect(page.locator(".testing-form .saved")).to_have_text(
+        "Saved: Stress, quality 92%, at most 12 attempts.")
+    fits_and_passes_axe(page)
+    interview = Interview.objects.get(requester=people["requester"])
+    assert interview.state["testing"]["strategy"] == "stress"
+    assert interview.state["api_docs"].startswith("POST /services/T1")
