@@ -187,11 +187,14 @@ def performance_stage(raw: dict[str, Any] | None, seconds: float, limit_s: float
             flagged.append(name)
         findings.append(Finding(f"the timing runs did not finish within {limit_s:.0f} s",
                                 name))
-    elif raw.get("exit_code") not in (0, None) and not entries:
-        findings.append(Finding(f"the plugin could not be loaded to time it: "
-                                f"{str(raw.get('stderr', ''))[-300:]}"))
+    unloadable = raw.get("exit_code") not in (0, None) and not entries
+    if unloadable:
+        last = [line for line in str(raw.get("stderr", "")).splitlines() if line.strip()]
+        findings.append(Finding("the plugin could not be loaded to time its commands: "
+                                f"{last[-1] if last else 'it exited with an error'}"[:400]))
     curves = {str(e.get("command")): e.get("curve") for e in entries if e.get("curve")}
-    return StageResult("performance", not flagged and not (raw.get("timed_out")), findings,
+    passed = not flagged and not raw.get("timed_out") and not unloadable
+    return StageResult("performance", passed, findings,
                        seconds, {"commands_timed": timed, "flagged": flagged,
                                  "examples_s": {str(e.get("command")): e.get("examples")
                                                 for e in entries},
