@@ -233,7 +233,7 @@ def _services_form(interview: Interview, errors: dict[str, list[str]]) -> dict[s
             "api_docs": testing.api_docs_of(interview.state),
             "api_docs_errors": errors.get(testing.FIELD_API_DOCS, []),
             "upload_errors": errors.get(testing.FIELD_API_DOCS_UPLOAD, []),
-            "api_docs_max": testing.MAX_API_DOCS_CHARS,
+            "api_docs_max": f"{testing.MAX_API_DOCS_CHARS:,}",
             "upload_limit": testing.API_DOCS_LIMIT_WORDS}
 
 
