@@ -11,6 +11,9 @@ Where to look:
     naming         the plugin's automatic name, and the name rule (the spec's NAME_PATTERN)
     analyst        the analyst model's prompt and reading its extra questions
     spec_assembly  the answers turned into a spec, with plain-words errors per field
+    other_systems  whether it talks to another service (spec "services")
+    testing        how hard it is tested (the strategy, the quality needed, the attempts) and
+                   the services' API documentation (spec "testing_strategy", "api_docs")
     answers        applying what each step posted to the stored state
     fields         the form field names that answers and errors are keyed by
 
@@ -19,7 +22,8 @@ read parses it again. So a half-valid answer is never lost, and the same parser 
 spec and the plain-words errors shown next to each field.
 
 State layout (JSON):
-    {"name", "summary", "autonomy", "constraints",
+    {"name", "summary", "autonomy", "constraints", "services", "api_docs",
+     "testing": {"strategy", "threshold", "iterations"},
      "commands": [{"key", "name", "description", "inputs", "outputs", "edge_cases",
                    "examples": [{"input", "output", "json"}]}]}
 Questions (JSON list): {"id", "kind", "text", "help", "priority", "command", "source", "answer",

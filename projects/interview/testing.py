@@ -1,4 +1,4 @@
-"""How hard the plugin is tested (docs/portal.md, "How hard it is tested"), and the services' API
+"""How hard the plugin is tested (docs/portal.md, "Requesting a plugin"), and the services' API
 documentation the requester may give (spec "testing_strategy", "quality_threshold",
 "max_iterations", "api_docs").
 
