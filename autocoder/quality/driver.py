@@ -7,10 +7,16 @@ pipeline.py ships this file as `.autocoder/quality_driver.py` with the job's pla
 imports nothing the plugin could have shadowed before the plugin's own code runs. The plugin's
 code runs only in child processes (the tests, the performance runs, the README's examples),
 each with its own time budget, so a plugin that hangs cannot take the other stages with it.
+The static stages (ruff, the safe fixes, mypy) run first, on the files as given, before any of
+the plugin's code has had a chance to change them; the children get the plan on stdin and this
+file's source from memory, so what a test writes into the workdir changes neither. What the
+plugin's own processes measure (its tests' outcomes and coverage, its timings) is as
+trustworthy as those processes: the sandbox protects the host, not the figures.
 """
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -25,11 +31,16 @@ RESULT = ".autocoder/quality-result.json"
 FIX_DIR = ".autocoder/fix"
 
 
-def _run(argv: list[str], timeout: float) -> dict[str, Any]:
+PERF_MARK = "QUALITY-PERF "
+# read once, at start (a child started with `-c` has no __file__ and needs none)
+_SOURCE = open(__file__, encoding="utf-8").read() if "__file__" in globals() else ""  # noqa: SIM115
+
+
+def _run(argv: list[str], timeout: float, given: str | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=max(timeout, 1),
-                              errors="replace")
+                              errors="replace", input=given)
         out = {"exit_code": done.returncode, "stdout": done.stdout[-200_000:],
                "stderr": done.stderr[-50_000:], "timed_out": False}
     except subprocess.TimeoutExpired as exc:
@@ -180,7 +191,9 @@ def performance_child(job: dict[str, Any]) -> None:
     def api_factory() -> Any:
         return Api(Settings({}, []), Storage({}, 1024 * 1024), 200, 2000)
 
-    results = []
+    results: list[dict[str, Any]] = []
+    real_stdout = sys.stdout
+    sys.stdout = io.StringIO()  # what the plugin prints is not the report
     for command in job["commands"]:
         entry: dict[str, Any] = {"command": command["name"], "examples": [], "curve": []}
         try:
@@ -206,7 +219,9 @@ def performance_child(job: dict[str, Any]) -> None:
         except BaseException as exc:  # noqa: BLE001 (the plugin's failure, reported)
             entry["error"] = f"{type(exc).__name__}: {exc}"[:500]
         results.append(entry)
-        _write(".autocoder/perf.json", {"commands": results})
+        # one line per command, so the commands timed before a timeout are still reported
+        real_stdout.write(PERF_MARK + json.dumps({"commands": results}) + "\n")
+        real_stdout.flush()
 
 
 def readme_child(job: dict[str, Any]) -> None:
@@ -217,7 +232,7 @@ def readme_child(job: dict[str, Any]) -> None:
 
 
 def _child(job: dict[str, Any], kind: str, timeout: float, *args: str) -> dict[str, Any]:
-    return _run([sys.executable, "-I", __file__, kind, *args], timeout)
+    return _run([sys.executable, "-I", "-c", _SOURCE, kind, *args], timeout, json.dumps(job))
 
 
 def _write(path: str, data: Any) -> None:
@@ -226,12 +241,11 @@ def _write(path: str, data: Any) -> None:
 
 
 def main() -> None:
+    if len(sys.argv) > 1 and sys.argv[1] in ("perf", "readme"):
+        job = json.loads(sys.stdin.read())
+        return (performance_child if sys.argv[1] == "perf" else readme_child)(job)
     with open(JOB, encoding="utf-8") as handle:
         job = json.load(handle)
-    if len(sys.argv) > 1 and sys.argv[1] == "perf":
-        return performance_child(job)
-    if len(sys.argv) > 1 and sys.argv[1] == "readme":
-        return readme_child(job)
     result: dict[str, Any] = {"seconds": {}}
 
     def stage(name: str, work: Any) -> None:
@@ -240,17 +254,18 @@ def main() -> None:
         result["seconds"][name] = round(time.perf_counter() - started, 3)
         _write(RESULT, result)  # what is done so far survives a stop of the job
 
-    stage("tests", lambda: tests(job))
     stage("ruff", lambda: ruff(job))
     stage("autofix", lambda: autofix(job))
     stage("mypy", lambda: mypy(job))
+    stage("tests", lambda: tests(job))
 
     def performance() -> dict[str, Any]:
         done = _child(job, "perf", job["perf_timeout"])
+        marked = [line[len(PERF_MARK):] for line in done["stdout"].splitlines()
+                  if line.startswith(PERF_MARK)]
         try:
-            with open(".autocoder/perf.json", encoding="utf-8") as handle:
-                timed = json.load(handle)
-        except (OSError, ValueError):
+            timed = json.loads(marked[-1]) if marked else {"commands": []}
+        except ValueError:
             timed = {"commands": []}
         timed.update(timed_out=done["timed_out"], exit_code=done["exit_code"],
                      stderr=done["stderr"][-2000:])
