@@ -13,7 +13,7 @@ from autocoder.quality.report import Finding
 README = "README.md"
 _FENCE = re.compile(r"^```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^```", re.M | re.S)
 # Where a README names a command: a heading or an on_command call, or a "command": "x" in JSON
-_NAMED_COMMANDS = (re.compile(r"^#{2,4}\s+`?([a-z0-9][a-z0-9_-]*)`?\s*$", re.M),
+_NAMED_COMMANDS = (re.compile(r"^#{2,4}\s+`([a-z0-9][a-z0-9_-]*)`\s*$", re.M),
                    re.compile(r"on_command\(\s*[\"']([^\"']+)[\"']"),
                    re.compile(r"/commands/([a-z0-9][a-z0-9_-]*)"))
 _SECTION_WORDS = {"commands", "examples", "installing", "install", "usage", "settings",

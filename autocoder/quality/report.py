@@ -73,11 +73,10 @@ class QualityReport:
             result = by_name.get(name)
             if result is None or result.passed and not result.findings:
                 continue
-            if name == "tests":
-                for outcome in self.test_report.outcomes:
-                    if outcome.outcome in ("failed", "error"):
-                        lines.append(f"- tests: {outcome.nodeid} {outcome.outcome}: "
-                                     f"{error_line(outcome.message)}")
+            failing = [o for o in self.test_report.outcomes if o.outcome in ("failed", "error")]
+            if name == "tests" and failing:
+                lines += [f"- tests: {o.nodeid} {o.outcome}: {error_line(o.message)}"
+                          for o in failing]
                 continue
             for finding in result.findings:
                 where = f" {finding.where}:" if finding.where else ""
