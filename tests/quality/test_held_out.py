@@ -4,9 +4,11 @@ docs/engine.md, "The quality pipeline"."""
 
 from __future__ import annotations
 
+import io
 import json
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from django.core.management import call_command
 
@@ -35,10 +37,28 @@ def _scan(folder: str) -> QualityReport:
     return run_quality(read_plugin_dir(PLUGINS / folder), strategy=EXPECTED[folder][0])
 
 
+def _scan_command(folder: str) -> dict[str, Any]:
+    out = io.StringIO()
+    call_command("quality_scan", str(PLUGINS / folder), "--json", stdout=out)
+    return json.loads(out.getvalue().strip().splitlines()[-1])
+
+
 def test_each_defect_is_named_by_its_stage_and_the_clean_plugin_passes() -> None:
+    """Also: `quality_scan --json` prints the same verdicts, and the tests stage's report is
+    the one run_pytest gives."""
     assert sorted(p.name for p in PLUGINS.iterdir() if p.is_dir()) == sorted(EXPECTED)
     with ThreadPoolExecutor(max_workers=2) as pool:
+        plain = pool.submit(run_pytest, read_plugin_dir(PLUGINS / "failing_test"))
+        scanned = pool.submit(_scan_command, "lint_error")
         reports = dict(zip(EXPECTED, pool.map(_scan, EXPECTED), strict=True))
+    data = scanned.result()
+    assert [(s["stage"], s["passed"]) for s in data["stages"]] == [
+        (s.stage, s.passed) for s in reports["lint_error"].stages]
+    lint = next(s for s in data["stages"] if s["stage"] == "lint")
+    assert {"message", "where"} <= set(lint["findings"][0]) and 0 <= data["score"] < 100
+    assert [(o.nodeid, o.outcome) for o in reports["failing_test"].test_report.outcomes] == \
+        [(o.nodeid, o.outcome) for o in plain.result().outcomes]
+    assert reports["failing_test"].test_report.pass_rate == plain.result().pass_rate
     for folder, (_, failing, words) in EXPECTED.items():
         report = reports[folder]
         assert [s.stage for s in report.stages] == list(STAGES)
@@ -98,20 +118,3 @@ def pytest_approx(value: int) -> object:
     import pytest
 
     return pytest.approx(value, abs=0.5)
-
-
-def test_the_test_report_is_run_pytests_and_the_scan_command_prints_json(
-        capsys: object) -> None:
-    folder = PLUGINS / "failing_test"
-    report = run_quality(read_plugin_dir(folder))
-    plain = run_pytest(read_plugin_dir(folder))
-    assert [(o.nodeid, o.outcome) for o in report.test_report.outcomes] == \
-        [(o.nodeid, o.outcome) for o in plain.outcomes]
-    assert (report.test_report.pass_rate, report.test_report.run.exit_code) == \
-        (plain.pass_rate, plain.run.exit_code)
-    call_command("quality_scan", str(PLUGINS / "lint_error"), "--json")
-    printed = capsys.readouterr().out.strip().splitlines()[-1]  # type: ignore[attr-defined]
-    data = json.loads(printed)
-    lint = next(s for s in data["stages"] if s["stage"] == "lint")
-    assert lint["passed"] is False and {"message", "where"} <= set(lint["findings"][0])
-    assert 0 <= data["score"] < 100
