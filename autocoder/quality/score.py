@@ -34,7 +34,7 @@ def parts(stages: dict[str, StageResult], tests: TestReport) -> dict[str, float]
         "coverage": WEIGHTS["coverage"] * min(1.0, line_rate / COVERAGE_FULL) * command_share,
         "lint": WEIGHTS["lint"] * spent(("lint", "complexity"), LINT_COST),
         "types": WEIGHTS["types"] * spent(("types",), TYPES_COST),
-        "performance": WEIGHTS["performance"] * (1.0 - flagged / timed if timed else
+        "performance": WEIGHTS["performance"] * (max(0.0, 1.0 - flagged / timed) if timed else
                                                  (1.0 if stages["performance"].passed else 0.0)),
         "docs": WEIGHTS["docs"] * spent(("docs",), DOCS_COST),
     }

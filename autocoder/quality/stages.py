@@ -25,7 +25,9 @@ _MYPY_LINE = re.compile(r"^(?P<path>[^:\n]+):(?P<line>\d+):(?:\d+:)?\s*error:\s*
 
 
 def tests_stage(report: TestReport, seconds: float) -> StageResult:
-    findings = [Finding(f"{o.outcome}: {error_line(o.message)}"[:500], o.nodeid)
+    findings = [Finding(f"{o.outcome}: " + (o.message.splitlines()[0] if o.nodeid == "<session>"
+                                            and o.message else error_line(o.message))[:500],
+                        o.nodeid)
                 for o in report.outcomes if o.outcome in ("failed", "error")]
     decided = report.passed + report.failed + report.errors
     passed = decided > 0 and report.pass_rate == 1.0 and not findings
@@ -151,7 +153,8 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.3g} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def performance_stage(raw: dict[str, Any] | None, seconds: float, limit_s: float) -> StageResult:
+def performance_stage(raw: dict[str, Any] | None, seconds: float, limit_s: float,
+                      commands: list[str]) -> StageResult:
     if not raw:
         return StageResult("performance", False, [Finding("the commands could not be timed")],
                            seconds)
@@ -180,8 +183,10 @@ def performance_stage(raw: dict[str, Any] | None, seconds: float, limit_s: float
                 "look for a loop inside a loop, `in` on a list, or repeated string "
                 "concatenation", name))
     if raw.get("timed_out"):
+        done = {str(e.get("command")) for e in entries}
         unfinished = [str(c.get("command")) for c in entries if not c.get("curve")
-                      and not c.get("error")]
+                      and not c.get("error") and not c.get("examples")]
+        unfinished += [name for name in commands if name not in done]
         name = unfinished[0] if unfinished else ""
         if name and name not in flagged:
             flagged.append(name)
