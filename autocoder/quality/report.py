@@ -71,7 +71,7 @@ class QualityReport:
         by_name = {s.stage: s for s in self.stages}
         for name in PROMPT_ORDER:
             result = by_name.get(name)
-            if result is None or result.passed and not result.findings:
+            if result is None or result.passed:  # a passed stage's notes are for reviewers
                 continue
             failing = [o for o in self.test_report.outcomes if o.outcome in ("failed", "error")]
             if name == "tests" and failing:

@@ -2,8 +2,9 @@
 
 Generated and uploaded plugins (their tests, "Try it") never run on the portal's
 interpreter: the sandbox runs them on this environment's Python, which holds the standard
-library, pytest and the short, pinned list of LIBRARIES below, and none of the portal's own
-packages (Django, psycopg, torch, the LLM SDKs). `make run`, `make test`, the Dockerfile and
+library, pytest and the short, pinned list of LIBRARIES below (plus the quality pipeline's
+checking TOOLS, which plugins may not import), and none of the portal's own packages (Django,
+psycopg, torch, the LLM SDKs). `make run`, `make test`, the Dockerfile and
 the sandbox image all build it from requirements.txt beside this file. The model is told
 exactly these libraries, and the safety gate refuses imports of anything else.
 See docs/plugins.md ("What a plugin can use") and docs/sandbox.md ("The plugin runtime").
