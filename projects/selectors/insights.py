@@ -278,8 +278,9 @@ def _weekly_lessons(runs: QuerySet[Run]) -> dict[date, tuple[int, int]]:
 
 
 def _loop_events(runs: QuerySet[Run]) -> list[tuple[str, int]]:
-    rows = (LoopEvent.objects.filter(run__in=runs).values("type").annotate(n=Count("id"))
-            .order_by("-n", "type"))
+    # The reviewing model's exchange is recorded as loop events too; it is no loop pattern.
+    rows = (LoopEvent.objects.filter(run__in=runs).exclude(type="reviewer").values("type")
+            .annotate(n=Count("id")).order_by("-n", "type"))
     return [(row["type"], row["n"]) for row in rows]
 
 

@@ -1,12 +1,17 @@
 """The run page tells the reviewing model's exchange with the loop in plain words
 (docs/engine.md, "The reviewer model"): what it said, that the work went back, what came of it.
-Written from the run's facts (runs/summary.py), with no model and no sandbox."""
+Written from the run's facts (runs/summary.py), with no model and no sandbox. The team's
+insights count the loop detector's patterns only, not this exchange."""
 
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 
+from projects.selectors.insights import Period, team_insights
+from runs.models import LoopEvent
 from runs.summary import AttemptFacts, LoopFact, RunFacts, loop_sentence, summarize
+from tests.projects.portal_factories import ProjectFactory, RunFactory
 
 
 def passed(number: int) -> AttemptFacts:
@@ -47,3 +52,15 @@ def test_a_passing_attempt_without_a_send_back_is_still_finishing_up() -> None:
                      latest=passed(1))
 
     assert summarize(facts).headline.endswith("; finishing up.")
+
+
+@pytest.mark.django_db
+def test_the_insights_count_loop_patterns_not_the_reviewers_exchange() -> None:
+    run = RunFactory(project=ProjectFactory())
+    LoopEvent.objects.create(run=run, iteration=1, type="repeated_error", action="reset_context")
+    LoopEvent.objects.create(run=run, iteration=1, type="reviewer", action="send_back")
+
+    insights = team_insights(team=run.project.team,
+                             period=Period.last_weeks(1, today=timezone.localdate()))
+
+    assert insights.loop_events == [("repeated_error", 1)]
