@@ -5,10 +5,10 @@ write files, the reply protocol) and a user message made of sections. When the w
 fit in `budget_chars`, the least important material goes first: older earlier approaches (the
 newest two stay longest), then the bodies of files other than the package's plugin.py (listed
 by name instead), then the middle of the failures (down to FAILURES_FLOOR, keeping the first and
-last lines), then lessons (the least relevant, last, first), then the rest of the failures and
-approaches, and as a last resort the middle of plugin.py. The request with its examples, the
-person's guidance, the plan and the task are never dropped, so only they can push a prompt over
-budget.
+last lines), then reference docs and lessons (the least relevant, last, first), then the rest
+of the failures and approaches, and as a last resort the middle of plugin.py. The request with
+its examples, the person's guidance, the plan and the task are never dropped, so only they can
+push a prompt over budget.
 """
 
 from __future__ import annotations

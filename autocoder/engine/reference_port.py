@@ -28,6 +28,7 @@ def retrieve(*, query: str, api_docs: str = "", k: int = 5) -> str:
         if not reference_loaded() and not api_docs.strip():
             return ""
         return prompt_block(reference_for(query, limit=k, api_docs=api_docs))
-    except Exception:
-        logger.exception("reference retrieval failed; continuing without reference docs")
+    except Exception as exc:  # the store, the embedder or the database: never the run's end
+        logger.warning("reference retrieval failed (%s: %s); continuing without reference docs",
+                       type(exc).__name__, exc)
         return ""

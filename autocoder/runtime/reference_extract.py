@@ -22,23 +22,33 @@ import warnings
 from typing import Any
 
 FORMAT = 1
-MAX_DOC_CHARS = 700
+MAX_DOC_CHARS = 600
 MAX_SIGNATURE_CHARS = 300
 _SKIP_PARTS = {"tests", "test", "testing", "conftest", "compat"}
 # How a library's objects are used (`wb["Sheet"]`), kept when they have a docstring of their own.
 _KEPT_DUNDERS = {"__getitem__", "__setitem__", "__iter__", "__contains__", "__call__"}
 
 
-def first_paragraph(obj: Any) -> str:
+def first_paragraphs(obj: Any) -> str:
     try:
-        doc = inspect.getdoc(obj) or ""
+        # A class's own docstring only: one inherited from a base (ZoneInfo's from tzinfo,
+        # "Abstract base class ...") says the wrong thing. Methods keep the base's.
+        own = obj.__doc__ if inspect.isclass(obj) else None
+        doc = (inspect.cleandoc(own) if isinstance(own, str) else "") if inspect.isclass(obj) \
+            else inspect.getdoc(obj) or ""
     except Exception:
         return ""
-    paragraph = doc.strip().split("\n\n", 1)[0].strip()
-    paragraph = " ".join(paragraph.split())
-    if len(paragraph) > MAX_DOC_CHARS:
-        paragraph = paragraph[: MAX_DOC_CHARS - 3].rstrip() + "..."
-    return paragraph
+    # The first paragraphs, as many as fit: the first often says what, the next ones how
+    # (relativedelta's "years, months, weeks, days" are in its second).
+    paragraphs = [" ".join(p.split()) for p in doc.strip().split("\n\n") if p.strip()]
+    text = ""
+    for paragraph in paragraphs:
+        if text and len(text) + len(paragraph) + 1 > MAX_DOC_CHARS:
+            break
+        text = f"{text}\n{paragraph}" if text else paragraph
+    if len(text) > MAX_DOC_CHARS:
+        text = text[: MAX_DOC_CHARS - 3].rstrip() + "..."
+    return text
 
 
 def signature_of(obj: Any) -> str:
@@ -72,7 +82,7 @@ class Extractor:
                 known["aliases"].append(name)
             return None
         entry = {"name": name, "kind": kind, "signature": signature,
-                 "doc": first_paragraph(obj), "library": library, "version": version,
+                 "doc": first_paragraphs(obj), "library": library, "version": version,
                  "aliases": []}
         self.entries.append(entry)
         if kind != "module":
