@@ -14,6 +14,7 @@ from autocoder.engine.changing import (
     required_nodeids,
     tests_may_change,
 )
+from autocoder.engine.quality_gate import checkpoint_quality, host_fixed
 from autocoder.engine.scaffold import plugin_toml, spec_permissions
 from autocoder.engine.states import Phase
 from autocoder.engine.steps import Step, setting
@@ -64,26 +65,33 @@ def _finding_dict(finding: Any) -> dict[str, Any]:
 
 
 def sandbox_phase(step: Step) -> Transition:
+    """The tests and the rest of the quality pipeline, in one sandbox job (quality_gate.py)."""
+    from autocoder.quality import run_quality
     from autocoder.sandbox import Limits
-    from autocoder.sandbox.pytest_runner import run_pytest
 
     pending = step.pending
     limits = Limits(timeout_s=float(setting("ENGINE_SANDBOX_TIMEOUT_S", 60)),
                     memory_mb=int(setting("ENGINE_SANDBOX_MEMORY_MB", 512)))
     try:
-        report = run_pytest(pending["files"], limits=limits, cancel_check=step.cancelled)
+        quality = run_quality(pending["files"], strategy=step.spec.testing_strategy,
+                              limits=limits, cancel_check=step.cancelled)
     except SandboxError as error:
         raise _installation_fault(error) from error
+    report = quality.test_report
     if not report.outcomes or _runner_crashed(report):
         _raise_if_installation_broken()
     pending["report"] = report_dict(report)
+    fixes = host_fixed(step.spec, pending["files"], quality.fixed_files)
+    pending["files"] = {**pending["files"], **fixes}
+    pending["quality"] = checkpoint_quality(quality, step.spec, list(fixes))
     if base_of(step.run):  # a change run: the version's tests and the regression tests
         pending["required_tests"] = required_nodeids(
             pending["files"], may_change=tests_may_change(step.run))
     return Transition(phase=Phase.VERIFY, pending=pending,
                       notes=[{"kind": "run.tests", "passed": report.passed,
                               "failed": report.failed, "errors": report.errors,
-                              "pass_rate": report.pass_rate}])
+                              "pass_rate": report.pass_rate,
+                              "quality_score": quality.score}])
 
 
 def _runner_crashed(report: Any) -> bool:

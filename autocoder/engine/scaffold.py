@@ -264,6 +264,8 @@ def _readme(spec: Spec) -> str:
                                  command=first.name if first else "COMMAND",
                                  payload=json.dumps(payload, ensure_ascii=False),
                                  services=_services_words(spec)))
+    parts.append(_TEAM_TOOL.format(name=spec.name, command=first.name if first else "COMMAND",
+                                   payload=json.dumps(payload, ensure_ascii=False)))
     return "\n".join(parts)
 
 
@@ -283,6 +285,26 @@ result = plugin.on_command("{command}", {payload})
 ```
 
 An unknown command raises `ValueError`. {services}
+"""
+
+
+_TEAM_TOOL = """## Using it as a team tool
+
+Once a team activates it in the portal (*Tools*), anyone in the team can use it:
+
+- **From a form**: open the tool's page, pick a command, fill in its fields and press *Run*.
+- **From another system**: a team admin creates an API token on the tool's page; then
+
+  ```sh
+  curl -X POST https://YOUR-PORTAL/api/tools/YOUR-TEAM/{name}/{command} \\
+    -H "Authorization: Bearer YOUR-TOKEN" \\
+    -H "Content-Type: application/json" \\
+    -d '{payload}'
+  ```
+
+  answers `{{"ok": true, "output": ...}}`.
+- **On a schedule**: the tool's *Schedules* page runs a command with a fixed input every few
+  minutes or hours, or daily at a set time (UTC), and keeps each result.
 """
 
 

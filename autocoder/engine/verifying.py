@@ -9,6 +9,7 @@ from typing import Any
 
 from autocoder.engine.changing import change_reasons
 from autocoder.engine.detector import FAILING
+from autocoder.engine.quality_gate import quality_failure, quality_met
 from autocoder.engine.replies import code_hash, diff_stats, unified_diff
 from autocoder.engine.scaffold import acceptance_nodeids, protected_paths
 from autocoder.engine.second_opinion import review_outcome, second_opinion
@@ -61,7 +62,9 @@ def verify_phase(step: Step) -> Transition:
     elif result["succeeded"]:
         transition = ending(carry, RunStatus.SUCCEEDED,
                             f"iteration {step.number} passed every acceptance test with a pass "
-                            f"rate of {result['pass_rate']:.0%}")
+                            f"rate of {result['pass_rate']:.0%}"
+                            + (f" and a quality score of {result['quality_score']}/100"
+                               if result["quality_score"] is not None else ""))
     else:
         transition = Transition(phase=Phase.REFLECT, pending=carry)
     transition.checkpoint = checkpoint
@@ -77,6 +80,7 @@ def verify_phase(step: Step) -> Transition:
         transition.approval = Approval(GateKind.CHANGE, {
             "reasons": reasons, "diff": checkpoint["diff"], "diff_stats": checkpoint["diff_stats"],
             "test_report": result["test_report"], "safety": result["safety_report"],
+            "quality": result["quality"],
             "failures": result["failures"], "plan": run.plan,
             "reasoning": pending.get("prose", ""), "succeeded": result["succeeded"],
             "permissions_change": pending.get("permissions_change"),
@@ -97,9 +101,16 @@ def _evaluate(spec: Spec, pending: dict[str, Any]) -> dict[str, Any]:
     required = pending.get("required_tests") or acceptance_nodeids(spec)  # see changing.py
     acceptance_passed = tests_ran and all(by_id.get(node) == "passed" for node in required)
     pass_rate = float(report.get("pass_rate") or 0.0) if tests_ran else 0.0
-    succeeded = acceptance_passed and pass_rate >= spec.quality_threshold
+    quality = (pending.get("quality") or {}) if tests_ran else {}
+    # The threshold is on the quality score (quality_gate.py); a candidate checked before the
+    # pipeline existed (a run resumed across the upgrade) is held to its pass rate.
+    meets = quality_met(spec, quality) if quality else pass_rate >= spec.quality_threshold
+    succeeded = acceptance_passed and meets
     failures, signature = _failures(spec, pending, outcomes, tests_ran, pass_rate, succeeded)
+    if tests_ran and quality and not meets:
+        failures.append(_cap(quality_failure(spec, quality)))
     return {
+        "quality": quality, "quality_score": quality.get("score") if quality else None,
         "test_report": report if tests_ran else {}, "pass_rate": pass_rate,
         "acceptance_passed": acceptance_passed, "tests_ran": tests_ran, "succeeded": succeeded,
         "safety_report": safety, "safety_verdict": safety.get("verdict", ""),
@@ -131,7 +142,8 @@ def _failures(spec: Spec, pending: dict[str, Any], outcomes: list[dict[str, Any]
     report = pending.get("report") or {}
     if tests_ran:
         _test_failures(spec, report, outcomes, failures, signatures)
-        if not succeeded and not any(o["outcome"] in FAILING for o in outcomes):
+        if (not succeeded and not pending.get("quality")
+                and not any(o["outcome"] in FAILING for o in outcomes)):
             failures.append(f"The pass rate {pass_rate:.0%} is below the required "
                             f"{spec.quality_threshold:.0%}.")
     failures = [_cap(text) for text in failures[:MAX_FAILURES]]

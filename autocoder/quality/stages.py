@@ -158,6 +158,9 @@ def performance_stage(raw: dict[str, Any] | None, seconds: float, limit_s: float
     if not raw:
         return StageResult("performance", False, [Finding("the commands could not be timed")],
                            seconds)
+    if raw.get("skipped"):
+        return StageResult("performance", False, [Finding(f"not timed: {raw['skipped']}")],
+                           seconds, {"commands_timed": 0, "flagged": []})
     findings, flagged, timed = [], [], 0
     entries = [e for e in raw.get("commands", []) if isinstance(e, dict)]
     for entry in entries:

@@ -67,6 +67,7 @@ class ReviewMaterial:
     test_report: dict[str, Any]
     safety_report: dict[str, Any]
     snippets: list[dict[str, Any]]
+    quality: dict[str, Any]  # the quality pipeline's stages and score ({} before it ran)
 
 
 def review_material(approval: ApprovalRequest, *, against: int | None = None) -> ReviewMaterial:
@@ -84,8 +85,10 @@ def review_material(approval: ApprovalRequest, *, against: int | None = None) ->
     tests = payload.get("test_report") or (iteration.test_report if iteration else {}) or {}
     safety = payload.get("safety") or (iteration.safety_report if iteration else {}) or {}
     files = iteration.files if iteration else {}
+    quality = payload.get("quality") or (iteration.quality if iteration else {}) or {}
     return ReviewMaterial(iteration=iteration, against=previous, test_report=tests,
-                          safety_report=safety, snippets=finding_snippets(safety, files))
+                          safety_report=safety, snippets=finding_snippets(safety, files),
+                          quality=quality)
 
 
 def finding_snippets(safety_report: dict[str, Any], files: dict[str, str],

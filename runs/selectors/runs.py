@@ -26,8 +26,8 @@ from runs.summary import (
 )
 
 # The columns the timeline needs; code and reports stay in the database until asked for.
-TIMELINE_FIELDS = ("id", "run_id", "number", "pass_rate", "acceptance_passed", "tests_ran",
-                   "succeeded", "safety_verdict", "tokens", "timings", "diff_stats",
+TIMELINE_FIELDS = ("id", "run_id", "number", "pass_rate", "quality_score", "acceptance_passed",
+                   "tests_ran", "succeeded", "safety_verdict", "tokens", "timings", "diff_stats",
                    "error_signature", "code_hash", "reply_hash", "created_at")
 PHASES: list[Phase] = [phase for phase in Phase if phase != Phase.DONE]
 # After which step a run waiting on a request stopped: the step that asked.

@@ -75,6 +75,12 @@ def _record_timing(transition: loop.Transition, phase: str, llm: RunLLM | None,
         timings["tokens"] = int(timings.get("tokens", 0)) + tokens
 
 
+def _rank(iteration: Iteration) -> tuple[bool, int, float]:
+    """Which of two iterations is the better candidate: acceptance first, then the quality
+    score (docs/engine.md, "The quality pipeline"), then the pass rate."""
+    return (iteration.acceptance_passed, iteration.quality_score or 0, iteration.pass_rate)
+
+
 def _write_checkpoint(run: Run, fields: dict[str, Any]) -> None:
     iteration = Iteration.objects.create(run=run, **fields)
     run.iteration = iteration.number
@@ -82,6 +88,5 @@ def _write_checkpoint(run: Run, fields: dict[str, Any]) -> None:
     # A later iteration that passes the quality gate replaces an earlier one that did: it is
     # the one made after a reviewer asked for changes (docs/engine.md, "The reviewer model").
     if iteration.tests_ran and (best is None or iteration.succeeded
-                                or (iteration.acceptance_passed, iteration.pass_rate)
-                                > (best.acceptance_passed, best.pass_rate)):
+                                or _rank(iteration) > _rank(best)):
         run.best_iteration = iteration

@@ -112,16 +112,16 @@ def test_oscillation_between_two_wrong_answers(start_run: Callable[..., Run]) ->
 
 def test_code_blocked_by_the_safety_gate_never_reaches_the_sandbox(
         start_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch) -> None:
-    from autocoder.sandbox import pytest_runner
+    from autocoder.quality import pipeline
 
     sandboxed: list[str] = []
-    real_run_pytest = pytest_runner.run_pytest
+    real_run_quality = pipeline.run_quality
 
     def watched(files: dict[str, Any], **kwargs: Any) -> Any:
-        sandboxed.append(files["greeter/plugin.py"])  # a spy around the real sandbox
-        return real_run_pytest(files, **kwargs)
+        sandboxed.append(files["greeter/plugin.py"])  # a spy around the real sandbox job
+        return real_run_quality(files, **kwargs)
 
-    monkeypatch.setattr(pytest_runner, "run_pytest", watched)
+    monkeypatch.setattr(pipeline, "run_quality", watched)
     run = drive(start_run("blocked_then_ok"))
 
     assert run.status == Run.Status.SUCCEEDED
