@@ -49,21 +49,18 @@ LIBRARIES: tuple[Library, ...] = (
 # Importable by a plugin's tests only.
 TEST_LIBRARIES: tuple[Library, ...] = (
     Library("pytest", "9.2.0", ("pytest", "_pytest"), "the tests"),
+    # Property-based tests: any strategy may use them; stress asks for them (strategies.py).
+    Library("hypothesis", "6.170.17", ("hypothesis",), "property-based tests"),
 )
 
 
 # Checking tools the quality pipeline runs on a plugin (docs/engine.md, "The quality pipeline").
-# They are in the runtime but are not libraries: plugin code may not import them, and tests may
-# not either, except hypothesis under the stress strategy (PROPERTY_TEST_LIBRARIES).
+# They are in the runtime but are not libraries: neither plugin code nor its tests may import them.
 TOOLS: tuple[Library, ...] = (
     Library("ruff", "0.17.6", ("ruff",), "lint, import order and format"),
     Library("mypy", "2.4.1", ("mypy",), "type checking of the plugin package"),
     Library("coverage", "7.17.5", ("coverage",), "line and branch coverage of the tests"),
-    Library("hypothesis", "6.170.17", ("hypothesis",), "property-based tests (stress)"),
 )
-# Importable by a plugin's tests under the stress strategy only (strategies.py, property_tests).
-PROPERTY_TEST_LIBRARIES: tuple[Library, ...] = tuple(
-    lib for lib in TOOLS if lib.distribution == "hypothesis")
 
 
 def plugin_modules() -> frozenset[str]:
@@ -71,11 +68,9 @@ def plugin_modules() -> frozenset[str]:
     return frozenset(name for lib in LIBRARIES for name in lib.modules)
 
 
-def test_modules(*, property_tests: bool = False) -> frozenset[str]:
-    """Import names a plugin's tests may use; with `property_tests` (the stress strategy)
-    hypothesis too."""
-    extra = PROPERTY_TEST_LIBRARIES if property_tests else ()
-    return plugin_modules() | {name for lib in (*TEST_LIBRARIES, *extra) for name in lib.modules}
+def test_modules() -> frozenset[str]:
+    """Import names a plugin's tests may use: the plugin's own, pytest and hypothesis."""
+    return plugin_modules() | {name for lib in TEST_LIBRARIES for name in lib.modules}
 
 
 def library_for_module(module: str) -> Library | None:
