@@ -32,7 +32,6 @@ from autocoder.runtime.build import REFERENCE_NAME
 
 logger = logging.getLogger(__name__)
 
-EMBED_TEXT_VERSION = "2"  # change when embedding_text changes: cached vectors are then stale
 MAX_EMBED_CHARS = 300
 INSERT_BATCH = 1000
 _PURPOSES = {lib.distribution: lib.purpose.split(" (", 1)[0] for lib in LIBRARIES}
@@ -122,32 +121,30 @@ def _entry(reference_set: ReferenceSet, entry: dict[str, Any], vector: np.ndarra
 def _vectors(path: Path, entries: list[dict[str, Any]], indices: list[int], identity: str,
              *, whole: bool) -> tuple[np.ndarray, int]:
     """Vectors for entries[indices], from the cache when it holds them."""
-    cache = _cache_file(path, identity)
-    if cache is not None and cache.exists():
+    texts = [embedding_text(entry) for entry in entries]
+    cache = _cache_file(path, texts, identity)
+    if cache.exists():
         try:
             cached = np.load(cache)
             if cached.shape[0] == len(entries):
                 return cached[indices], 0
         except (OSError, ValueError):
             logger.warning("ignoring an unreadable reference vector cache at %s", cache)
-    wanted = indices if not whole else list(range(len(entries)))
-    texts = [embedding_text(entries[i]) for i in wanted]
+    wanted = [texts[i] for i in (indices if not whole else range(len(entries)))]
     # Shortest first: a batch is padded to its longest text, so like lengths embed fastest.
-    order = sorted(range(len(texts)), key=lambda k: len(texts[k]))
-    embedded = embed_texts([texts[k] for k in order])
+    order = sorted(range(len(wanted)), key=lambda k: len(wanted[k]))
+    embedded = embed_texts([wanted[k] for k in order])
     vectors = np.empty_like(embedded)
     vectors[order] = embedded
-    if whole and cache is not None:
+    if whole:
         _save(cache, vectors)
-    return vectors, len(texts)
+    return vectors, len(wanted)
 
 
-def _cache_file(path: Path, identity: str) -> Path | None:
-    try:
-        digest = hashlib.sha256(path.read_bytes() + f"\n{identity}\n{EMBED_TEXT_VERSION}"
-                                .encode()).hexdigest()[:20]
-    except OSError:
-        return None
+def _cache_file(path: Path, texts: list[str], identity: str) -> Path:
+    """Named by what was embedded and by which model, so a new extraction with the same
+    entries keeps its vectors and any change in them makes new ones."""
+    digest = hashlib.sha256("\n".join([identity, *texts]).encode()).hexdigest()[:20]
     name = f"reference-vectors-{digest}.npy"
     if os.access(path.parent, os.W_OK):
         return path.parent / name

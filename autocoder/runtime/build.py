@@ -9,6 +9,7 @@ installs into it (`pip --python`), and plugins have no way to install anything.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import shutil
@@ -33,7 +34,7 @@ _EXTRACTOR = Path(__file__).with_name("reference_extract.py")
 def build(target: Path, *, force: bool = False, quiet: bool = True) -> bool:
     """Build the runtime at `target` unless an up-to-date one is there. True when built."""
     if not force and runtime_problem(target) is None:
-        if not (target / REFERENCE_NAME).exists():  # built before the reference was extracted
+        if not _reference_current(target):  # built before this extractor: extract again
             write_reference(target)
         return False
     staging = target.with_name(f"{target.name}.building-{os.getpid()}")
@@ -65,10 +66,24 @@ def write_reference(directory: Path) -> Path:
                    "names": {k: sorted(v) for k, v in REVIEWED_NAMES.items()},
                    "exclude": sorted(NOT_REVIEWED)},
     }
+    what["extractor"] = _extractor_digest()
     out = directory / REFERENCE_NAME
     subprocess.run([str(runtime_python(directory)), "-I", str(_EXTRACTOR), str(out)],
                    input=json.dumps(what), text=True, check=True, capture_output=True)
     return out
+
+
+def _extractor_digest() -> str:
+    return hashlib.sha256(_EXTRACTOR.read_bytes()).hexdigest()
+
+
+def _reference_current(directory: Path) -> bool:
+    try:
+        with (directory / REFERENCE_NAME).open(encoding="utf-8") as file:
+            head = file.read(200)  # "extractor" is the first key: no need to parse 1 MB
+    except OSError:
+        return False
+    return f'"extractor":"{_extractor_digest()}"' in head
 
 
 def _install(staging: Path, *, quiet: bool) -> None:

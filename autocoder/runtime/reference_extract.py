@@ -192,8 +192,8 @@ def extract(what: dict[str, Any]) -> dict[str, Any]:
                     problems.append(f"{modname}: {type(exc).__name__}")
                     continue
                 extractor.module(module, lib["distribution"], lib["version"])
-    return {"format": FORMAT, "python": version, "entries": extractor.entries,
-            "problems": problems}
+    return {"extractor": what.get("extractor", ""), "format": FORMAT, "python": version,
+            "entries": extractor.entries, "problems": problems}
 
 
 def main(argv: list[str]) -> int:
