@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from io import StringIO
+from pathlib import Path
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 
 from autocoder.engine.prompting import PromptContext, build_messages
 from autocoder.engine.spec import Spec, spec_from_dict
@@ -37,6 +38,15 @@ def test_loading_again_is_a_no_op_and_fast(loaded_reference: LoadReport) -> None
     assert again.loaded == [] and again.entries == 0
     assert "PyYAML 6.0.3" in again.already
     assert again.seconds < 5
+
+
+def test_reference_load_says_what_it_did(loaded_reference: LoadReport, tmp_path: Path) -> None:
+    out = StringIO()
+    call_command("reference_load", "--json", stdout=out)
+    report = json.loads(out.getvalue())
+    assert report["loaded"] == [] and "openpyxl 3.1.5" in report["already"]
+    with pytest.raises(CommandError, match="build the plugin runtime first"):
+        call_command("reference_load", "--file", str(tmp_path / "none.json"))
 
 
 def test_names_the_plan_mentions_come_first(loaded_reference: LoadReport) -> None:

@@ -3,10 +3,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from autocoder.reference.evaluation import TOP, evaluate
-from autocoder.reference.loading import ensure_loaded
+from autocoder.reference.loading import load_reference, reference_path
 
 
 class Command(BaseCommand):
@@ -17,7 +17,10 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        ensure_loaded()
+        if not reference_path().exists():
+            raise CommandError(f"no reference at {reference_path()}: build the plugin runtime "
+                               "first (`python -m autocoder.runtime.build`)")
+        load_reference()  # what is not loaded yet (nothing, usually)
         report = evaluate()
         if options["json"]:
             self.stdout.write(json.dumps(report.as_dict()))
