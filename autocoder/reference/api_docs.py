@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from autocoder.lessons.embedder import embed_texts
-from autocoder.reference.retrieval import EXACT_BONUS, ReferenceHit, mentioned_names
+from autocoder.reference.hits import EXACT_BONUS, ReferenceHit, mentioned_names
 
 SECTION_CHARS = 1200
 MAX_SECTIONS = 200
