@@ -50,6 +50,7 @@ class CheckedPlugin:
     manifest: Manifest
     safety: dict[str, Any]
     tests: dict[str, Any]
+    quality: dict[str, Any]  # the quality pipeline's stages and score (shown, not required)
     artifacts: list[BuiltArtifact]
     readme_html: str
     requires_python: str
@@ -60,15 +61,18 @@ Progress = Callable[[str], None]
 
 
 def plugin_package_check(*, team: Team, files: Mapping[str, str],
-                         test_report: dict[str, Any] | None = None) -> CheckedPlugin:
+                         test_report: dict[str, Any] | None = None,
+                         quality: dict[str, Any] | None = None) -> CheckedPlugin:
     """Everything a version must pass before it may wait at the publish gate.
 
-    `test_report` is given for a generation run, whose tests already ran in the sandbox on
-    exactly these files; otherwise the plugin's tests run here. Raises PackageError.
+    `test_report` (and `quality`) are given for a generation run, whose tests and quality
+    pipeline already ran in the sandbox on exactly these files; otherwise they run here.
+    Raises PackageError.
     """
     files = dict(files)
     manifest = plugin_quick_check(team=team, files=files)
-    return plugin_slow_check(files=files, manifest=manifest, test_report=test_report)
+    return plugin_slow_check(files=files, manifest=manifest, test_report=test_report,
+                             quality=quality)
 
 
 def plugin_quick_check(*, team: Team, files: Mapping[str, str]) -> Manifest:
@@ -81,8 +85,11 @@ def plugin_quick_check(*, team: Team, files: Mapping[str, str]) -> Manifest:
 
 def plugin_slow_check(*, files: Mapping[str, str], manifest: Manifest,
                       test_report: dict[str, Any] | None = None,
+                      quality: dict[str, Any] | None = None,
                       progress: Progress | None = None) -> CheckedPlugin:
-    """The safety gate, the tests in the sandbox (up to TEST_LIMITS) and the build."""
+    """The safety gate, the tests and the rest of the quality pipeline in the sandbox (up to
+    TEST_LIMITS), and the build. Every test must pass; the other stages and the score are
+    shown to reviewers and users, not required (docs/plugins.md, "What an upload must pass")."""
     files = dict(files)
     step = progress or (lambda _step: None)
     step("safety")
@@ -91,14 +98,18 @@ def plugin_slow_check(*, files: Mapping[str, str], manifest: Manifest,
         raise PackageError(_blocked(safety))
     if test_report is None:
         step("tests")
-    tests = test_report if test_report is not None else tests_run(files)
+    if test_report is None:
+        tests, quality = tests_run(files, manifest)
+    else:
+        tests, quality = test_report, quality or {}
     failures = failing_tests(tests)
     if failures:
         raise PackageError(failures)
     step("build")
     artifacts = served_artifacts(files, manifest)
     return CheckedPlugin(files=files, manifest=manifest, safety=safety, tests=tests,
-                         artifacts=artifacts, readme_html=render_readme(files["README.md"]),
+                         quality=quality, artifacts=artifacts,
+                         readme_html=render_readme(files["README.md"]),
                          requires_python=requires_python(manifest))
 
 
@@ -154,16 +165,24 @@ def _blocked(safety: dict[str, Any]) -> list[str]:
     return ["safety gate: blocked; the marketplace does not accept this code", *errors, *tail]
 
 
-def tests_run(files: Mapping[str, str]) -> dict[str, Any]:
-    from autocoder.sandbox.pytest_runner import run_pytest
+def tests_run(files: Mapping[str, str],
+              manifest: Manifest) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The plugin's tests and the rest of the quality pipeline, in one sandbox job, with the
+    testing strategy a generation run would default to for what the plugin touches."""
+    from autocoder.quality import run_quality
+    from autocoder.quality.pages import page_dict
+    from autocoder.quality.strategies import default_strategy
 
+    strategy = default_strategy(talks_to_hosts=bool(manifest.hosts),
+                                has_secrets=any(s.secret for s in manifest.settings))
     try:
-        report = run_pytest(dict(files), limits=TEST_LIMITS)
+        quality = run_quality(dict(files), strategy=strategy, limits=TEST_LIMITS)
     except (SandboxError, ValueError) as exc:
         raise PackageError([f"tests: the sandbox could not run them ({exc})"]) from None
+    report = quality.test_report
     if all(outcome.nodeid == "<session>" for outcome in report.outcomes):
         _raise_if_installation_broken()
-    return sandbox_report_dict(report)
+    return sandbox_report_dict(report), page_dict(quality)
 
 
 def _raise_if_installation_broken() -> None:

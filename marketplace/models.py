@@ -129,6 +129,9 @@ class PluginVersion(models.Model):
     changelog = models.TextField(blank=True)
     requires_python = models.CharField(max_length=40, blank=True)
     test_report = models.JSONField(default=dict, blank=True)
+    # The quality pipeline's stages and score (docs/engine.md, "The quality pipeline"); empty
+    # for versions checked before it existed.
+    quality = models.JSONField(default=dict, blank=True)
     safety_report = models.JSONField(default=dict, blank=True)
     safety_verdict = models.CharField(max_length=8, blank=True)
     # Provenance. The run may be deleted later; spec, models and counts stay on the version.

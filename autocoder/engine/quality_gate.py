@@ -14,20 +14,8 @@ from typing import Any
 
 from autocoder.engine.scaffold import protected_paths
 from autocoder.engine.spec import Spec
-from autocoder.quality.strategies import strategy
+from autocoder.quality.pages import page_dict
 
-# What a reviewer reads for each stage's name.
-STAGE_LABELS = {
-    "tests": "Tests",
-    "lint": "Style and common mistakes (ruff)",
-    "types": "Types (mypy)",
-    "coverage": "How much of the code the tests run (coverage)",
-    "performance": "Speed on the examples and larger inputs",
-    "complexity": "Functions too complicated to follow",
-    "docs": "README checked against the plugin",
-}
-PART_LABELS = {"tests": "Tests passing", "coverage": "Coverage", "lint": "Style",
-               "types": "Types", "performance": "Speed", "docs": "README"}
 PROMPT_CHARS = 1400  # the findings' share of the failures the next prompts read
 
 
@@ -45,17 +33,9 @@ def host_fixed(spec: Spec, files: dict[str, Any], fixed: dict[str, str]) -> dict
 
 
 def checkpoint_quality(report: Any, spec: Spec, fixes: list[str]) -> dict[str, Any]:
-    """The report as the iteration keeps it and the pages show it."""
-    data = report.as_dict()
-    weights = _weights()
-    data["parts"] = [{"stage": name, "label": PART_LABELS.get(name, name),
-                      "points": round(points), "weight": weights.get(name, 0)}
-                     for name, points in (data.get("parts") or {}).items()]
-    for stage in data.get("stages", []):
-        stage["label"] = STAGE_LABELS.get(stage["stage"], stage["stage"])
-    data["threshold"] = threshold_points(spec)
-    data["strategy"] = strategy(report.strategy).label.lower()
-    data["host_fixes"] = sorted(fixes)
+    """The report as the iteration keeps it and the pages show it, with the findings in words
+    for the next prompts."""
+    data = page_dict(report, threshold=threshold_points(spec), fixes=fixes)
     data["prompt"] = report.prompt_findings(PROMPT_CHARS)
     return data
 
@@ -70,9 +50,3 @@ def quality_failure(spec: Spec, quality: dict[str, Any]) -> str:
             f"{threshold_points(spec)}.")
     prompt = str(quality.get("prompt") or "")
     return f"{head}\n{prompt}" if prompt else head
-
-
-def _weights() -> dict[str, int]:
-    from autocoder.quality.score import WEIGHTS
-
-    return dict(WEIGHTS)

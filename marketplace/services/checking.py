@@ -114,7 +114,7 @@ def _check_pass(version: PluginVersion, token: str, checked: CheckedPlugin) -> P
                 status=PluginVersion.Status.PENDING, check_step=PluginVersion.CheckStep.DONE,
                 check_errors=[], check_token="", checked_at=timezone.now(),
                 readme_html=checked.readme_html, requires_python=checked.requires_python,
-                test_report=checked.tests, safety_report=checked.safety,
+                test_report=checked.tests, quality=checked.quality, safety_report=checked.safety,
                 safety_verdict=checked.safety["verdict"], summary_embedding=embedding)
             audit_record(actor=None, action="plugin.check", team=plugin.team, target=locked,
                          after={"outcome": "passed", "safety": checked.safety["verdict"],

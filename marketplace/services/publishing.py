@@ -83,7 +83,8 @@ def plugin_version_publish(*, run: Run, user: User, visibility: str,
     if PluginVersion.objects.filter(run=run).exclude(status=PluginVersion.Status.REJECTED).exists():
         raise PackageError([f"run {run.pk} was already submitted to the marketplace"])
     checked = plugin_package_check(team=team, files=with_version(iteration.files, version),
-                                   test_report=iteration.test_report)
+                                   test_report=iteration.test_report,
+                                   quality=iteration.quality)
     wanted = proposal_wanted(team=team, manifest=checked.manifest, visibility=visibility,
                              category=category)
     with transaction.atomic():

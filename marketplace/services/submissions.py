@@ -47,6 +47,7 @@ def version_create(*, team: Team, checked: CheckedPlugin, source: str,
                 source_sha256=source_sha256(checked.files), readme=checked.files["README.md"],
                 readme_html=checked.readme_html, changelog=changelog.strip()[:MAX_CHANGELOG_CHARS],
                 requires_python=checked.requires_python, test_report=checked.tests,
+                quality=checked.quality,
                 safety_report=checked.safety, safety_verdict=checked.safety["verdict"],
                 summary_embedding=embedding, run=run, spec=spec, models_used=models_used or [],
                 iterations=iterations, submitted_by=user, approval=approval, **listing)

@@ -17,9 +17,10 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page, expect
 
-from autocoder.engine.quality_gate import STAGE_LABELS, checkpoint_quality
+from autocoder.engine.quality_gate import checkpoint_quality
 from autocoder.engine.spec import spec_from_json
 from autocoder.management.commands.quality_scan import read_plugin_dir
+from autocoder.quality.pages import STAGE_LABELS
 from autocoder.quality.pipeline import run_quality
 from runs.models import ApprovalRequest, Iteration, Project, Run
 from tests.browser.journey import WIDTHS

@@ -79,6 +79,10 @@ def test_a_valid_upload_waits_at_the_gate_with_its_reports_and_artifacts(
     assert version.status == PluginVersion.Status.PENDING
     assert version.plugin.published_at is None and version.plugin.latest_version is None
     assert version.test_report["passed"] == 1 and version.test_report["failed"] == 0
+    # The rest of the quality pipeline ran in the same sandbox job: shown, not required.
+    assert [s["stage"] for s in version.quality["stages"]] == [
+        "tests", "lint", "types", "coverage", "performance", "complexity", "docs"]
+    assert 0 <= version.quality["score"] <= 100 and version.quality["strategy"] == "basic"
     assert version.safety_verdict == "pass"
     assert version.submitted_by == market["requester"]
     assert (version.visibility, list(version.tags)) == ("public", ["text", "counting"])
