@@ -230,6 +230,9 @@ WEB_PROCESSES = env.int("WEB_PROCESSES", default=0)
 WEB_ACCESS_LOG = env.bool("WEB_ACCESS_LOG", default=True)
 # Each web process loads the catalogue's search model at start, not on its first search.
 SEARCH_MODEL_PRELOAD = env.bool("SEARCH_MODEL_PRELOAD", default=True)
+# The runtime's API reference is loaded into the database in the background on first need
+# (docs/engine.md, "Reference docs"); off, only `manage.py reference_load` loads it.
+REFERENCE_AUTOLOAD = env.bool("REFERENCE_AUTOLOAD", default=True)
 
 # Generation engine, sandbox and LLM (documented in docs/configuration.md).
 SANDBOX_BACKEND = env.str("SANDBOX_BACKEND", default="bwrap")

@@ -168,8 +168,10 @@ _attempt_lock = threading.Lock()
 
 
 def ensure_loaded() -> None:
-    """Load the reference on first need, once per process (REFERENCE_AUTOLOAD=False leaves it
-    to `manage.py reference_load`). Never raises: prompts without reference docs still work."""
+    """Start loading the reference on first need, once per process, in a background thread
+    (REFERENCE_AUTOLOAD=False leaves it to `manage.py reference_load`): the first embedding of
+    a new runtime takes minutes, and a run must not wait for it; its prompts go without
+    reference docs until they are there. Never raises."""
     if not getattr(settings, "REFERENCE_AUTOLOAD", True):
         return
     path = reference_path()
@@ -178,18 +180,27 @@ def ensure_loaded() -> None:
         if key in _attempted:
             return
         _attempted.add(key)
-        if not path.exists():
-            logger.info("no reference docs at %s (the runtime's build writes them)", path)
-            return
-        try:
-            report = load_reference(path=path)
-        except Exception as exc:
-            logger.warning("loading the reference docs failed (%s: %s); prompts go without "
-                           "them", type(exc).__name__, exc)
-            return
-        if report.loaded:
-            logger.info("reference docs loaded: %s (%d entries, %.1f s)",
-                        ", ".join(report.loaded), report.entries, report.seconds)
+    if not path.exists():
+        logger.info("no reference docs at %s (the runtime's build writes them)", path)
+        return
+    threading.Thread(target=_load_in_background, args=(path,), daemon=True,
+                     name="reference-load").start()
+
+
+def _load_in_background(path: Path) -> None:
+    from django.db import close_old_connections
+
+    try:
+        report = load_reference(path=path)
+    except Exception as exc:
+        logger.warning("loading the reference docs failed (%s: %s); prompts go without "
+                       "them", type(exc).__name__, exc)
+        return
+    finally:
+        close_old_connections()
+    if report.loaded:
+        logger.info("reference docs loaded: %s (%d entries, %.1f s)",
+                    ", ".join(report.loaded), report.entries, report.seconds)
 
 
 def reference_loaded() -> bool:

@@ -36,6 +36,9 @@ def _start_services(scratch: Path) -> None:
     # the connection says so (projects/migrations/0010_audit_no_truncate.py).
     os.environ["PGOPTIONS"] = (os.environ.get("PGOPTIONS", "")
                                + " -c autocoder.audit_log_truncate=on").strip()
+    # Embedding the runtime's API reference takes minutes of CPU: tests/reference loads it
+    # explicitly; elsewhere prompts go without it (docs/engine.md, "Reference docs").
+    os.environ.setdefault("REFERENCE_AUTOLOAD", "0")
     os.environ.setdefault("DRAMATIQ_NAMESPACE", session_tag)
     os.environ.setdefault("CHANNELS_PREFIX", f"{session_tag}:asgi")
     if not os.environ.get("DATABASE_URL"):
