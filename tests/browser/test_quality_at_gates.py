@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from autocoder.engine.quality_gate import checkpoint_quality
 from autocoder.engine.spec import spec_from_json
@@ -23,10 +23,9 @@ from autocoder.management.commands.quality_scan import read_plugin_dir
 from autocoder.quality.pages import STAGE_LABELS
 from autocoder.quality.pipeline import run_quality
 from runs.models import ApprovalRequest, Iteration, Project, Run
+from tests.browser.checks import accessible_and_fits as check
 from tests.browser.journey import WIDTHS
 from tests.browser.pages import log_in
-from tests.browser.test_accessibility import FAILING, audit, describe
-from tests.browser.test_layout import overflow
 from tests.live import LiveServer
 from tests.projects.portal_factories import approval_for, run_with_history
 
@@ -55,14 +54,6 @@ def gate_with_quality(people: dict[str, Any]) -> tuple[ApprovalRequest, dict[str
     # to run where Playwright's loop runs (see conftest.py).
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(_gate_with_quality, people).result()
-
-
-def check(page: Page, name: str, width: int) -> None:
-    serious = [v for v in audit(page) if v["impact"] in FAILING]
-    assert not serious, f"{name} at {width} px: {describe(serious)}"
-    sticking_out = overflow(page)
-    assert sticking_out["width"] <= sticking_out["window"], f"{name} at {width} px: " \
-        f"{sticking_out}"
 
 
 def test_the_reviewer_sees_every_stage_of_the_quality_pipeline(

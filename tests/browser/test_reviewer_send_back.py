@@ -13,13 +13,12 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from runs.models import ApprovalRequest, Iteration, LoopEvent, Project, Run
+from tests.browser.checks import accessible_and_fits as check
 from tests.browser.journey import WIDTHS
 from tests.browser.pages import log_in
-from tests.browser.test_accessibility import FAILING, audit, describe
-from tests.browser.test_layout import overflow
 from tests.live import LiveServer
 from tests.projects.portal_factories import approval_for, run_with_history
 
@@ -48,14 +47,6 @@ def waiting_change(people: dict[str, Any]) -> ApprovalRequest:
     # async_to_sync, which refuses to run where Playwright's loop runs (see conftest.py).
     with ThreadPoolExecutor(max_workers=1) as pool:
         return pool.submit(_waiting_change, people).result()
-
-
-def check(page: Page, name: str, width: int) -> None:
-    serious = [v for v in audit(page) if v["impact"] in FAILING]
-    assert not serious, f"{name} at {width} px: {describe(serious)}"
-    sticking_out = overflow(page)
-    assert sticking_out["width"] <= sticking_out["window"], f"{name} at {width} px: " \
-        f"{sticking_out}"
 
 
 def test_one_click_sends_the_work_back_with_the_reviewers_reasons(
