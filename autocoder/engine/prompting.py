@@ -300,7 +300,9 @@ def _reference(ctx: PromptContext) -> str:
 
     query = "\n\n".join(part for part in (ctx.plan, ctx.failures) if part.strip())
     return reference_port.retrieve(query=query or ctx.spec.summary,
-                                   api_docs=getattr(ctx.spec, "api_docs", "") or "")
+                                   api_docs=ctx.spec.api_docs)
+
+
 _FAILURES_HEADING = "# What went wrong in the last iteration\n\n"
 _CHECKS_HEADING = "# What the tests and the safety gate found\n\n"
 _HIDDEN_NOTE = "Not shown, to save space (they exist and stay as they are unless you send them): "
