@@ -118,7 +118,9 @@ def after_failure(run: RunView, history: RunHistory, checkpoint: Checkpoint,
         # A fresh context is judged on its own iterations; other escapes keep the window, so a
         # problem that survives them climbs the ladder instead of starting over.
         updates["since_iteration"] = checkpoint.number
-    transition = _route(run, action, reason, checkpoint, pending, updates)
+    best = history.best()
+    passed = best.number if best is not None and best.succeeded else 0
+    transition = _route(run, action, reason, checkpoint, pending, updates, passed=passed)
     if transition.approval is not None and detail:
         transition.approval.payload["details"] = detail
     transition.events = events
@@ -144,11 +146,18 @@ def _strongest(decisions: list[tuple[Detection, EscapeDecision]]) -> tuple[str, 
 
 
 def _route(run: RunView, action: str, reason: str, checkpoint: Checkpoint, pending: dict[str, Any],
-           updates: dict[str, Any]) -> Transition:
+           updates: dict[str, Any], *, passed: int = 0) -> Transition:
+    """`passed`: an earlier iteration that passed the quality gate (0: none). There is one only
+    after a reviewer sent the work back (docs/engine.md, "The reviewer model"); when the budget
+    runs out on the rework, that iteration is the run's result and the publish gate decides."""
     if action == "abort":
         transition = ending(pending, RunStatus.ABORTED, f"the loop detector stopped the run: "
                                                          f"{reason}")
-    elif (exhausted := budget_exhausted(run, checkpoint.number)):
+    elif (exhausted := budget_exhausted(run, checkpoint.number)) and passed:
+        transition = ending(pending, RunStatus.SUCCEEDED,
+                            f"{exhausted} while making the changes the reviewer asked for; "
+                            f"iteration {passed} passed the quality gate and is the candidate")
+    elif exhausted:
         transition = ending(pending, RunStatus.FAILED, exhausted)
     elif action == "escalate":
         transition = Transition(phase=Phase.PLAN, pending=pending)

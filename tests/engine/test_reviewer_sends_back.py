@@ -109,6 +109,22 @@ def test_no_attempt_left_means_no_send_back(start_run: Callable[..., Run]) -> No
     assert exchange(run) == [(1, "to_person")]
 
 
+def test_a_rework_that_fails_on_the_last_attempt_leaves_the_passing_one_for_the_person(
+        start_run: Callable[..., Run]) -> None:
+    steps = script(ASKS)
+    broken = steps["implementer"][0].replace('f"Hello, {name}!"', 'f"Hi, {name.strip()}!"')
+    assert broken != steps["implementer"][0]
+    run = drive(start_run({**steps, "implementer": [steps["implementer"][0], broken]},
+                          max_iterations=2))
+
+    assert run.status == Run.Status.SUCCEEDED, run.error
+    first, second = iterations(run)
+    assert first.succeeded and not second.succeeded
+    assert run.best_iteration_id == first.id
+    publish = pending(run)  # what passed goes to the person, not the broken rework
+    assert publish.kind == ApprovalRequest.Kind.PUBLISH and publish.iteration == 1
+
+
 @pytest.mark.parametrize("reply", ["Changes needed: strip the name first.",
                                    "VERDICT: request_changes"],
                          ids=["no-verdict-line", "no-reasons"])
