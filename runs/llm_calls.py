@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from autocoder import realtime
 from autocoder.installation import InstallationFault
+from autocoder.llm.config import role_max_tokens
 from autocoder.llm.models import ModelPrice
 from autocoder.llm.pricing import prices_for
 from autocoder.llm.types import DEADLINE, CallRecord, Completion, LLMError, Message, Provider
@@ -74,6 +75,8 @@ class RunLLM:
     factory: ProviderFactory = default_provider_factory
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    # How the last reply ended: "stop", "length" (at its cap) or "deadline" (autocoder.llm).
+    last_finish_reason: str = ""
     _scripted: Any = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -112,10 +115,14 @@ class RunLLM:
         if stream is not None:
             stream.start()
         provider = self.provider(role)
+        # A real provider's configuration carries the role's cap (role_config); the scripted
+        # one is held to the same cap here, so a long scripted reply stops as a model's would.
+        cap = role_max_tokens(role) if self._scripted is not None else None
+        self.last_finish_reason = ""
         try:
             completion = provider.complete(
                 messages, role=role, record=records.append, on_text=stream,
-                deadline=self.deadline())
+                deadline=self.deadline(), max_tokens=cap or None)
         except LLMError as error:
             self._store(role, messages, records, reply="", failure=error)
             if stream is not None:
@@ -124,6 +131,7 @@ class RunLLM:
             if fault is not None:
                 raise fault from error  # the run is held, never failed (docs/llm.md)
             raise
+        self.last_finish_reason = completion.finish_reason
         self._store(role, messages, records, reply=completion.text, completion=completion)
         if stream is not None:
             stream.finish("cut" if completion.finish_reason == DEADLINE else "done",
@@ -161,6 +169,8 @@ class RunLLM:
             completion_tokens=rec.completion_tokens, latency_ms=rec.latency_ms,
             attempts=rec.attempts, error=rec.error or "", messages=sent,
             reply=reply if rec.error is None else "",
+            finish_reason=(completion.finish_reason if completion is not None
+                           and rec.error is None else ""),
             cost=_priced(prices, rec),
         ) for rec in records]
         LLMCall.objects.bulk_create(rows)

@@ -255,6 +255,9 @@ class LLMCall(models.Model):
     error = models.TextField(blank=True)
     messages = models.JSONField(default=list, blank=True)
     reply = models.TextField(blank=True)
+    # How the reply ended: "stop", "length" (the model stopped at its cap), "deadline" (the
+    # run's time ran out); "" for a failed call and calls recorded before this was kept.
+    finish_reason = models.CharField(max_length=16, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -18,6 +18,9 @@ class ModelCalls(Protocol):
     @property
     def tokens(self) -> int: ...
 
+    # How the last reply ended: "stop", "length" (the model stopped at its cap), "deadline".
+    last_finish_reason: str
+
     def complete(self, role: str, messages: list[Message]) -> str:
         """The reply's text; an LLMError when the call failed for good, an InstallationFault
         when the model cannot be reached or answers with an error of the installation's."""

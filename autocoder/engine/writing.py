@@ -29,9 +29,14 @@ from autocoder.engine.steps import (
 )
 from autocoder.engine.transitions import Approval, Transition
 from autocoder.engine.verifying import services_for_review
+from autocoder.llm.types import CAPPED, Message
 from autocoder.plugins import permissions_or_none
 
 GENERATED_TESTS_PREFIX = "tests/test_generated_"
+# Added to the implementer's prompt when its reply stopped at the length limit with no file.
+SHORTER = ("Your last reply stopped at its length limit before any file was complete, so "
+           "nothing could be used. Answer again with only the file blocks: the shortest code "
+           "that does the job, no explanation, no comments, and no file you do not change.")
 
 
 def plan_phase(step: Step) -> Transition:
@@ -75,9 +80,15 @@ def implement_phase(step: Step) -> Transition:
     spec, pending = step.spec, step.pending
     base = current_files(step)
     ctx = prompt_context(step, files=base, failures=failures_for_prompt(latest_checkpoint(step)))
-    text = step.llm.complete("implementer", build_messages("implementer", ctx,
-                                                           budget_chars=budget_chars()))
+    messages = build_messages("implementer", ctx, budget_chars=budget_chars())
+    text = step.llm.complete("implementer", messages)
     parsed = parse_reply(text)
+    if not parsed.files and step.llm.last_finish_reason == CAPPED:
+        # Stopped at its length limit before a file was whole: not the iteration's fault yet.
+        # Asked once more, shorter (docs/engine.md, "The loop, step by step").
+        text = step.llm.complete("implementer", [*messages[:-1], Message(
+            "user", messages[-1].content + "\n\n" + SHORTER)])
+        parsed = parse_reply(text)
     protected = change_protected(step.run, spec, base)
     files, rejected = merge_files(base, parsed.files, protected=protected)
     rejected_list = [{"path": r.path, "reason": r.reason} for r in (*parsed.rejected, *rejected)]

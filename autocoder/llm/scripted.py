@@ -8,12 +8,20 @@ and a role the script does not mention replies with an empty string.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 
 from autocoder.llm.base import BaseProvider, Reply, TextCallback, estimate_tokens, prompt_text
-from autocoder.llm.types import ROLES, LLMConfigError, Message, ProviderConfig
+from autocoder.llm.types import (
+    CAPPED,
+    FINISHED,
+    ROLES,
+    LLMConfigError,
+    Message,
+    ProviderConfig,
+)
 
 SCRIPTED_MODEL = "script"
 
@@ -89,8 +97,19 @@ class ScriptedProvider(BaseProvider):
     def _attempt(self, messages: list[Message], *, role: str, max_tokens: int | None,
                  temperature: float | None, timeout_s: float,
                  on_text: TextCallback | None, deadline: float | None = None) -> Reply:
-        text = self.next_reply(role)
+        text, finish = _capped(self.next_reply(role), max_tokens)
         if on_text is not None:
             on_text(text)
         return Reply(text=text, prompt_tokens=estimate_tokens(prompt_text(messages)),
-                     completion_tokens=estimate_tokens(text), model=SCRIPTED_MODEL)
+                     completion_tokens=estimate_tokens(text), model=SCRIPTED_MODEL,
+                     finish_reason=finish)
+
+
+def _capped(text: str, max_tokens: int | None) -> tuple[str, str]:
+    """A reply longer than the cap stops at it, as a model's does (its tokens counted as
+    `estimate_tokens` counts them: words), with finish_reason "length"."""
+    if not max_tokens or estimate_tokens(text) <= max_tokens:
+        return text, FINISHED
+    words = re.finditer(r"\S+", text)
+    end = [match.end() for _, match in zip(range(max_tokens), words, strict=False)][-1]
+    return text[:end], CAPPED

@@ -18,6 +18,7 @@ from projects.views.broker import broker_reachable, broker_unavailable
 from runs.models import Iteration, Run
 from runs.selectors.runs import (
     attempt_facts,
+    capped_replies,
     findings_by_line,
     lessons_titles,
     run_iteration,
@@ -83,6 +84,7 @@ def _iteration_context(run: Run, params: QueryDict) -> dict[str, Any]:
         "attempt_story": what_it_showed(attempt_facts(iteration, reports=True),
                                         spec_commands(run)),
         "outcomes": (iteration.test_report or {}).get("outcomes") or [],
+        "capped": capped_replies(run, iteration.number),
     }
     if view == "split":
         context["split"] = split_rows(old_files, iteration.files)

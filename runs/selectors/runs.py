@@ -10,8 +10,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from autocoder.engine.states import Phase
+from autocoder.llm.types import CAPPED
 from autocoder.safety import finding_applies
-from runs.models import ApprovalRequest, Iteration, LoopEvent, Project, Run
+from runs.models import ApprovalRequest, Iteration, LLMCall, LoopEvent, Project, Run
 from runs.summary import (
     AttemptFacts,
     FindingFact,
@@ -161,6 +162,13 @@ def attempt_facts(iteration: Iteration, *, reports: bool = False) -> AttemptFact
         findings=tuple(_finding_fact(f) for f in visible_findings(safety_report)),
         timed_out=bool(test_report.get("timed_out")), out_of_memory=bool(test_report.get("oom")),
     )
+
+
+def capped_replies(run: Run, number: int) -> list[str]:
+    """The roles whose replies in attempt `number` stopped at their length limit (one per
+    reply, in order: "implementer", "implementer" when it was asked again, shorter)."""
+    return list(LLMCall.objects.filter(run=run, iteration=number, finish_reason=CAPPED)
+                .order_by("id").values_list("role", flat=True))
 
 
 def loop_fact(event: LoopEvent) -> LoopFact:
