@@ -122,7 +122,7 @@ def role_max_tokens(role: str) -> int:
     """The role's reply cap before any team's override (LLM_MAX_TOKENS_<ROLE>, else
     LLM_MAX_TOKENS, else the role's default): what the scripted provider is held to."""
     own = (settings.LLM_ROLE_OVERRIDES.get(role) or {}).get("max_tokens")
-    return int(own or settings.LLM_MAX_TOKENS or ROLE_MAX_TOKENS.get(role, 0))
+    return int(str(own or settings.LLM_MAX_TOKENS or ROLE_MAX_TOKENS.get(role, 0)))
 
 
 def role_config(role: str, *, team_id: int | None = None) -> ProviderConfig:
