@@ -33,8 +33,9 @@ from django.utils import timezone
 
 from autocoder.lessons.models import LessonOutcome
 from autocoder.llm.pricing import cost_text
+from autocoder.llm.types import CAPPED
 from autocoder.money import currency
-from runs.models import ApprovalRequest, Iteration, LoopEvent, Run
+from runs.models import ApprovalRequest, Iteration, LLMCall, LoopEvent, Run
 from teams.models import Team
 
 # The seed's targets, shown beside the figures.
@@ -166,6 +167,8 @@ class Insights:
     weeks: list[tuple[date, Figures]]
     total: Figures
     loop_events: list[tuple[str, int]] = field(default_factory=list)
+    # Per model: (model, replies, replies that stopped at their length limit).
+    models: list[tuple[str, int, int]] = field(default_factory=list)
 
     @property
     def empty(self) -> bool:
@@ -179,12 +182,14 @@ class Insights:
                             "auto_fix_rate": TARGET_AUTO_FIX},
                 "total": _figures_dict(self.total),
                 "loop_events": dict(self.loop_events),
+                "models": [{"model": model, "replies": replies, "cut_at_limit": cut}
+                           for model, replies, cut in self.models],
                 "weeks": [{"week": week.isoformat(), **_figures_dict(figures)}
                           for week, figures in self.weeks]}
 
 
 def team_insights(*, team: Team, period: Period) -> Insights:
-    """The team's figures per week and over `period` (five queries)."""
+    """The team's figures per week and over `period` (six queries)."""
     runs = _runs_in(team, period)
     weekly = _weekly_runs(runs)
     decisions = _weekly_decisions(runs)
@@ -194,7 +199,7 @@ def team_insights(*, team: Team, period: Period) -> Insights:
              for week in period.weeks]
     total = _period_figures(runs, weeks)
     return Insights(team=team, period=period, weeks=weeks, total=total,
-                    loop_events=_loop_events(runs))
+                    loop_events=_loop_events(runs), models=_models(runs))
 
 
 def _runs_in(team: Team, period: Period) -> QuerySet[Run]:
@@ -282,6 +287,15 @@ def _loop_events(runs: QuerySet[Run]) -> list[tuple[str, int]]:
     rows = (LoopEvent.objects.filter(run__in=runs).exclude(type="reviewer").values("type")
             .annotate(n=Count("id")).order_by("-n", "type"))
     return [(row["type"], row["n"]) for row in rows]
+
+
+def _models(runs: QuerySet[Run]) -> list[tuple[str, int, int]]:
+    """How each model's replies ended: all of them, and those cut at their length limit
+    (docs/llm.md, "Reply caps"); failed calls have no reply and are not counted."""
+    rows = (LLMCall.objects.filter(run__in=runs, error="").values("model")
+            .annotate(replies=Count("id"), cut=Count("id", filter=Q(finish_reason=CAPPED)))
+            .order_by("-replies", "model"))
+    return [(row["model"] or "unknown", row["replies"], row["cut"]) for row in rows]
 
 
 def _week_figures(row: dict[str, Any], decisions: int, lessons: tuple[int, int]) -> Figures:

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from autocoder.lessons.models import Lesson, LessonOutcome
 from projects.selectors.insights import Period, team_insights
-from runs.models import ApprovalRequest, LoopEvent, Run
+from runs.models import ApprovalRequest, LLMCall, LoopEvent, Run
 from teams.models import Membership, Team
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.projects.portal_factories import IterationFactory, ProjectFactory, RunFactory
@@ -167,12 +167,12 @@ def test_a_week_without_runs_is_shown_as_zeros_not_left_out(history: dict[str, A
 
 def test_the_number_of_queries_does_not_grow_with_the_runs(
         history: dict[str, Any], django_assert_num_queries: Any) -> None:
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         team_insights(team=history["team"], period=PERIOD)
     for _ in range(15):
         _run(history["team"], WEEK_B, Run.Status.SUCCEEDED, attempts=[False, True], minutes=3,
              tokens=(10, 10))
-    with django_assert_num_queries(5):
+    with django_assert_num_queries(6):
         insights = team_insights(team=history["team"], period=PERIOD)
     assert insights.total.started == 21
 
@@ -219,6 +219,25 @@ def test_the_page_shows_the_figures_with_charts_and_their_numbers(
     # Every chart's numbers are in a table too.
     assert "<caption>Runs per week</caption>" in html
     assert "2026-11-02" in html or "2 Nov" in html
+
+
+def test_replies_cut_at_their_length_limit_are_counted_per_model(
+        history: dict[str, Any], client: Client) -> None:
+    run = Run.objects.filter(project__team=history["team"]).first()
+    assert run is not None
+    for model, ended in (("gemma-3-270m", "length"), ("gemma-3-270m", "length"),
+                         ("gemma-3-270m", "stop"), ("gpt-x", "stop")):
+        LLMCall.objects.create(run=run, iteration=1, role="implementer", provider="openai",
+                               model=model, finish_reason=ended)
+    LLMCall.objects.create(run=run, iteration=1, role="implementer", provider="openai",
+                           model="gpt-x", error="timed out")  # no reply: not counted
+    insights = team_insights(team=history["team"], period=PERIOD)
+    assert insights.models == [("gemma-3-270m", 3, 2), ("gpt-x", 1, 0)]
+    assert insights.as_dict()["models"][0] == {"model": "gemma-3-270m", "replies": 3,
+                                                "cut_at_limit": 2}
+    client.force_login(history["lead"])
+    html = client.get("/t/acme/insights/?since=2026-11-02&until=2026-11-15").content.decode()
+    assert "Cut at the length limit" in html and "2 (67%)" in html
 
 
 def test_the_page_is_for_members_only(history: dict[str, Any], client: Client) -> None:
