@@ -16,8 +16,8 @@ STAGE_LABELS = {
     "types": "Types (mypy)",
     "coverage": "How much of the code the tests run (coverage)",
     "performance": "Speed on the examples and larger inputs",
-    "complexity": "Functions too complicated to follow",
-    "docs": "README checked against the plugin",
+    "complexity": "Functions simple enough to follow (complexity)",
+    "docs": "README matches the plugin",
 }
 PART_LABELS = {"tests": "Tests passing", "coverage": "Coverage", "lint": "Style",
                "types": "Types", "performance": "Speed", "docs": "README"}

@@ -147,7 +147,7 @@ def test_processing_the_message_performs_the_checks_and_the_page_shows_the_outco
     page = client.get(reverse("marketplace:version", args=["word-count", "0.1.0"]))
     assert "Awaiting approval" in page.content.decode()
     assert f"Quality: {checked.quality['score']} of 100" in page.content.decode()
-    assert "README checked against the plugin" in page.content.decode()
+    assert "README matches the plugin" in page.content.decode()
     assert plugin_version_check(version_id=version.pk) is None  # a duplicate
 
 
