@@ -10,7 +10,7 @@ import pytest
 from playwright.sync_api import expect
 
 from projects.models import Interview
-from tests.browser.pages import answer_actions, continue_, describe, fill_example, log_in
+from tests.browser.pages import continue_, greet_up_to_services, log_in
 from tests.live import LiveServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
@@ -20,14 +20,7 @@ def test_a_requester_on_a_phone_names_the_service_and_fixes_its_address(
         server: LiveServer, people: dict, context_factory: Any) -> None:
     page = context_factory(viewport={"width": 390, "height": 844}).new_page()
     log_in(page, server, "rita")
-    describe(page)
-    answer_actions(page)
-    page.get_by_label("What will you give it for \u201cgreet\u201d?").fill("name")
-    page.get_by_label("What should you get back from \u201cgreet\u201d?").fill("message")
-    continue_(page)
-    fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
-    fill_example(page, 2, "name: Linus", "message: Hello, Linus!")
-    continue_(page)
+    greet_up_to_services(page)
 
     no = page.get_by_label("No, it works on its own")
     expect(no).to_be_checked()

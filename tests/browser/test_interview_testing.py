@@ -7,22 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import expect
 
 from projects.models import Interview
-from tests.browser.pages import answer_actions, continue_, describe, fill_example, log_in
-from tests.browser.test_accessibility import FAILING, audit
-from tests.browser.test_accessibility import describe as describe_violations
+from tests.browser.checks import accessible_and_fits
+from tests.browser.pages import continue_, greet_up_to_services, log_in
 from tests.live import LiveServer
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
-
-
-def fits_and_passes_axe(page: Page) -> None:
-    width = page.evaluate("() => [document.documentElement.scrollWidth, window.innerWidth]")
-    assert width[0] <= width[1], width
-    serious = [v for v in audit(page) if v["impact"] in FAILING]
-    assert serious == [], describe_violations(serious)
 
 
 def test_a_requester_on_a_phone_gives_api_docs_and_picks_the_testing(
@@ -30,14 +22,7 @@ def test_a_requester_on_a_phone_gives_api_docs_and_picks_the_testing(
     context = context_factory(viewport={"width": 390, "height": 844}, bypass_csp=True)
     page = context.new_page()
     log_in(page, server, "rita")
-    describe(page)
-    answer_actions(page)
-    page.get_by_label("What will you give it for \u201cgreet\u201d?").fill("name")
-    page.get_by_label("What should you get back from \u201cgreet\u201d?").fill("message")
-    continue_(page)
-    fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
-    fill_example(page, 2, "name: Linus", "message: Hello, Linus!")
-    continue_(page)
+    greet_up_to_services(page)
 
     page.get_by_label("Yes, it talks to another system").check()
     page.get_by_label("Which system?").fill("our Slack")
@@ -46,7 +31,7 @@ def test_a_requester_on_a_phone_gives_api_docs_and_picks_the_testing(
     expect(page.get_by_text("Paste the service's API documentation, if you have it: the model "
                             "reads it while writing the plugin.", exact=False)).to_be_visible()
     docs.fill("POST /services/T1: {\"text\": \"...\"} answers ok")
-    fits_and_passes_axe(page)
+    accessible_and_fits(page, page.url, 390)
     page.get_by_label("Semi-automatic").check()
     continue_(page)
     expect(page.get_by_role("heading", level=1)).to_contain_text("A few more questions")
@@ -67,13 +52,13 @@ def test_a_requester_on_a_phone_gives_api_docs_and_picks_the_testing(
         "Give the quality needed as a whole number from 1 to 100")
     expect(threshold).to_have_value("0")
     expect(threshold).to_have_attribute("aria-invalid", "true")
-    fits_and_passes_axe(page)
+    accessible_and_fits(page, page.url, 390)
 
     page.get_by_label("Quality needed to finish (percent)").fill("92")
     page.get_by_role("button", name="Save how it is tested").click()
     expect(page.locator(".testing-form .saved")).to_have_text(
         "Saved: Stress, quality 92%, at most 12 attempts.")
-    fits_and_passes_axe(page)
+    accessible_and_fits(page, page.url, 390)
     interview = Interview.objects.get(requester=people["requester"])
     assert interview.state["testing"]["strategy"] == "stress"
     assert interview.state["api_docs"].startswith("POST /services/T1")
