@@ -19,10 +19,19 @@ from django.utils import timezone
 
 from autocoder import realtime
 from autocoder.installation import InstallationFault
+from autocoder.llm import structured
 from autocoder.llm.config import role_max_tokens
 from autocoder.llm.models import ModelPrice
 from autocoder.llm.pricing import prices_for
-from autocoder.llm.types import DEADLINE, CallRecord, Completion, LLMError, Message, Provider
+from autocoder.llm.types import (
+    DEADLINE,
+    CallRecord,
+    Completion,
+    LLMError,
+    Message,
+    Provider,
+    ReplySchema,
+)
 from runs.budgets import spend_record
 from runs.models import LLMCall, Run
 
@@ -99,14 +108,16 @@ class RunLLM:
             return self._scripted  # type: ignore[no-any-return]
         return self.factory(self.run, role)
 
-    def complete(self, role: str, messages: list[Message]) -> str:
+    def complete(self, role: str, messages: list[Message],
+                 schema: ReplySchema | None = None) -> str:
         """The reply text; every attempt is stored as an LLMCall row (costs are real even when
         the step later dies), and the run's token counters move at once. A failure that is
         the installation's (see readiness.call_fault) is raised as an InstallationFault.
 
         The reply streams to the run page as it is written. It may take as long as it keeps
         streaming, up to the end of the run's wall-time budget: there reading stops and the text
-        so far is the reply (the next step then ends the run for its budget).
+        so far is the reply (the next step then ends the run for its budget). With `schema`,
+        the reply is held to it where the model's server allows (autocoder.llm.structured).
         """
         records: list[CallRecord] = []
         # A scripted reply arrives whole and at once: there is nothing to watch.
@@ -120,9 +131,9 @@ class RunLLM:
         cap = role_max_tokens(role) if self._scripted is not None else None
         self.last_finish_reason = ""
         try:
-            completion = provider.complete(
-                messages, role=role, record=records.append, on_text=stream,
-                deadline=self.deadline(), max_tokens=cap or None)
+            completion = structured.complete(
+                provider, messages, role=role, schema=schema, record=records.append,
+                on_text=stream, deadline=self.deadline(), max_tokens=cap or None)
         except LLMError as error:
             self._store(role, messages, records, reply="", failure=error)
             if stream is not None:
@@ -171,6 +182,8 @@ class RunLLM:
             reply=reply if rec.error is None else "",
             finish_reason=(completion.finish_reason if completion is not None
                            and rec.error is None else ""),
+            reply_form=(completion.reply_form if completion is not None
+                        and rec.error is None else ""),
             cost=_priced(prices, rec),
         ) for rec in records]
         LLMCall.objects.bulk_create(rows)

@@ -258,6 +258,9 @@ class LLMCall(models.Model):
     # How the reply ended: "stop", "length" (the model stopped at its cap), "deadline" (the
     # run's time ran out); "" for a failed call and calls recorded before this was kept.
     finish_reason = models.CharField(max_length=16, blank=True)
+    # How the reply was asked for: held to the role's schema through a provider option
+    # (json_schema, json_object, tool) or "fenced" (docs/llm.md, "Constrained replies").
+    reply_form = models.CharField(max_length=16, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 from typing import Protocol
 
-from autocoder.llm.types import Message
+from autocoder.llm.types import Message, ReplySchema
 
 
 class ModelCalls(Protocol):
@@ -21,9 +21,12 @@ class ModelCalls(Protocol):
     # How the last reply ended: "stop", "length" (the model stopped at its cap), "deadline".
     last_finish_reason: str
 
-    def complete(self, role: str, messages: list[Message]) -> str:
+    def complete(self, role: str, messages: list[Message],
+                 schema: ReplySchema | None = None) -> str:
         """The reply's text; an LLMError when the call failed for good, an InstallationFault
-        when the model cannot be reached or answers with an error of the installation's."""
+        when the model cannot be reached or answers with an error of the installation's.
+        With `schema`, the reply is held to it where the model's server allows (then it is
+        JSON; engine/reply_formats.py reads both)."""
         ...
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from autocoder.engine.budgets import budget_exhausted
 from autocoder.engine.prompting import build_messages, review_opinion
+from autocoder.engine.reply_formats import as_text, ask
 from autocoder.engine.states import Autonomy, RunHistory
 from autocoder.engine.steps import Step, budget_chars, prompt_context
 from autocoder.installation import InstallationFault
@@ -50,12 +51,12 @@ def second_opinion(step: Step, *, files: dict[str, str], result: dict[str, Any],
     ctx = prompt_context(step, files=files)
     ctx.checks = _checks_text(result, reasons)
     try:
-        text = step.llm.complete("reviewer", build_messages("reviewer", ctx,
-                                                            budget_chars=budget_chars()))
+        text = ask(step.llm, "reviewer", build_messages("reviewer", ctx,
+                                                        budget_chars=budget_chars()))
     except (LLMError, InstallationFault) as error:  # on record with its error; the run goes on
         logger.warning("run %s: no second opinion, the reviewer's call failed: %s", run.id, error)
         return None
-    opinion = review_opinion(text)
+    opinion = review_opinion(as_text("reviewer", text))
     return {**opinion, "iteration": step.number} if opinion is not None else None
 
 

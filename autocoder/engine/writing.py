@@ -15,7 +15,8 @@ from autocoder.engine.changing import (
 )
 from autocoder.engine.llm_port import reply_hash
 from autocoder.engine.prompting import build_messages, plan_from_reply
-from autocoder.engine.replies import merge_files, parse_reply
+from autocoder.engine.replies import merge_files
+from autocoder.engine.reply_formats import as_text, ask, read_files
 from autocoder.engine.scaffold import plugin_toml
 from autocoder.engine.spec import Spec
 from autocoder.engine.states import Autonomy, GateKind, Phase
@@ -49,9 +50,9 @@ def plan_phase(step: Step) -> Transition:
     files = current_files(step)
     ctx = prompt_context(step, files=files, failures=failures_for_prompt(latest),
                          replanning=bool(run.plan))
-    text = step.llm.complete("architect", build_messages("architect", ctx,
-                                                         budget_chars=budget_chars()))
-    plan = plan_from_reply(text)
+    text = ask(step.llm, "architect", build_messages("architect", ctx,
+                                                     budget_chars=budget_chars()))
+    plan = plan_from_reply(as_text("architect", text))
     approaches = [*run.approaches, run.plan] if run.plan and run.plan != plan else run.approaches
     updates = {"plan": plan, "approaches": approaches}
     transition = Transition(phase=Phase.IMPLEMENT, pending=pending, updates=updates,
@@ -81,14 +82,14 @@ def implement_phase(step: Step) -> Transition:
     base = current_files(step)
     ctx = prompt_context(step, files=base, failures=failures_for_prompt(latest_checkpoint(step)))
     messages = build_messages("implementer", ctx, budget_chars=budget_chars())
-    text = step.llm.complete("implementer", messages)
-    parsed = parse_reply(text)
+    text = ask(step.llm, "implementer", messages)
+    parsed = read_files(text)
     if not parsed.files and step.llm.last_finish_reason == CAPPED:
         # Stopped at its length limit before a file was whole: not the iteration's fault yet.
         # Asked once more, shorter (docs/engine.md, "The loop, step by step").
-        text = step.llm.complete("implementer", [*messages[:-1], Message(
+        text = ask(step.llm, "implementer", [*messages[:-1], Message(
             "user", messages[-1].content + "\n\n" + SHORTER)])
-        parsed = parse_reply(text)
+        parsed = read_files(text)
     protected = change_protected(step.run, spec, base)
     files, rejected = merge_files(base, parsed.files, protected=protected)
     rejected_list = [{"path": r.path, "reason": r.reason} for r in (*parsed.rejected, *rejected)]
@@ -138,8 +139,8 @@ def test_write_phase(step: Step) -> Transition:
     spec, pending = step.spec, step.pending
     files = dict(pending["files"])
     ctx = prompt_context(step, files=files)
-    text = step.llm.complete("tester", build_messages("tester", ctx, budget_chars=budget_chars()))
-    parsed = parse_reply(text)
+    text = ask(step.llm, "tester", build_messages("tester", ctx, budget_chars=budget_chars()))
+    parsed = read_files(text)
     tests = {p: c for p, c in parsed.files.items()
              if p.startswith(GENERATED_TESTS_PREFIX) and p.endswith(".py")}
     refused = [{"path": p, "reason": "the tester may only add tests/test_generated_*.py files"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import Any
@@ -24,6 +25,7 @@ from autocoder.llm.types import (
     CAPPED,
     DEADLINE,
     FINISHED,
+    TOOL,
     LLMBadRequest,
     LLMConfigError,
     LLMConnectionError,
@@ -33,6 +35,7 @@ from autocoder.llm.types import (
     LLMTimeout,
     Message,
     ProviderConfig,
+    ReplyFormat,
     safe_url,
 )
 
@@ -60,6 +63,8 @@ def to_anthropic(messages: list[Message]) -> tuple[str, list[dict[str, str]]]:
 
 class AnthropicProvider(BaseProvider):
     name = "anthropic"
+    # A reply held to a schema is the input of one tool the model must call.
+    reply_forms = (TOOL,)
 
     def __init__(self, config: ProviderConfig, *, retry_base_delay_s: float = 0.5) -> None:
         super().__init__(config, retry_base_delay_s=retry_base_delay_s)
@@ -75,13 +80,19 @@ class AnthropicProvider(BaseProvider):
 
     def _attempt(self, messages: list[Message], *, role: str, max_tokens: int | None,
                  temperature: float | None, timeout_s: float,
-                 on_text: TextCallback | None, deadline: float | None) -> Reply:
+                 on_text: TextCallback | None, deadline: float | None,
+                 reply_format: ReplyFormat | None = None) -> Reply:
         system, turns = to_anthropic(messages)
         request: dict[str, Any] = {"model": self.config.model, "messages": turns,
                                    "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,
                                    "timeout": sdk_timeout(anthropic.Timeout, timeout_s, deadline)}
         if system:
             request["system"] = system
+        if reply_format is not None:
+            shape = reply_format.schema
+            request["tools"] = [{"name": shape.name, "input_schema": shape.schema,
+                                 "description": shape.hint or f"The {role}'s reply."}]
+            request["tool_choice"] = {"type": "tool", "name": shape.name}
         # No temperature: the Messages API of this SDK generation has no sampling parameters.
         try:
             if on_text is None:
@@ -114,6 +125,9 @@ class AnthropicProvider(BaseProvider):
         if getattr(response, "usage", None) is None:
             raise server_error("no usage in the reply")
         text = "".join(block.text for block in response.content if block.type == "text")
+        tool_input = [block.input for block in response.content if block.type == "tool_use"]
+        if tool_input:  # a reply held to a schema: the tool's input is the reply
+            text = json.dumps(tool_input[0])
         return Reply(text=text, prompt_tokens=_prompt_tokens(response.usage),
                      completion_tokens=response.usage.output_tokens or 0,
                      model=response.model or self.config.model,
@@ -173,8 +187,12 @@ class _StreamState:
             self.finish_reason = _finish(stop) if stop else self.finish_reason
         elif kind == "content_block_delta":
             delta = event.get("delta") or {}
-            if delta.get("type") == "text_delta" and delta.get("text"):
-                self.parts.append(delta["text"])
+            # A reply held to a schema streams as the forced tool call's JSON input.
+            piece = (delta.get("text") if delta.get("type") == "text_delta"
+                     else delta.get("partial_json") if delta.get("type") == "input_json_delta"
+                     else None)
+            if piece:
+                self.parts.append(piece)
                 self.deltas += 1
                 self.on_text("".join(self.parts))
                 return True

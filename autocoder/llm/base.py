@@ -19,6 +19,7 @@ from autocoder import metrics
 from autocoder.llm.retry import with_retries
 from autocoder.llm.types import (
     DEADLINE,
+    FENCED,
     FINISHED,
     MESSAGE_ROLES,
     ROLES,
@@ -33,6 +34,7 @@ from autocoder.llm.types import (
     LLMTimeout,
     Message,
     ProviderConfig,
+    ReplyFormat,
 )
 
 logger = logging.getLogger("autocoder.llm")
@@ -222,6 +224,9 @@ def _event(data: str) -> dict[str, Any]:
 
 class BaseProvider:
     name: str = ""
+    # The constraints this provider can send, in the order to try them (docs/llm.md,
+    # "Constrained replies"); autocoder.llm.structured picks one and remembers it per model.
+    reply_forms: tuple[str, ...] = ()
 
     def __init__(self, config: ProviderConfig, *, retry_base_delay_s: float = 0.5) -> None:
         self.config = config
@@ -245,6 +250,7 @@ class BaseProvider:
         record: Callable[[CallRecord], None] | None = None,
         on_text: TextCallback | None = None,
         deadline: float | None = None,
+        reply_format: ReplyFormat | None = None,
     ) -> Completion:
         """Send `messages`; retry what failed before the server answered; report every attempt
         to `record` (attempts cost money even when they fail).
@@ -254,7 +260,8 @@ class BaseProvider:
         streams: it is called with the whole text so far as it grows (from the start again if
         an attempt fails and is retried). `deadline`, a `time.monotonic()` value, bounds the
         whole call: past it reading stops and the text so far is the reply (finish_reason
-        "deadline"), and no retry starts.
+        "deadline"), and no retry starts. `reply_format` holds the reply to a schema through
+        one of `reply_forms` (a server that refuses it answers LLMBadRequest).
         """
         started = time.monotonic()
         try:
@@ -271,19 +278,21 @@ class BaseProvider:
             return self._recorded_attempt(
                 messages, role=role, number=attempts, max_tokens=cap, temperature=temperature,
                 timeout_s=timeout_s or self.config.timeout_s, on_text=on_text,
-                deadline=deadline, record=record)
+                deadline=deadline, record=record, reply_format=reply_format)
 
         reply = with_retries(attempt, max_retries=self.config.max_retries,
                              base_delay_s=self.retry_base_delay_s, deadline=deadline)
         return Completion(text=reply.text, prompt_tokens=reply.prompt_tokens,
                           completion_tokens=reply.completion_tokens,
                           latency_ms=_elapsed_ms(started), model=reply.model,
-                          provider=self.name, finish_reason=reply.finish_reason)
+                          provider=self.name, finish_reason=reply.finish_reason,
+                          reply_form=reply_format.form if reply_format else FENCED)
 
     def _recorded_attempt(self, messages: list[Message], *, role: str, number: int,
                           max_tokens: int | None, temperature: float | None, timeout_s: float,
                           on_text: TextCallback | None, deadline: float | None,
-                          record: Callable[[CallRecord], None] | None) -> Reply:
+                          record: Callable[[CallRecord], None] | None,
+                          reply_format: ReplyFormat | None = None) -> Reply:
         """One attempt, reported to `record` whatever its outcome."""
         started = time.monotonic()
         heard = Heard(on_text)
@@ -291,7 +300,7 @@ class BaseProvider:
             reply = self._attempt(messages, role=role, max_tokens=max_tokens,
                                   temperature=temperature, timeout_s=timeout_s,
                                   on_text=heard if on_text is not None else None,
-                                  deadline=deadline)
+                                  deadline=deadline, reply_format=reply_format)
         except Exception as error:
             self._scrub(error)  # before the retry policy logs it
             if isinstance(error, LLMError) and heard.chunks:
@@ -312,8 +321,10 @@ class BaseProvider:
 
     def _attempt(self, messages: list[Message], *, role: str, max_tokens: int | None,
                  temperature: float | None, timeout_s: float,
-                 on_text: TextCallback | None, deadline: float | None) -> Reply:
-        """One request. `timeout_s` is the idle timeout; past `deadline`, return what came."""
+                 on_text: TextCallback | None, deadline: float | None,
+                 reply_format: ReplyFormat | None = None) -> Reply:
+        """One request. `timeout_s` is the idle timeout; past `deadline`, return what came;
+        `reply_format`, when given, is one of `reply_forms`."""
         raise NotImplementedError
 
     def _scrub(self, error: BaseException) -> None:

@@ -18,12 +18,14 @@ from autocoder.llm.types import (
     CAPPED,
     DEADLINE,
     FINISHED,
+    JSON_OBJECT,
     LLMBadRequest,
     LLMConfigError,
     LLMServerError,
     LLMTimeout,
     Message,
     ProviderConfig,
+    ReplyFormat,
 )
 
 INSTALL_HINT = "install the local extra: pip install .[local]"
@@ -96,6 +98,7 @@ def _pick_chat_format(model: Any) -> None:
 
 class LlamaCppProvider(BaseProvider):
     name = "llamacpp"
+    reply_forms = (JSON_OBJECT,)  # llama-cpp-python's form: json_object with a schema
 
     def __init__(self, config: ProviderConfig, *, n_ctx: int = 4096,
                  retry_base_delay_s: float = 0.5) -> None:
@@ -115,7 +118,8 @@ class LlamaCppProvider(BaseProvider):
 
     def _attempt(self, messages: list[Message], *, role: str, max_tokens: int | None,
                  temperature: float | None, timeout_s: float,
-                 on_text: TextCallback | None, deadline: float | None) -> Reply:
+                 on_text: TextCallback | None, deadline: float | None,
+                 reply_format: ReplyFormat | None = None) -> Reply:
         """Generation in this process cannot go silent; the idle timeout bounds the wait for
         the model while other calls use it, and the deadline stops generation (reading a very
         long prompt cannot be interrupted)."""
@@ -128,7 +132,7 @@ class LlamaCppProvider(BaseProvider):
         meter = _TokenMeter(deadline, self._model.token_eos())
         try:
             reply = self._generate(messages, max_tokens=max_tokens, temperature=temperature,
-                                   meter=meter, on_text=on_text)
+                                   meter=meter, on_text=on_text, reply_format=reply_format)
         except ValueError as error:
             # llama-cpp-python signals a prompt longer than the context window this way.
             raise LLMBadRequest(f"{self.path.name}: {error}") from None
@@ -142,7 +146,7 @@ class LlamaCppProvider(BaseProvider):
 
     def _generate(self, messages: list[Message], *, max_tokens: int | None,
                   temperature: float | None, meter: _TokenMeter,
-                  on_text: TextCallback | None) -> Reply:
+                  on_text: TextCallback | None, reply_format: ReplyFormat | None) -> Reply:
         import llama_cpp
 
         request: dict[str, Any] = {
@@ -153,6 +157,9 @@ class LlamaCppProvider(BaseProvider):
         }
         if temperature is not None:
             request["temperature"] = temperature
+        if reply_format is not None:  # a grammar made from the schema holds every token to it
+            request["response_format"] = {"type": "json_object",
+                                          "schema": reply_format.schema.schema}
         if on_text is None:
             response = self._model.create_chat_completion(**request)
             usage, choice = response["usage"], response["choices"][0]

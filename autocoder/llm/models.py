@@ -197,3 +197,25 @@ class ModelPrice(models.Model):
 
 
 MILLION = Decimal(1_000_000)
+
+
+class ModelReplyForm(models.Model):
+    """How one model's server takes a reply held to a schema (docs/llm.md, "Constrained
+    replies"): the form it accepted, or "fenced" when it refused every form the provider has,
+    with what it said. Written by autocoder.llm.structured on the first call that settles it
+    and by the Model page's "Test connection"; read before every constrained call."""
+
+    provider = models.CharField(max_length=16)
+    base_url = models.CharField(max_length=500, blank=True)
+    model = models.CharField(max_length=200)
+    form = models.CharField(max_length=16)
+    detail = models.TextField(blank=True, help_text="What the server said when it refused.")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["provider", "base_url", "model"],
+                                               name="unique_model_reply_form")]
+        verbose_name = "model reply form"
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.model}: {self.form}"

@@ -35,12 +35,15 @@ from autocoder.llm.types import (
     CAPPED,
     DEADLINE,
     FINISHED,
+    JSON_OBJECT,
+    JSON_SCHEMA,
     LLMConfigError,
     LLMConnectionError,
     LLMError,
     LLMTimeout,
     Message,
     ProviderConfig,
+    ReplyFormat,
     safe_url,
 )
 
@@ -58,6 +61,9 @@ def normalize_base_url(base_url: str) -> str:
 
 class OpenAICompatibleProvider(BaseProvider):
     name = "openai"
+    # OpenAI, vLLM, Ollama, LM Studio and llama.cpp's own server take a json_schema
+    # response_format; llama-cpp-python's server takes a json_object with the schema inside.
+    reply_forms = (JSON_SCHEMA, JSON_OBJECT)
 
     def __init__(self, config: ProviderConfig, *, retry_base_delay_s: float = 0.5) -> None:
         super().__init__(config, retry_base_delay_s=retry_base_delay_s)
@@ -75,7 +81,8 @@ class OpenAICompatibleProvider(BaseProvider):
 
     def _attempt(self, messages: list[Message], *, role: str, max_tokens: int | None,
                  temperature: float | None, timeout_s: float,
-                 on_text: TextCallback | None, deadline: float | None) -> Reply:
+                 on_text: TextCallback | None, deadline: float | None,
+                 reply_format: ReplyFormat | None = None) -> Reply:
         request: dict[str, Any] = {
             "model": self.config.model,
             "messages": [{"role": m.role, "content": m.content} for m in messages],
@@ -85,6 +92,8 @@ class OpenAICompatibleProvider(BaseProvider):
             request["max_tokens"] = max_tokens
         if temperature is not None:
             request["temperature"] = temperature
+        if reply_format is not None:
+            request["response_format"] = response_format(reply_format)
         try:
             if on_text is None:
                 return self._reply(self._client.chat.completions.create(**request), messages)
@@ -148,6 +157,15 @@ class OpenAICompatibleProvider(BaseProvider):
         if not chunks:
             return f"no first token from {where} within {idle_s:g}s (LLM_IDLE_TIMEOUT_S)"
         return f"{where} went silent for {idle_s:g}s after {chunks} tokens (LLM_IDLE_TIMEOUT_S)"
+
+
+def response_format(reply_format: ReplyFormat) -> dict[str, Any]:
+    """The request's `response_format` for a reply held to a schema."""
+    shape = reply_format.schema
+    if reply_format.form == JSON_OBJECT:
+        return {"type": "json_object", "schema": shape.schema}
+    return {"type": "json_schema",
+            "json_schema": {"name": shape.name, "strict": True, "schema": shape.schema}}
 
 
 @dataclass

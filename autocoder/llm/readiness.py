@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autocoder.installation import InstallationFault
+from autocoder.llm import structured
 from autocoder.llm.config import build_provider, default_config, layer
 from autocoder.llm.env import normalize_provider
 from autocoder.llm.types import (
     PROVIDERS,
     ROLES,
+    Completion,
     LLMAuthError,
     LLMBadRequest,
     LLMConfigError,
@@ -30,6 +32,7 @@ from autocoder.llm.types import (
     LLMTimeout,
     Message,
     ProviderConfig,
+    ReplyFormat,
     safe_url,
 )
 
@@ -44,6 +47,7 @@ SET_UP = (f"a site admin sets one up on the portal's Model page ({MODEL_PAGE}), 
 PROBE_MESSAGES = [Message("system", "You are checking a connection. Answer with one word."),
                   Message("user", "Reply with the word: ready")]
 PROBE_MAX_TOKENS = 8
+PROBE_FORM_MAX_TOKENS = 24  # {"word": "ready"} and the tokens of its JSON
 PROBE_TIMEOUT_S = 15.0
 
 # What to do about each kind of failed probe (`ProbeResult.failed`).
@@ -133,6 +137,10 @@ class ProbeResult:
     latency_ms: int = 0
     failed: str = ""
     problem: str = ""
+    # Constrained replies (docs/llm.md): the form the server took, "fenced" when it refused
+    # every one (`reply_form_detail` says what it said), "" when not checked.
+    reply_form: str = ""
+    reply_form_detail: str = ""
 
     @property
     def described(self) -> str:
@@ -144,8 +152,9 @@ class ProbeResult:
 
 
 def model_probe(config: ProviderConfig, *, roles: tuple[str, ...] = ("analyst",),
-                timeout_s: float = PROBE_TIMEOUT_S) -> ProbeResult:
-    """Ask `config`'s model for one word, once (no retries), within `timeout_s`."""
+                timeout_s: float = PROBE_TIMEOUT_S, reply_forms: bool = False) -> ProbeResult:
+    """Ask `config`'s model for one word, once (no retries), within `timeout_s`; with
+    `reply_forms`, then ask again held to a schema, to learn which constraint it takes."""
     config = dataclasses.replace(config, timeout_s=min(config.timeout_s, timeout_s),
                                  max_retries=0)
     where = _where(config)
@@ -161,12 +170,15 @@ def model_probe(config: ProviderConfig, *, roles: tuple[str, ...] = ("analyst",)
     else:
         result = dataclasses.replace(tried, ok=True, reply=completion.text.strip()[:200],
                                      latency_ms=completion.latency_ms)
+        if reply_forms:
+            form, detail = reply_form_probe(config)
+            result = dataclasses.replace(result, reply_form=form, reply_form_detail=detail)
     reach_record_probe(config, result)  # what /healthz reports until the next call or probe
     return result
 
 
-def model_probes(*, site: SiteModelConfig | None = None,
-                 load_local: bool = True) -> list[ProbeResult]:
+def model_probes(*, site: SiteModelConfig | None = None, load_local: bool = True,
+                 reply_forms: bool = False) -> list[ProbeResult]:
     """One probe per distinct model the roles use (most set-ups: one). `site` tests values of
     the Model page before they are saved; `load_local=False` leaves local models (loading one
     takes a while and much memory) and the scripted provider to the offline check."""
@@ -176,8 +188,26 @@ def model_probes(*, site: SiteModelConfig | None = None,
         key = (config.provider, config.base_url, config.api_key, config.model)
         by_model.setdefault(key, (config, []))[1].append(role)
     skipped = ("llamacpp", "scripted") if not load_local else ()
-    return [model_probe(config, roles=tuple(roles)) for config, roles in by_model.values()
+    return [model_probe(config, roles=tuple(roles), reply_forms=reply_forms)
+            for config, roles in by_model.values()
             if normalize_provider(config.provider) not in skipped]
+
+
+def reply_form_probe(config: ProviderConfig) -> tuple[str, str]:
+    """(form, detail): which constraint the model's server takes, remembered for the runs
+    (autocoder.llm.structured); ("", why) when the question could not be asked."""
+    provider = build_provider(config)
+
+    def call(reply_format: ReplyFormat) -> Completion:
+        return provider.complete(
+            structured.with_hint(PROBE_MESSAGES, reply_format.schema), role="analyst",
+            max_tokens=PROBE_FORM_MAX_TOKENS, timeout_s=config.timeout_s,
+            reply_format=reply_format)
+
+    try:
+        return structured.probe(provider, call)
+    except LLMError as error:
+        return "", f"not checked: {error}"
 
 
 @dataclass(frozen=True)
@@ -201,7 +231,7 @@ def model_connection_test(*, site: SiteModelConfig | None = None) -> ConnectionT
         fault = InstallationFault("model", str(error), "enter the API key again")
     if fault is not None:
         return ConnectionTest(fault, [])
-    return ConnectionTest(None, model_probes(site=site))
+    return ConnectionTest(None, model_probes(site=site, reply_forms=True))
 
 
 def site_role_configs(*, site: SiteModelConfig | None = None) -> dict[str, ProviderConfig]:

@@ -21,6 +21,7 @@ from autocoder.llm.types import (
     LLMConfigError,
     Message,
     ProviderConfig,
+    ReplyFormat,
 )
 
 SCRIPTED_MODEL = "script"
@@ -96,7 +97,8 @@ class ScriptedProvider(BaseProvider):
 
     def _attempt(self, messages: list[Message], *, role: str, max_tokens: int | None,
                  temperature: float | None, timeout_s: float,
-                 on_text: TextCallback | None, deadline: float | None = None) -> Reply:
+                 on_text: TextCallback | None, deadline: float | None = None,
+                 reply_format: ReplyFormat | None = None) -> Reply:
         text, finish = _capped(self.next_reply(role), max_tokens)
         if on_text is not None:
             on_text(text)

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 ROLES: tuple[str, ...] = ("analyst", "architect", "implementer", "tester", "reviewer", "reflector")
@@ -23,6 +23,30 @@ class Message:
 FINISHED, CAPPED, DEADLINE = "stop", "length", "deadline"
 
 
+# How a reply's shape is constrained (docs/llm.md, "Constrained replies"): an OpenAI-style
+# `response_format` of type json_schema; llama-cpp-python's json_object with a schema; a forced
+# tool call (Anthropic); or not at all, the fenced protocol the prompts describe.
+JSON_SCHEMA, JSON_OBJECT, TOOL, FENCED = "json_schema", "json_object", "tool", "fenced"
+
+
+@dataclass(frozen=True)
+class ReplySchema:
+    """The shape of one role's reply: a JSON schema, and what the model is told when its reply
+    is held to it (the prompts otherwise describe the fenced protocol)."""
+
+    name: str
+    schema: dict[str, Any] = field(hash=False)
+    hint: str = ""
+
+
+@dataclass(frozen=True)
+class ReplyFormat:
+    """A reply held to `schema` through the provider's option `form` (JSON_SCHEMA, ...)."""
+
+    form: str
+    schema: ReplySchema
+
+
 @dataclass(frozen=True)
 class Completion:
     text: str
@@ -32,6 +56,8 @@ class Completion:
     model: str
     provider: str
     finish_reason: str = FINISHED
+    # The constraint the reply was held to (a form above), FENCED when none was sent.
+    reply_form: str = FENCED
 
 
 @dataclass(frozen=True)
@@ -154,6 +180,7 @@ class Provider(Protocol):
         record: Callable[[CallRecord], None] | None = None,
         on_text: Callable[[str], None] | None = None,
         deadline: float | None = None,
+        reply_format: ReplyFormat | None = None,
     ) -> Completion: ...
 
 

@@ -158,3 +158,50 @@ def test_a_conversation_must_start_with_the_user(fake_server: FakeServer) -> Non
 def test_a_missing_key_is_a_config_error_before_any_request(fake_server: FakeServer) -> None:
     with pytest.raises(LLMConfigError, match="LLM_API_KEY"):
         provider(fake_server, api_key="")
+
+
+def test_a_reply_held_to_a_schema_is_a_forced_tool_call_read_whole_or_streamed(
+        fake_server: FakeServer) -> None:
+    from autocoder.engine.reply_formats import SCHEMAS
+    from autocoder.llm.types import TOOL, ReplyFormat
+
+    shape = ReplyFormat(TOOL, SCHEMAS["reviewer"])
+    verdict = {"reasons": "Fine.", "verdict": "approve"}
+    whole = (Reply(body={
+        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-test-1",
+        "stop_reason": "tool_use", "stop_sequence": None,
+        "usage": {"input_tokens": 30, "output_tokens": 9},
+        "content": [{"type": "tool_use", "id": "tu_1", "name": "reviewer_verdict",
+                     "input": verdict}]}))
+
+    def event(kind: str, data: dict) -> str:
+        return f"event: {kind}\ndata: {json.dumps({'type': kind, **data})}"
+
+    start = {"message": {"id": "msg_2", "type": "message", "role": "assistant", "content": [],
+                         "model": "claude-test-1", "stop_reason": None, "stop_sequence": None,
+                         "usage": {"input_tokens": 25, "output_tokens": 1}}}
+    pieces = ['{"reasons": "Fi', 'ne.", "verdict": "approve"}']
+    streamed_reply = Reply(sse=[
+        event("message_start", start),
+        event("content_block_start", {"index": 0, "content_block": {
+            "type": "tool_use", "id": "tu_2", "name": "reviewer_verdict", "input": {}}}),
+        *(event("content_block_delta", {"index": 0, "delta": {
+            "type": "input_json_delta", "partial_json": piece}}) for piece in pieces),
+        event("content_block_stop", {"index": 0}),
+        event("message_delta", {"delta": {"stop_reason": "tool_use", "stop_sequence": None},
+                                "usage": {"output_tokens": 9}}),
+        event("message_stop", {}),
+    ])
+    fake_server.queue(whole, streamed_reply)
+    completion = provider(fake_server).complete(CONVERSATION, role="reviewer",
+                                                reply_format=shape)
+    assert json.loads(completion.text) == verdict and completion.reply_form == "tool"
+    body = fake_server.requests[0].body
+    assert body["tools"][0]["name"] == "reviewer_verdict"
+    assert body["tools"][0]["input_schema"] == SCHEMAS["reviewer"].schema
+    assert body["tool_choice"] == {"type": "tool", "name": "reviewer_verdict"}
+
+    seen: list[str] = []
+    streamed = provider(fake_server).complete(CONVERSATION, role="reviewer",
+                                              on_text=seen.append, reply_format=shape)
+    assert seen and json.loads(streamed.text) == verdict and seen[-1] == streamed.text

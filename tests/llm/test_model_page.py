@@ -199,8 +199,11 @@ def test_test_connection_calls_the_model_and_shows_its_reply_and_latency(
     body = html(response)
     assert response.status_code == 200 and body.lstrip().startswith('<div id="test-result"')
     assert "Works" in body and "It replied \u201cready\u201d in" in body and " ms." in body
-    [request] = fake_server.requests
+    request, held = fake_server.requests  # the word, then the word held to a schema
     assert (request.method, request.path) == ("POST", "/v1/chat/completions")
+    assert "response_format" not in request.body
+    assert held.body["response_format"]["type"] == "json_schema"
+    assert "Constrained replies: yes (json_schema)" in body
     assert request.body["model"] == "coder-7b"
     assert request.headers["authorization"] == f"Bearer {KEY}"
     assert not SiteModelConfig.objects.exists()  # testing saves nothing
@@ -273,7 +276,8 @@ def test_testing_another_address_with_the_key_left_empty_sends_no_key_there(
     elsewhere.queue(chat("ready"))
     body = html(staff.post(TEST, form(base_url=elsewhere.url + "/v1", model="coder-7b"),
                            HTTP_HX_REQUEST="true"))
-    assert len(elsewhere.requests) == 1 and KEY not in " ".join(keys_sent(elsewhere))
+    # The word, and the word held to a schema (constrained replies): neither with the key.
+    assert len(elsewhere.requests) == 2 and KEY not in " ".join(keys_sent(elsewhere))
     assert (f"the saved key is only sent to {fake_server.url}/v1; type the key to test this "
             "address with it") in body
     assert SiteModelConfig.objects.get().api_key == KEY  # testing changes nothing
@@ -286,7 +290,7 @@ def test_a_key_typed_for_another_address_is_sent_there(
     body = html(staff.post(TEST, form(base_url=elsewhere.url + "/v1", model="coder-7b",
                                       new_api_key="sk-typed-for-elsewhere"),
                            HTTP_HX_REQUEST="true"))
-    assert keys_sent(elsewhere) == ["Bearer sk-typed-for-elsewhere"]
+    assert keys_sent(elsewhere) == ["Bearer sk-typed-for-elsewhere"] * 2
     assert "only sent to" not in body
 
 
@@ -296,7 +300,7 @@ def test_the_same_server_gets_the_stored_key_whatever_the_path(
     fake_server.queue(chat("ready"))
     body = html(staff.post(TEST, form(base_url=fake_server.url + "/openai/v1", model="coder-7b"),
                            HTTP_HX_REQUEST="true"))
-    assert keys_sent(fake_server) == [f"Bearer {KEY}"] and "only sent to" not in body
+    assert keys_sent(fake_server) == [f"Bearer {KEY}"] * 2 and "only sent to" not in body
 
 
 def test_saving_another_address_without_a_key_removes_the_stored_key(
@@ -310,8 +314,8 @@ def test_saving_another_address_without_a_key_removes_the_stored_key(
             in html(response))
     elsewhere.queue(chat("ready"))
     staff.post(TEST, form(base_url=elsewhere.url + "/v1", model="coder-7b"))  # what is stored
-    # The check on save and the test: neither sent the key there.
-    assert len(elsewhere.requests) == 2 and KEY not in " ".join(keys_sent(elsewhere))
+    # The check on save and the test (the word, then held to a schema): no key sent there.
+    assert len(elsewhere.requests) == 3 and KEY not in " ".join(keys_sent(elsewhere))
     assert role_config("implementer").api_key == ""  # nor do the runs send it there
 
 
@@ -323,7 +327,7 @@ def test_a_local_model_keeps_the_key_for_a_switch_back_to_its_address(
     assert SiteModelConfig.objects.get().api_key == KEY  # a local model sends it nowhere
     fake_server.queue(chat("ready"))
     staff.post(TEST, form(base_url=fake_server.url + "/v1", model="coder-7b"))
-    assert keys_sent(fake_server) == [f"Bearer {KEY}"]
+    assert keys_sent(fake_server) == [f"Bearer {KEY}"] * 2
 
 
 def test_another_provider_on_its_own_service_does_not_get_the_key(
@@ -351,3 +355,15 @@ def test_admins_see_a_banner_while_no_model_works(staff: Client, team_with_roles
     fake_server.queue(chat("ready"))  # it answers the check on save
     staff.post(PAGE, form(base_url=fake_server.url + "/v1", model="coder-7b"))
     assert 'id="model-banner"' not in html(staff.get("/"))
+
+
+def test_test_connection_says_when_the_server_refuses_constrained_replies(
+        staff: Client, fake_server: FakeServer) -> None:
+    no = Reply(status=400, body={"error": {"message": "response_format is not supported"}})
+    fake_server.queue(chat("ready"), no, no)
+    body = html(staff.post(TEST, form(base_url=fake_server.url + "/v1", model="coder-7b"),
+                           HTTP_HX_REQUEST="true"))
+    assert "Works" in body and "Constrained replies: no." in body
+    assert "response_format is not supported" in body and "fenced blocks" in body
+    assert [r.body.get("response_format", {}).get("type") for r in fake_server.requests] == [
+        None, "json_schema", "json_object"]

@@ -1,0 +1,192 @@
+"""The shape of each role's reply, and its two readers (docs/engine.md, "The reply protocol
+for files", and docs/llm.md, "Constrained replies").
+
+Where the model's server can hold a reply to a JSON schema (autocoder.llm.structured), each
+role's reply is a JSON object of the schema below; elsewhere it is the free text the prompts
+describe (file blocks with `path=`, a verdict line). Both readers end in the same place: files
+through `read_files` (every path through replies.normalize_path, as a block's is), and the
+architect's, reflector's and reviewer's replies as the text their readers already take. A reply
+may be either, whatever was asked: a server may ignore the option, a script may be JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from autocoder.engine.llm_port import ModelCalls
+from autocoder.engine.replies import (
+    MAX_PATH_CHARS,
+    ParsedReply,
+    RejectedFile,
+    normalize_path,
+    parse_reply,
+)
+from autocoder.llm.types import Message, ReplySchema
+
+_TEXT = {"type": "string"}
+
+
+def _object(properties: dict[str, Any]) -> dict[str, Any]:
+    # Every property required and no other: what OpenAI's strict mode demands.
+    return {"type": "object", "properties": properties, "required": list(properties),
+            "additionalProperties": False}
+
+
+_FILE = _object({
+    "path": {"type": "string", "description": "The file's path from the plugin root."},
+    "content": {"type": "string", "description": "The whole file."},
+})
+# Files come first: a reply cut at its length limit keeps every file it finished.
+_FILES = _object({
+    "files": {"type": "array", "items": _FILE, "minItems": 1},
+    "reason": {"type": "string", "description": "One sentence: what changed and why."},
+})
+_FILES_HINT = ('Reply with one JSON object instead of file blocks: "files" lists every file '
+               'you write, each with its "path" (as the blocks above would name it) and its '
+               'whole "content"; "reason" says in one sentence what changed.')
+
+SCHEMAS: dict[str, ReplySchema] = {
+    "implementer": ReplySchema("implementer_files", _FILES, _FILES_HINT),
+    "tester": ReplySchema("tester_files", _FILES, _FILES_HINT),
+    "architect": ReplySchema("architect_plan", _object({
+        "steps": {"type": "array", "items": _TEXT, "minItems": 1,
+                  "description": "The plan, one step per item."},
+    }), 'Reply with one JSON object: "steps" lists the plan, one short step per item.'),
+    "reflector": ReplySchema("reflector_findings", _object({
+        "what_went_wrong": _TEXT, "why": _TEXT, "what_to_change": _TEXT,
+    }), 'Reply with one JSON object holding the three sections: "what_went_wrong", "why" and '
+        '"what_to_change".'),
+    "reviewer": ReplySchema("reviewer_verdict", _object({
+        "reasons": {"type": "string", "description": "What you found, briefly."},
+        "verdict": {"type": "string", "enum": ["approve", "request_changes", "unsure"]},
+    }), 'Reply with one JSON object: "reasons" (what you found) and "verdict" (approve, '
+        'request_changes or unsure).'),
+}
+
+
+def ask(llm: ModelCalls, role: str, messages: list[Message]) -> str:
+    """The role's reply, asked for in its shape (JSON where the server holds replies to a
+    schema, free text elsewhere); read it with `read_files` or `as_text`."""
+    return llm.complete(role, messages, schema=SCHEMAS.get(role))
+
+
+def read_files(text: str) -> ParsedReply:
+    """Files, rejected files and the model's words from an implementer's or tester's reply,
+    a JSON object or file blocks. Never raises."""
+    start = _json_start(text)
+    if start is None:
+        return parse_reply(text)
+    try:
+        return _files_from_json(text, start)
+    except Exception as exc:  # noqa: BLE001 - untrusted input must not crash a run
+        return ParsedReply(files={}, rejected=(RejectedFile("", f"unreadable reply: {exc}"),),
+                           prose="")
+
+
+def as_text(role: str, text: str) -> str:
+    """The architect's, reflector's or reviewer's reply as the text the prompts ask for (a
+    JSON reply rendered so; free text as it came)."""
+    data = _whole_object(text)
+    if data is None:
+        return text
+    if role == "architect" and isinstance(data.get("steps"), list):
+        steps = [str(step).strip() for step in data["steps"] if str(step).strip()]
+        return "\n".join(f"{number}. {step}" for number, step in enumerate(steps, 1))
+    if role == "reflector":
+        return "\n".join(f"{label}: {str(data.get(key) or '').strip()}" for key, label in (
+            ("what_went_wrong", "What went wrong"), ("why", "Why"),
+            ("what_to_change", "What to change")))
+    if role == "reviewer" and data.get("verdict"):
+        return f"{str(data.get('reasons') or '').strip()}\n\nVERDICT: {data['verdict']}"
+    return text
+
+
+def _json_start(text: str) -> int | None:
+    """Where a JSON reply's object starts ({ first, or inside one ```json fence), else None."""
+    if not isinstance(text, str):
+        return None
+    stripped = text.lstrip()
+    if stripped.startswith("{"):
+        return len(text) - len(stripped)
+    if stripped.startswith("```json") or stripped.startswith("~~~json"):
+        brace = text.find("{")
+        return brace if brace >= 0 else None
+    return None
+
+
+def _whole_object(text: str) -> dict[str, Any] | None:
+    start = _json_start(text)
+    if start is None:
+        return None
+    try:
+        data, _ = json.JSONDecoder().raw_decode(text, start)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def _files_from_json(text: str, start: int) -> ParsedReply:
+    data = _whole_object(text)
+    if data is not None:
+        items = data.get("files")
+        return _parsed(items if isinstance(items, list) else [], str(data.get("reason") or ""),
+                       cut=None)
+    items, cut = _finished_items(text, start)
+    return _parsed(items, "", cut=cut)
+
+
+def _parsed(items: list[Any], reason: str, *, cut: str | None) -> ParsedReply:
+    files: dict[str, str] = {}
+    rejected: list[RejectedFile] = []
+    for item in items:
+        if not (isinstance(item, dict) and isinstance(item.get("path"), str)
+                and isinstance(item.get("content"), str)):
+            rejected.append(RejectedFile("", "a file without a path and content as text"))
+            continue
+        path, why = normalize_path(item["path"])
+        if why:
+            rejected.append(RejectedFile(item["path"][:MAX_PATH_CHARS], why))
+            continue
+        content = item["content"]
+        files.pop(path, None)  # the later one wins, as with blocks
+        files[path] = content if not content or content.endswith("\n") else content + "\n"
+    if cut is not None:
+        rejected.append(RejectedFile(cut, "unterminated: the reply stopped inside "
+                                          f"{cut or 'a file'}"))
+    return ParsedReply(files=files, rejected=tuple(rejected), prose=reason.strip())
+
+
+def _finished_items(text: str, start: int) -> tuple[list[Any], str | None]:
+    """A reply cut short (at its length limit): the files it finished, and the path of the one
+    it was writing ("" when unknown; None when it was between files)."""
+    decoder = json.JSONDecoder()
+    key = text.find('"files"', start)
+    bracket = text.find("[", key) if key >= 0 else -1
+    if bracket < 0:
+        return [], None
+    items: list[Any] = []
+    at = bracket + 1
+    while True:
+        while at < len(text) and text[at] in " \t\r\n,":
+            at += 1
+        if at >= len(text) or text[at] == "]":
+            return items, None
+        try:
+            item, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return items, _path_of_unfinished(text[at:])
+        items.append(item)
+
+
+def _path_of_unfinished(rest: str) -> str:
+    marker = rest.find('"path"')
+    if marker < 0:
+        return ""
+    try:
+        colon = rest.index(":", marker)
+        quote = rest.index('"', colon)
+        value, _ = json.JSONDecoder().raw_decode(rest, quote)
+    except ValueError:
+        return ""
+    return value[:MAX_PATH_CHARS] if isinstance(value, str) else ""
