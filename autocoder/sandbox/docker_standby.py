@@ -235,8 +235,9 @@ def split_frame(stdout: bytes, marker: str) -> tuple[bytes, dict[str, Any] | Non
 def fit_key(image: str, runtime: str, limits: Limits) -> tuple[Any, ...]:
     """What a container is created with, and on which engine (a container prepared on one
     DOCKER_HOST is no use once it points elsewhere); the job's other limits travel with it."""
-    return (os.environ.get("DOCKER_HOST"), image, runtime, limits.memory_mb, limits.pids, limits.cpu_s, limits.file_size_mb,
-            limits.open_files, limits.workdir_mb, limits.output_kb)
+    return (os.environ.get("DOCKER_HOST"), image, runtime, limits.memory_mb, limits.pids,
+            limits.cpu_s, limits.file_size_mb, limits.open_files, limits.workdir_mb,
+            limits.output_kb)
 
 
 def _builder(parts: _Parts, create: Create) -> Callable[[], None]:
