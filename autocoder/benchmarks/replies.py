@@ -5,11 +5,17 @@ N implementer calls on the bundled demo spec, each asked twice in turn: held to 
 implementer's schema (the first form the server takes) and as the fenced protocol. A reply
 counts as parsed when it yields at least one Python file that `ast.parse` accepts, read by the
 loop's own reader (engine/reply_formats.py). No database is needed: nothing is remembered.
+
+With `second_iteration`, N more pairs of calls ask for the demo's second iteration (its first
+attempt's code and what went wrong, from docs/examples/weekly-scheduler.script.json): whole
+files, and edits offered. Tokens per reply show what edits save; an edit reply counts as parsed
+when its edits apply and the changed Python files parse.
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import statistics
 import sys
 import time
@@ -19,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from autocoder.engine.prompting import PromptContext, build_messages
+from autocoder.engine.replies import apply_edits
 from autocoder.engine.reply_formats import SCHEMAS, read_files
 from autocoder.engine.scaffold import scaffold_files
 from autocoder.engine.spec import Spec, spec_from_json
@@ -31,9 +38,12 @@ from autocoder.llm.types import (
     Message,
     ProviderConfig,
     ReplyFormat,
+    ReplySchema,
 )
 
-DEMO_SPEC = Path(__file__).resolve().parents[2] / "docs" / "examples" / "weekly-scheduler.spec.json"
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+DEMO_SPEC = EXAMPLES / "weekly-scheduler.spec.json"
+DEMO_SCRIPT = EXAMPLES / "weekly-scheduler.script.json"
 
 
 @dataclass
@@ -48,8 +58,8 @@ class Tally:
     errors: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # forms the server would not take
 
-    def add(self, completion: Completion, seconds: float) -> bool:
-        ok = parses(completion.text)
+    def add(self, completion: Completion, seconds: float, base: dict[str, str]) -> bool:
+        ok = parses(completion.text, base)
         self.parsed += ok
         self.capped += completion.finish_reason == CAPPED
         self.tokens.append(completion.completion_tokens)
@@ -68,9 +78,12 @@ class Tally:
         }
 
 
-def parses(text: str) -> bool:
-    """At least one Python file of the reply that ast.parse accepts."""
-    for path, content in read_files(text).files.items():
+def parses(text: str, base: dict[str, str] | None = None) -> bool:
+    """At least one Python file of the reply (with its edits applied to `base`) that
+    ast.parse accepts."""
+    parsed = read_files(text)
+    changed, _ = apply_edits(base or {}, parsed.files, parsed.edits)
+    for path, content in changed.items():
         if not path.endswith(".py") or not content.strip():
             continue
         try:
@@ -81,68 +94,106 @@ def parses(text: str) -> bool:
     return False
 
 
-def implementer_messages(spec: Spec, *, prompt_chars: int) -> list[Message]:
-    """The implementer's first prompt for `spec`, as the loop builds it (no lessons, no
-    reference entries: what a fresh install without them sends)."""
-    ctx = PromptContext(spec=spec, iteration=1, files=scaffold_files(spec), reference="")
+def implementer_messages(spec: Spec, *, prompt_chars: int, files: dict[str, str],
+                         iteration: int = 1, failures: str = "",
+                         edits: bool = False) -> list[Message]:
+    """The implementer's prompt for `spec`, as the loop builds it (no lessons, no reference
+    entries: what a fresh install without them sends)."""
+    ctx = PromptContext(spec=spec, iteration=iteration, files=files, failures=failures,
+                        reference="", edits=edits)
     return build_messages("implementer", ctx, budget_chars=prompt_chars)
 
 
-def run(config: ProviderConfig, *, calls: int, prompt_chars: int,
+def second_iteration(spec: Spec) -> tuple[dict[str, str], str]:
+    """The demo's files after its first attempt, and what went wrong with it."""
+    script = json.loads(DEMO_SCRIPT.read_text())
+    files = {**scaffold_files(spec), **read_files(script["implementer"][0]).files}
+    return files, f"Reflection on iteration 1:\n{script['reflector'][0]}"
+
+
+def run(config: ProviderConfig, *, calls: int, prompt_chars: int, edits: bool = False,
         progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     provider = OpenAICompatibleProvider(config)
     spec = spec_from_json(DEMO_SPEC.read_text())
-    messages = implementer_messages(spec, prompt_chars=prompt_chars)
-    schema = SCHEMAS["implementer"]
-    constrained, unconstrained = Tally(), Tally(form="fenced")
-    untried = list(provider.reply_forms)
     say = progress or (lambda line: print(line, file=sys.stderr))
-
-    def held_to_schema() -> Completion:
-        """A constrained call: the form that worked, or the next one the server may take."""
-        while True:
-            if not constrained.form and not untried:
-                raise LLMBadRequest("the server refused every form of constrained reply")
-            form = constrained.form or untried[0]
-            try:
-                completion = provider.complete(with_hint(messages, schema), role="implementer",
-                                               reply_format=ReplyFormat(form, schema))
-            except LLMBadRequest as error:
-                if constrained.form:
-                    raise
-                constrained.refused.append(f"{form}: {error}"[:300])
-                untried.pop(0)
-                continue
-            constrained.form = form
-            return completion
-
+    held = _Held(provider)
+    first = implementer_messages(spec, prompt_chars=prompt_chars, files=scaffold_files(spec))
+    constrained, unconstrained = Tally(), Tally(form="fenced")
     for number in range(1, calls + 1):  # in turn, so both modes meet the same machine
-        _measure(say, number, "constrained", constrained, held_to_schema)
+        _measure(say, number, "constrained", constrained,
+                 lambda: held.call(first, SCHEMAS["implementer"], constrained), {})
         _measure(say, number, "unconstrained", unconstrained,
-                 lambda: provider.complete(messages, role="implementer"))
-    return {"model": config.model, "calls": calls, "max_tokens": config.max_tokens,
-            "prompt_chars": sum(len(m.content) for m in messages),
-            "constrained": constrained.summary(), "unconstrained": unconstrained.summary()}
+                 lambda: provider.complete(first, role="implementer"), {})
+    result = {"model": config.model, "calls": calls, "max_tokens": config.max_tokens,
+              "prompt_chars": sum(len(m.content) for m in first),
+              "constrained": constrained.summary(), "unconstrained": unconstrained.summary()}
+    if edits:
+        result["second_iteration"] = _second_iteration(provider, held, spec, calls=calls,
+                                                       prompt_chars=prompt_chars, say=say)
+    return result
+
+
+def _second_iteration(provider: OpenAICompatibleProvider, held: _Held, spec: Spec, *,
+                      calls: int, prompt_chars: int,
+                      say: Callable[[str], None]) -> dict[str, Any]:
+    """Tokens per reply for the second iteration: whole files, and edits offered (each held
+    to its schema where the server allows)."""
+    files, failures = second_iteration(spec)
+    whole_messages = implementer_messages(spec, prompt_chars=prompt_chars, files=files,
+                                          iteration=2, failures=failures)
+    edit_messages = implementer_messages(spec, prompt_chars=prompt_chars, files=files,
+                                         iteration=2, failures=failures, edits=True)
+    whole, edited = Tally(), Tally()
+    for number in range(1, calls + 1):
+        _measure(say, number, "iteration 2, whole files", whole, lambda: held.call(
+            whole_messages, SCHEMAS["implementer"], whole), files)
+        _measure(say, number, "iteration 2, edits offered", edited, lambda: held.call(
+            edit_messages, SCHEMAS["implementer_edits"], edited), files)
+    return {"whole_files": whole.summary(), "edits": edited.summary()}
+
+
+class _Held:
+    """Constrained calls: the form the server took, or the next one it may take."""
+
+    def __init__(self, provider: OpenAICompatibleProvider) -> None:
+        self.provider = provider
+        self.form = ""
+        self.untried = list(provider.reply_forms)
+
+    def call(self, messages: list[Message], schema: ReplySchema, tally: Tally) -> Completion:
+        while True:
+            if not self.form and not self.untried:
+                raise LLMBadRequest("the server refused every form of constrained reply")
+            form = self.form or self.untried[0]
+            try:
+                completion = self.provider.complete(
+                    with_hint(messages, schema), role="implementer",
+                    reply_format=ReplyFormat(form, schema))
+            except LLMBadRequest as error:
+                if self.form:
+                    raise
+                tally.refused.append(f"{form}: {error}"[:300])
+                self.untried.pop(0)
+                continue
+            self.form = tally.form = form
+            return completion
 
 
 def _measure(say: Callable[[str], None], number: int, mode: str, tally: Tally,
-             call: Callable[[], Completion]) -> None:
+             call: Callable[[], Completion], base: dict[str, str]) -> None:
     try:
         completion, seconds = _timed(call)
     except Exception as error:  # noqa: BLE001 - a failed call is counted, the bench goes on
         tally.errors.append(f"{type(error).__name__}: {error}"[:300])
         say(f"call {number} {mode}: failed: {error}")
         return
-    say(f"call {number} {mode}: {_line(tally, completion, seconds)}")
+    ok = tally.add(completion, seconds, base)
+    say(f"call {number} {mode} ({tally.form or 'no form'}): "
+        f"{'parses' if ok else 'no usable file'}, {completion.completion_tokens} tokens "
+        f"({completion.finish_reason}), {seconds:.1f} s")
 
 
 def _timed(call: Callable[[], Completion]) -> tuple[Completion, float]:
     started = time.monotonic()
     completion = call()
     return completion, time.monotonic() - started
-
-
-def _line(tally: Tally, completion: Completion, seconds: float) -> str:
-    ok = tally.add(completion, seconds)
-    return (f"{'parses' if ok else 'no usable file'}, {completion.completion_tokens} tokens "
-            f"({completion.finish_reason}), {seconds:.1f} s")

@@ -60,6 +60,7 @@ class PromptContext:
     escape: str = ""  # "" or the escape in force (reset_context, try_alternative, escalate)
     checks: str = ""  # for the reviewer: what tests and safety gate found on the candidate
     reference: str | None = None  # API reference entries; None: retrieved for the plan+failures
+    edits: bool = False  # the implementer may answer with edits instead of whole files
 
 
 def build_messages(role: str, ctx: PromptContext, *, budget_chars: int = 24000) -> list[Message]:
@@ -68,6 +69,9 @@ def build_messages(role: str, ctx: PromptContext, *, budget_chars: int = 24000) 
     if ctx.escape and ctx.escape not in PROMPT_ESCAPES:
         raise ValueError(f"unknown escape {ctx.escape!r} (expected one of {PROMPT_ESCAPES})")
     system_text, task_text = _role_template(role, ctx.spec, ctx.iteration)
+    if role == "implementer" and ctx.edits:
+        task_text += "\n\n" + Template(_template("_edits")).substitute(
+            package=ctx.spec.package).strip()
     wanted = _ROLE_SECTIONS[role]
     if "reference" in wanted and ctx.reference is None:
         ctx.reference = _reference(ctx)

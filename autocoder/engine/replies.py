@@ -29,6 +29,10 @@ MAX_FILES = 200
 _FENCE = re.compile(r"^(?P<indent> {0,3})(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
 _PATH_ATTR = re.compile(r"""(?:^|\s)path\s*=\s*(?:"(?P<dq>[^"]*)"|'(?P<sq>[^']*)'|(?P<bare>\S+))""")
 _DRIVE = re.compile(r"^[A-Za-z]:")
+_EDIT_WORD = re.compile(r"(?:^|\s)edit(?:\s|$)")
+_SEARCH = re.compile(r"^<{5,9} ?SEARCH\s*$")
+_DIVIDER = re.compile(r"^={5,9}\s*$")
+_REPLACE = re.compile(r"^>{5,9} ?REPLACE\s*$")
 
 
 @dataclass(frozen=True)
@@ -38,10 +42,20 @@ class RejectedFile:
 
 
 @dataclass(frozen=True)
+class Edit:
+    """Replace `search` (text of the file as it is, found exactly once) by `replace`."""
+
+    path: str
+    search: str
+    replace: str
+
+
+@dataclass(frozen=True)
 class ParsedReply:
     files: dict[str, str]
     rejected: tuple[RejectedFile, ...]
     prose: str  # the text outside the file blocks: the model's reasoning
+    edits: tuple[Edit, ...] = ()  # edit blocks (docs/engine.md), applied by `apply_edits`
 
 
 def normalize_path(raw: str) -> tuple[str, str]:
@@ -86,10 +100,12 @@ class _Block:
     indent: int
     lines: list[str]
     depth: int = 0  # nested fences inside the block (a README with code examples)
+    edit: bool = False  # an edit block: SEARCH/REPLACE hunks, not the whole file
 
 
 def _parse(text: str) -> ParsedReply:
     files: dict[str, str] = {}
+    edits: list[Edit] = []
     rejected: list[RejectedFile] = []
     prose: list[str] = []
     block: _Block | None = None
@@ -107,7 +123,7 @@ def _parse(text: str) -> ParsedReply:
                 block.depth -= 1
                 block.lines.append(line)
             else:
-                _finish(block, files, rejected)
+                _finish(block, files, edits, rejected)
                 block = None
             continue
         new_path = _path_attr(fence)
@@ -123,7 +139,8 @@ def _parse(text: str) -> ParsedReply:
         rejected.append(_unterminated(block))
     # Removing a block leaves the blank lines around it; one blank line is enough.
     text_outside = re.sub(r"\n[ \t]*\n(?:[ \t]*\n)+", "\n\n", "\n".join(prose))
-    return ParsedReply(files=files, rejected=tuple(rejected), prose=text_outside.strip())
+    return ParsedReply(files=files, rejected=tuple(rejected), prose=text_outside.strip(),
+                       edits=tuple(edits))
 
 
 def _path_attr(fence: re.Match[str] | None) -> str | None:
@@ -139,8 +156,9 @@ def _path_attr(fence: re.Match[str] | None) -> str | None:
 
 
 def _open_block(fence: re.Match[str], raw_path: str) -> _Block:
+    rest = _PATH_ATTR.sub(" ", fence["info"], count=1)
     return _Block(raw_path=raw_path, fence_char=fence["fence"][0], fence_len=len(fence["fence"]),
-                  indent=len(fence["indent"]), lines=[])
+                  indent=len(fence["indent"]), lines=[], edit=bool(_EDIT_WORD.search(rest)))
 
 
 def _closes(block: _Block, fence: re.Match[str]) -> bool:
@@ -155,14 +173,71 @@ def _same_fence(block: _Block, fence: re.Match[str], at_least: bool) -> bool:
     return size >= block.fence_len if at_least else size == block.fence_len
 
 
-def _finish(block: _Block, files: dict[str, str], rejected: list[RejectedFile]) -> None:
+def _finish(block: _Block, files: dict[str, str], edits: list[Edit],
+            rejected: list[RejectedFile]) -> None:
     path, reason = normalize_path(block.raw_path)
     if reason:
         rejected.append(RejectedFile(block.raw_path[:MAX_PATH_CHARS], reason))
         return
     lines = [_dedent(line, block.indent) for line in block.lines]
+    if block.edit:
+        hunks, problem = _hunks(lines)
+        if problem:
+            rejected.append(RejectedFile(path, problem))
+        edits.extend(Edit(path, search, replace) for search, replace in hunks)
+        return
     files.pop(path, None)  # the later block wins, and moves to the end
     files[path] = "\n".join(lines) + "\n" if lines else ""
+
+
+def _hunks(lines: list[str]) -> tuple[list[tuple[str, str]], str]:
+    """The (search, replace) pairs of an edit block, and what was wrong with it ("" if all)."""
+    hunks: list[tuple[str, str]] = []
+    search: list[str] | None = None
+    replace: list[str] | None = None
+    for line in lines:
+        if _SEARCH.match(line) and search is None:
+            search = []
+        elif _DIVIDER.match(line) and search is not None and replace is None:
+            replace = []
+        elif _REPLACE.match(line) and search is not None and replace is not None:
+            hunks.append(("\n".join(search) + "\n", "\n".join(replace) + "\n" if replace else ""))
+            search = replace = None
+        elif replace is not None:
+            replace.append(line)
+        elif search is not None:
+            search.append(line)
+        elif line.strip():
+            return hunks, "an edit block holds only SEARCH/=======/REPLACE edits"
+    if search is not None or not hunks:
+        return hunks, "an edit block needs whole edits: SEARCH, =======, then REPLACE lines"
+    return hunks, ""
+
+
+EDIT_MISSED = "an edit's SEARCH text"
+
+
+def apply_edits(current: dict[str, str], files: dict[str, str],
+                edits: tuple[Edit, ...]) -> tuple[dict[str, str], tuple[RejectedFile, ...]]:
+    """`files` (whole files of a reply) with the files its `edits` change, each edit applied to
+    the file as the reply leaves it; an edit whose text is not found exactly once is refused
+    with the reason, and the file's other edits still apply."""
+    changed = dict(files)
+    rejected: list[RejectedFile] = []
+    for edit in edits:
+        text = changed.get(edit.path, current.get(edit.path))
+        if text is None:
+            rejected.append(RejectedFile(edit.path, "an edit names a file that does not exist "
+                                                    "(send a new file whole)"))
+            continue
+        found = text.count(edit.search) if edit.search.strip() else 0
+        if found != 1:
+            where = ("is not in the file as it is now" if found == 0 else
+                     f"appears {found} times in the file (include more lines)")
+            rejected.append(RejectedFile(edit.path, f"{EDIT_MISSED} {where}"))
+            continue
+        changed[edit.path] = text.replace(edit.search, edit.replace, 1)
+    return changed, tuple(rejected)
 
 
 def _dedent(line: str, indent: int) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 from autocoder.engine.llm_port import ModelCalls
 from autocoder.engine.replies import (
     MAX_PATH_CHARS,
+    Edit,
     ParsedReply,
     RejectedFile,
     normalize_path,
@@ -42,12 +43,29 @@ _FILES = _object({
     "files": {"type": "array", "items": _FILE, "minItems": 1},
     "reason": {"type": "string", "description": "One sentence: what changed and why."},
 })
+_EDIT = _object({
+    "path": {"type": "string", "description": "The file's path from the plugin root."},
+    "search": {"type": "string",
+               "description": "Lines copied exactly from the file, found there once."},
+    "replace": {"type": "string", "description": "What replaces them."},
+})
+# From the second iteration the implementer may change files with edits (docs/engine.md).
+_FILES_OR_EDITS = _object({
+    "files": {"type": "array", "items": _FILE},
+    "edits": {"type": "array", "items": _EDIT},
+    "reason": {"type": "string", "description": "One sentence: what changed and why."},
+})
 _FILES_HINT = ('Reply with one JSON object instead of file blocks: "files" lists every file '
                'you write, each with its "path" (as the blocks above would name it) and its '
                'whole "content"; "reason" says in one sentence what changed.')
 
 SCHEMAS: dict[str, ReplySchema] = {
     "implementer": ReplySchema("implementer_files", _FILES, _FILES_HINT),
+    "implementer_edits": ReplySchema("implementer_changes", _FILES_OR_EDITS, (
+        'Reply with one JSON object instead of blocks: "files" lists files you send whole '
+        '("path" and whole "content"), "edits" the edits ("path", "search": lines copied '
+        'exactly from the file, "replace": what replaces them), "reason" what changed, in '
+        'one sentence.')),
     "tester": ReplySchema("tester_files", _FILES, _FILES_HINT),
     "architect": ReplySchema("architect_plan", _object({
         "steps": {"type": "array", "items": _TEXT, "minItems": 1,
@@ -65,10 +83,12 @@ SCHEMAS: dict[str, ReplySchema] = {
 }
 
 
-def ask(llm: ModelCalls, role: str, messages: list[Message]) -> str:
+def ask(llm: ModelCalls, role: str, messages: list[Message], *, edits: bool = False) -> str:
     """The role's reply, asked for in its shape (JSON where the server holds replies to a
-    schema, free text elsewhere); read it with `read_files` or `as_text`."""
-    return llm.complete(role, messages, schema=SCHEMAS.get(role))
+    schema, free text elsewhere); read it with `read_files` or `as_text`. `edits`: the
+    implementer may answer with edits instead of whole files."""
+    shape = SCHEMAS["implementer_edits"] if edits and role == "implementer" else SCHEMAS.get(role)
+    return llm.complete(role, messages, schema=shape)
 
 
 def read_files(text: str) -> ParsedReply:
@@ -129,14 +149,31 @@ def _whole_object(text: str) -> dict[str, Any] | None:
 def _files_from_json(text: str, start: int) -> ParsedReply:
     data = _whole_object(text)
     if data is not None:
-        items = data.get("files")
-        return _parsed(items if isinstance(items, list) else [], str(data.get("reason") or ""),
-                       cut=None)
+        items, changes = data.get("files"), data.get("edits")
+        return _parsed(items if isinstance(items, list) else [],
+                       changes if isinstance(changes, list) else [],
+                       str(data.get("reason") or ""), cut=None)
     items, cut = _finished_items(text, start)
-    return _parsed(items, "", cut=cut)
+    return _parsed(items, [], "", cut=cut)
 
 
-def _parsed(items: list[Any], reason: str, *, cut: str | None) -> ParsedReply:
+def _edits(items: list[Any], rejected: list[RejectedFile]) -> tuple[Edit, ...]:
+    edits: list[Edit] = []
+    for item in items:
+        if not (isinstance(item, dict) and all(isinstance(item.get(key), str)
+                                               for key in ("path", "search", "replace"))):
+            rejected.append(RejectedFile("", "an edit without a path, search and replace text"))
+            continue
+        path, why = normalize_path(item["path"])
+        if why:
+            rejected.append(RejectedFile(item["path"][:MAX_PATH_CHARS], why))
+            continue
+        edits.append(Edit(path, item["search"], item["replace"]))
+    return tuple(edits)
+
+
+def _parsed(items: list[Any], changes: list[Any], reason: str, *,
+            cut: str | None) -> ParsedReply:
     files: dict[str, str] = {}
     rejected: list[RejectedFile] = []
     for item in items:
@@ -154,7 +191,8 @@ def _parsed(items: list[Any], reason: str, *, cut: str | None) -> ParsedReply:
     if cut is not None:
         rejected.append(RejectedFile(cut, "unterminated: the reply stopped inside "
                                           f"{cut or 'a file'}"))
-    return ParsedReply(files=files, rejected=tuple(rejected), prose=reason.strip())
+    edits = _edits(changes, rejected)
+    return ParsedReply(files=files, rejected=tuple(rejected), prose=reason.strip(), edits=edits)
 
 
 def _finished_items(text: str, start: int) -> tuple[list[Any], str | None]:

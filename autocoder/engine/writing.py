@@ -15,7 +15,7 @@ from autocoder.engine.changing import (
 )
 from autocoder.engine.llm_port import reply_hash
 from autocoder.engine.prompting import build_messages, plan_from_reply
-from autocoder.engine.replies import merge_files
+from autocoder.engine.replies import EDIT_MISSED, apply_edits, merge_files
 from autocoder.engine.reply_formats import as_text, ask, read_files
 from autocoder.engine.scaffold import plugin_toml
 from autocoder.engine.spec import Spec
@@ -77,33 +77,46 @@ def _plan_needs_approval(step: Step) -> bool:
     return False
 
 
+def edits_offered(step: Step) -> bool:
+    """From the second iteration on, the implementer may answer with edits instead of whole
+    files, unless edits it sent in the last iteration did not apply (docs/engine.md)."""
+    if step.number < 2:
+        return False
+    latest = latest_checkpoint(step)
+    return latest is None or not any(EDIT_MISSED in str(failure) for failure in latest.failures)
+
+
 def implement_phase(step: Step) -> Transition:
     spec, pending = step.spec, step.pending
     base = current_files(step)
     ctx = prompt_context(step, files=base, failures=failures_for_prompt(latest_checkpoint(step)))
+    ctx.edits = edits_offered(step)
     messages = build_messages("implementer", ctx, budget_chars=budget_chars())
-    text = ask(step.llm, "implementer", messages)
+    text = ask(step.llm, "implementer", messages, edits=ctx.edits)
     parsed = read_files(text)
-    if not parsed.files and step.llm.last_finish_reason == CAPPED:
+    if not parsed.files and not parsed.edits and step.llm.last_finish_reason == CAPPED:
         # Stopped at its length limit before a file was whole: not the iteration's fault yet.
         # Asked once more, shorter (docs/engine.md, "The loop, step by step").
         text = ask(step.llm, "implementer", [*messages[:-1], Message(
-            "user", messages[-1].content + "\n\n" + SHORTER)])
+            "user", messages[-1].content + "\n\n" + SHORTER)], edits=ctx.edits)
         parsed = read_files(text)
+    changes, missed = apply_edits(base, parsed.files, parsed.edits)
     protected = change_protected(step.run, spec, base)
-    files, rejected = merge_files(base, parsed.files, protected=protected)
-    rejected_list = [{"path": r.path, "reason": r.reason} for r in (*parsed.rejected, *rejected)]
+    files, rejected = merge_files(base, changes, protected=protected)
+    rejected_list = [{"path": r.path, "reason": r.reason}
+                     for r in (*parsed.rejected, *missed, *rejected)]
     files, kept = keep_base_tests(base_of(step.run), base, files,  # a change run's tests stay
                                   may_change=tests_may_change(step.run))
     rejected_list += kept
-    files, rejected_list, permissions = _permission_request(spec, base, parsed.files, files,
+    files, rejected_list, permissions = _permission_request(spec, base, changes, files,
                                                             rejected_list)
-    refused = {r["path"] for r in rejected_list}
-    nothing = not [path for path in parsed.files if path not in refused]
+    # A file one of whose edits missed is still changed by those that applied.
+    refused = {r["path"] for r in rejected_list if not r["reason"].startswith(EDIT_MISSED)}
+    nothing = not [path for path in changes if path not in refused]
     pending.update(
         files=files, rejected=rejected_list, prose=parsed.prose[:4000],
         reply_hash=reply_hash(text), permissions_change=permissions,
-        no_code=("the reply contained no file blocks" if not parsed.files else
+        no_code=("the reply contained no file blocks" if not changes and not parsed.edits else
                  "no file of the reply could be applied" if nothing else ""),
     )
     next_phase = Phase.VERIFY if nothing else Phase.TEST_WRITE

@@ -32,6 +32,9 @@ class Command(BaseCommand):
                                  "2048-token context)")
         parser.add_argument("--timeout", type=float, default=300.0,
                             help="seconds of silence before a call fails")
+        parser.add_argument("--edits", action="store_true",
+                            help="also N pairs of second-iteration calls: whole files, and "
+                                 "edits offered (tokens per reply with and without)")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -43,15 +46,17 @@ class Command(BaseCommand):
                                     timeout_s=options["timeout"], max_retries=0,
                                     max_tokens=options["max_tokens"])
             result = replies.run(config, calls=options["calls"],
-                                 prompt_chars=options["prompt_chars"],
+                                 prompt_chars=options["prompt_chars"], edits=options["edits"],
                                  progress=lambda line: self.stderr.write(line))
         except LLMConfigError as error:
             raise CommandError(str(error)) from None
         if options["json"]:
             self.stdout.write(json.dumps(result))
             return
-        for mode in ("constrained", "unconstrained"):
-            tally = result[mode]
+        parts = [(mode, result[mode]) for mode in ("constrained", "unconstrained")]
+        parts += [(f"second iteration, {mode.replace('_', ' ')}", tally) for mode, tally
+                  in result.get("second_iteration", {}).items()]
+        for mode, tally in parts:
             self.stdout.write(
                 f"{mode} ({tally['form'] or 'refused'}): {tally['parse_share']:.0%} of "
                 f"{tally['calls']} replies parse; p50 {tally['tokens_p50']} tokens, "
