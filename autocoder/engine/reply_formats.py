@@ -34,8 +34,13 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
             "additionalProperties": False}
 
 
+# A path from the plugin root: it starts with a letter, digit or _ (not /, ., ~) and goes on
+# with those, -, . and /. normalize_path still checks the rest (a/../b). One flat character
+# class: llama.cpp's server crashed on a grammar of nested repetitions made from a finer one.
+_PATH = {"type": "string", "pattern": "^[A-Za-z0-9_][A-Za-z0-9_./-]*$",
+         "description": "The file's path from the plugin root."}
 _FILE = _object({
-    "path": {"type": "string", "description": "The file's path from the plugin root."},
+    "path": _PATH,
     "content": {"type": "string", "description": "The whole file."},
 })
 # Files come first: a reply cut at its length limit keeps every file it finished.
@@ -44,7 +49,7 @@ _FILES = _object({
     "reason": {"type": "string", "description": "One sentence: what changed and why."},
 })
 _EDIT = _object({
-    "path": {"type": "string", "description": "The file's path from the plugin root."},
+    "path": _PATH,
     "search": {"type": "string",
                "description": "Lines copied exactly from the file, found there once."},
     "replace": {"type": "string", "description": "What replaces them."},

@@ -37,9 +37,11 @@ from autocoder.llm.types import (
     FINISHED,
     JSON_OBJECT,
     JSON_SCHEMA,
+    LLMBadRequest,
     LLMConfigError,
     LLMConnectionError,
     LLMError,
+    LLMServerError,
     LLMTimeout,
     Message,
     ProviderConfig,
@@ -106,6 +108,8 @@ class OpenAICompatibleProvider(BaseProvider):
             failure = self._timed_out(error, timeout_s, streaming=on_text is not None)
         except openai.APIError as error:
             failure = self._translate(error)
+        if reply_format is not None:
+            failure = option_refused(failure, "response_format")
         # Raised outside the except block: the SDK error (which may quote the key) is not
         # kept as __context__.
         raise failure
@@ -157,6 +161,15 @@ class OpenAICompatibleProvider(BaseProvider):
         if not chunks:
             return f"no first token from {where} within {idle_s:g}s (LLM_IDLE_TIMEOUT_S)"
         return f"{where} went silent for {idle_s:g}s after {chunks} tokens (LLM_IDLE_TIMEOUT_S)"
+
+
+def option_refused(failure: LLMError, option: str) -> LLMError:
+    """A failure that names the structured-output option is the server refusing it, whatever
+    its status: llama-cpp-python's server answers a response_format it does not know with
+    HTTP 500 and the validation error. Refused, not failing: never worth a retry."""
+    if isinstance(failure, (LLMBadRequest, LLMServerError)) and option in str(failure):
+        return LLMBadRequest(str(failure))
+    return failure
 
 
 def response_format(reply_format: ReplyFormat) -> dict[str, Any]:

@@ -5,7 +5,10 @@ wall-time budget, through the same services the worker uses.
 
 The model writes poor code (it cannot write plugins); what is checked is what the user would
 see: the run ends in a final status, cleanly, within its budget, with real completions recorded
-and every reply within its role's cap. Skipped with a reason when the local extra is missing.
+and every reply within its role's cap. Every reply is held to its role's schema (docs/llm.md,
+"Constrained replies"): the server refuses the json_schema form once and takes its own
+json_object form from then on, and the iteration reaches the sandbox's test run with a file
+the model wrote. Skipped with a reason when the local extra is missing.
 """
 
 from __future__ import annotations
@@ -22,7 +25,10 @@ from channels import DEFAULT_CHANNEL_LAYER
 from channels.layers import channel_layers
 
 from autocoder import realtime
+from autocoder.engine.scaffold import scaffold_files
+from autocoder.engine.spec import spec_from_json
 from autocoder.llm.config import ROLE_MAX_TOKENS
+from autocoder.llm.models import ModelReplyForm
 from runs.llm_calls import STREAM_EVENT
 from runs.models import LLMCall, Run
 from runs.services import driving, starting
@@ -113,7 +119,8 @@ def test_a_run_against_a_real_model_server_ends_cleanly_within_its_budget(
           f"wall={wall_s}s of {WALL_S}s; error={run.error!r}")
     for call in calls:
         print(f"  {call.role}: {call.completion_tokens} tokens (cap {ROLE_MAX_TOKENS[call.role]}),"
-              f" {call.latency_ms} ms, attempt {call.attempts}, error={call.error!r}")
+              f" {call.latency_ms} ms, {call.reply_form or 'refused'}, {call.finish_reason}, "
+              f"attempt {call.attempts}, error={call.error!r}")
 
     assert run.status in Run.TERMINAL
     assert wall_s is not None and wall_s <= WALL_S + MARGIN_S
@@ -121,7 +128,21 @@ def test_a_run_against_a_real_model_server_ends_cleanly_within_its_budget(
     tracebacks = [r for r in caplog.records if r.exc_info and r.levelno >= logging.ERROR]
     assert tracebacks == [], [r.getMessage() for r in tracebacks]
     assert "retrying" not in run.error
-    assert calls and all(call.error == "" and call.attempts == 1 for call in calls)
+    # Constrained replies: the first call's json_schema form is refused, once (llama-cpp-python's
+    # server knows only json_object, and says so with an HTTP 500 naming response_format);
+    # every reply after is held to its role's schema in the form that worked, remembered.
+    refused = [call for call in calls if call.error]
+    assert len(refused) == 1 and refused[0] == calls[0]
+    assert "LLMBadRequest" in refused[0].error and "response_format" in refused[0].error
+    answered = [call for call in calls if not call.error]
+    assert answered and all(call.attempts == 1 for call in answered)
+    assert {call.reply_form for call in answered} == {"json_object"}
+    assert ModelReplyForm.objects.get(model="gemma-3-270m").form == "json_object"
+    iteration = run.iterations.get()
+    written = {path for path, content in iteration.files.items()
+               if content != scaffold_files(spec_from_json(SPEC.read_text())).get(path)}
+    assert written, "the model's reply wrote no file"
+    assert iteration.tests_ran, iteration.failures
     # Real completions, each within its role's cap, all counted on the run.
     assert all(0 <= call.completion_tokens <= ROLE_MAX_TOKENS[call.role] for call in calls)
     assert run.tokens_completion == sum(call.completion_tokens for call in calls) > 0
