@@ -5,6 +5,7 @@ the same rule, and a JSON reply cut at its length limit keeps the files it finis
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 
 import pytest
@@ -30,6 +31,17 @@ def test_a_json_reply_gives_the_same_files_as_the_blocks_would() -> None:
     assert json_reply.prose == block_reply.prose == "greets by name"
     # Content without its last newline gets one, as a block's always has.
     assert read_files(files_reply(("a.py", "X = 1"))).files == {"a.py": "X = 1\n"}
+
+
+def test_the_schema_lets_no_path_start_outside_the_plugin_root() -> None:
+    from autocoder.engine.reply_formats import SCHEMAS
+
+    path = SCHEMAS["implementer"].schema["properties"]["files"]["items"]["properties"]["path"]
+    pattern = re.compile(path["pattern"])
+    assert all(pattern.match(p) for p in ("weekly_scheduler/plugin.py", "README.md",
+                                          "tests/test_generated_edges.py"))
+    assert not any(pattern.match(p) for p in ("../x.py", "/etc/passwd", "~/x", ".env",
+                                              "a b.py", "a\\b.py"))
 
 
 def test_paths_in_json_meet_the_same_rule_as_paths_in_blocks() -> None:
