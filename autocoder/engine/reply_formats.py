@@ -12,6 +12,7 @@ may be either, whatever was asked: a server may ignore the option, a script may 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from autocoder.engine.llm_port import ModelCalls
@@ -162,41 +163,34 @@ def _files_from_json(text: str, start: int) -> ParsedReply:
     return _parsed(items, [], "", cut=cut)
 
 
-def _edits(items: list[Any], rejected: list[RejectedFile]) -> tuple[Edit, ...]:
-    edits: list[Edit] = []
+def _entries(items: list[Any], keys: tuple[str, ...], what: str,
+             rejected: list[RejectedFile]) -> Iterator[tuple[str, dict[str, str]]]:
+    """(normalized path, item) for each item with `keys` as text and a path inside the
+    plugin root; the others are refused with the reason."""
     for item in items:
-        if not (isinstance(item, dict) and all(isinstance(item.get(key), str)
-                                               for key in ("path", "search", "replace"))):
-            rejected.append(RejectedFile("", "an edit without a path, search and replace text"))
+        if not (isinstance(item, dict) and all(isinstance(item.get(k), str) for k in keys)):
+            rejected.append(RejectedFile("", f"{what} without {', '.join(keys)} as text"))
             continue
         path, why = normalize_path(item["path"])
         if why:
             rejected.append(RejectedFile(item["path"][:MAX_PATH_CHARS], why))
             continue
-        edits.append(Edit(path, item["search"], item["replace"]))
-    return tuple(edits)
+        yield path, item
 
 
 def _parsed(items: list[Any], changes: list[Any], reason: str, *,
             cut: str | None) -> ParsedReply:
     files: dict[str, str] = {}
     rejected: list[RejectedFile] = []
-    for item in items:
-        if not (isinstance(item, dict) and isinstance(item.get("path"), str)
-                and isinstance(item.get("content"), str)):
-            rejected.append(RejectedFile("", "a file without a path and content as text"))
-            continue
-        path, why = normalize_path(item["path"])
-        if why:
-            rejected.append(RejectedFile(item["path"][:MAX_PATH_CHARS], why))
-            continue
+    for path, item in _entries(items, ("path", "content"), "a file", rejected):
         content = item["content"]
         files.pop(path, None)  # the later one wins, as with blocks
         files[path] = content if not content or content.endswith("\n") else content + "\n"
     if cut is not None:
         rejected.append(RejectedFile(cut, "unterminated: the reply stopped inside "
                                           f"{cut or 'a file'}"))
-    edits = _edits(changes, rejected)
+    edits = tuple(Edit(path, item["search"], item["replace"]) for path, item in _entries(
+        changes, ("path", "search", "replace"), "an edit", rejected))
     return ParsedReply(files=files, rejected=tuple(rejected), prose=reason.strip(), edits=edits)
 
 
