@@ -26,7 +26,7 @@ from typing import Any
 
 from autocoder.engine.prompting import PromptContext, build_messages
 from autocoder.engine.replies import apply_edits
-from autocoder.engine.reply_formats import SCHEMAS, read_files
+from autocoder.engine.reply_formats import read_files, schema_for
 from autocoder.engine.scaffold import scaffold_files
 from autocoder.engine.spec import Spec, spec_from_json
 from autocoder.llm.openai_compat import OpenAICompatibleProvider
@@ -118,10 +118,11 @@ def run(config: ProviderConfig, *, calls: int, prompt_chars: int, edits: bool = 
     say = progress or (lambda line: print(line, file=sys.stderr))
     held = _Held(provider)
     first = implementer_messages(spec, prompt_chars=prompt_chars, files=scaffold_files(spec))
+    implementer = _shape(spec)
     constrained, unconstrained = Tally(), Tally(form="fenced")
     for number in range(1, calls + 1):  # in turn, so both modes meet the same machine
         _measure(say, number, "constrained", constrained,
-                 lambda: held.call(first, SCHEMAS["implementer"], constrained), {})
+                 lambda: held.call(first, implementer, constrained), {})
         _measure(say, number, "unconstrained", unconstrained,
                  lambda: provider.complete(first, role="implementer"), {})
     result = {"model": config.model, "calls": calls, "max_tokens": config.max_tokens,
@@ -146,10 +147,18 @@ def _second_iteration(provider: OpenAICompatibleProvider, held: _Held, spec: Spe
     whole, edited = Tally(), Tally()
     for number in range(1, calls + 1):
         _measure(say, number, "iteration 2, whole files", whole, lambda: held.call(
-            whole_messages, SCHEMAS["implementer"], whole), files)
+            whole_messages, _shape(spec), whole), files)
         _measure(say, number, "iteration 2, edits offered", edited, lambda: held.call(
-            edit_messages, SCHEMAS["implementer_edits"], edited), files)
+            edit_messages, _shape(spec, edits=True),
+            edited), files)
     return {"whole_files": whole.summary(), "edits": edited.summary()}
+
+
+def _shape(spec: Spec, *, edits: bool = False) -> ReplySchema:
+    """The implementer's schema as the loop sends it for `spec`."""
+    shape = schema_for("implementer", package=spec.package, edits=edits)
+    assert shape is not None  # the implementer always has one
+    return shape
 
 
 class _Held:

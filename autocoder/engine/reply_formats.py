@@ -11,6 +11,7 @@ may be either, whatever was asked: a server may ignore the option, a script may 
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -27,6 +28,9 @@ from autocoder.engine.replies import (
 from autocoder.llm.types import Message, ReplySchema
 
 _TEXT = {"type": "string"}
+# Servers' grammars let a raw newline or tab into a string, which strict JSON refuses: a file's
+# content written that way is still meant as it reads.
+_DECODER = json.JSONDecoder(strict=False)
 
 
 def _object(properties: dict[str, Any]) -> dict[str, Any]:
@@ -36,8 +40,8 @@ def _object(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 # A path from the plugin root: it starts with a letter, digit or _ (not /, ., ~) and goes on
-# with those, -, . and /. normalize_path still checks the rest (a/../b). One flat character
-# class: llama.cpp's server crashed on a grammar of nested repetitions made from a finer one.
+# with those, -, . and /. normalize_path still checks the rest (a/../b). Kept flat and without
+# `\.`: llama.cpp's server crashed on the grammar made from a finer pattern that had one.
 _PATH = {"type": "string", "pattern": "^[A-Za-z0-9_][A-Za-z0-9_./-]*$",
          "description": "The file's path from the plugin root."}
 _FILE = _object({
@@ -89,12 +93,43 @@ SCHEMAS: dict[str, ReplySchema] = {
 }
 
 
-def ask(llm: ModelCalls, role: str, messages: list[Message], *, edits: bool = False) -> str:
+def ask(llm: ModelCalls, role: str, messages: list[Message], *, package: str = "",
+        edits: bool = False) -> str:
     """The role's reply, asked for in its shape (JSON where the server holds replies to a
     schema, free text elsewhere); read it with `read_files` or `as_text`. `edits`: the
     implementer may answer with edits instead of whole files."""
+    return llm.complete(role, messages, schema=schema_for(role, package=package, edits=edits))
+
+
+def schema_for(role: str, *, package: str = "", edits: bool = False) -> ReplySchema | None:
+    """The role's schema; with the plugin's `package`, its paths narrowed to where the role
+    writes (a small model held to them cannot name a file elsewhere)."""
     shape = SCHEMAS["implementer_edits"] if edits and role == "implementer" else SCHEMAS.get(role)
-    return llm.complete(role, messages, schema=shape)
+    where = _WRITES.get(role)
+    if shape is None or where is None or not package.isidentifier():
+        return shape
+    pattern = where.format(package=package)
+    return dataclasses.replace(shape, schema=_narrowed(shape.schema, pattern))
+
+
+# Where each role writes, as a path pattern (flat, as _PATH; a dot as [.], since llama.cpp's
+# grammar made from a pattern turns `\.` into an escape its parser does not know).
+_WRITES = {
+    "implementer": ("^({package}/[A-Za-z0-9_./-]+|tests/[A-Za-z0-9_./-]+"
+                    "|README[.]md|plugin[.]toml)$"),
+    "tester": "^tests/test_generated_[A-Za-z0-9_]+[.]py$",
+}
+
+
+def _narrowed(node: Any, pattern: str) -> Any:
+    """A copy of a schema whose every path property has `pattern`."""
+    if isinstance(node, list):
+        return [_narrowed(item, pattern) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if node is _PATH:
+        return {**node, "pattern": pattern}
+    return {key: _narrowed(value, pattern) for key, value in node.items()}
 
 
 def read_files(text: str) -> ParsedReply:
@@ -146,7 +181,7 @@ def _whole_object(text: str) -> dict[str, Any] | None:
     if start is None:
         return None
     try:
-        data, _ = json.JSONDecoder().raw_decode(text, start)
+        data, _ = _DECODER.raw_decode(text, start)
     except ValueError:
         return None
     return data if isinstance(data, dict) else None
@@ -197,7 +232,7 @@ def _parsed(items: list[Any], changes: list[Any], reason: str, *,
 def _finished_items(text: str, start: int) -> tuple[list[Any], str | None]:
     """A reply cut short (at its length limit): the files it finished, and the path of the one
     it was writing ("" when unknown; None when it was between files)."""
-    decoder = json.JSONDecoder()
+    decoder = _DECODER
     key = text.find('"files"', start)
     bracket = text.find("[", key) if key >= 0 else -1
     if bracket < 0:
@@ -223,7 +258,7 @@ def _path_of_unfinished(rest: str) -> str:
     try:
         colon = rest.index(":", marker)
         quote = rest.index('"', colon)
-        value, _ = json.JSONDecoder().raw_decode(rest, quote)
+        value, _ = _DECODER.raw_decode(rest, quote)
     except ValueError:
         return ""
     return value[:MAX_PATH_CHARS] if isinstance(value, str) else ""

@@ -92,13 +92,14 @@ def implement_phase(step: Step) -> Transition:
     ctx = prompt_context(step, files=base, failures=failures_for_prompt(latest_checkpoint(step)))
     ctx.edits = edits_offered(step)
     messages = build_messages("implementer", ctx, budget_chars=budget_chars())
-    text = ask(step.llm, "implementer", messages, edits=ctx.edits)
+    text = ask(step.llm, "implementer", messages, package=spec.package, edits=ctx.edits)
     parsed = read_files(text)
     if not parsed.files and not parsed.edits and step.llm.last_finish_reason == CAPPED:
         # Stopped at its length limit before a file was whole: not the iteration's fault yet.
         # Asked once more, shorter (docs/engine.md, "The loop, step by step").
         text = ask(step.llm, "implementer", [*messages[:-1], Message(
-            "user", messages[-1].content + "\n\n" + SHORTER)], edits=ctx.edits)
+            "user", messages[-1].content + "\n\n" + SHORTER)], package=spec.package,
+            edits=ctx.edits)
         parsed = read_files(text)
     changes, missed = apply_edits(base, parsed.files, parsed.edits)
     protected = change_protected(step.run, spec, base)
@@ -152,7 +153,8 @@ def test_write_phase(step: Step) -> Transition:
     spec, pending = step.spec, step.pending
     files = dict(pending["files"])
     ctx = prompt_context(step, files=files)
-    text = ask(step.llm, "tester", build_messages("tester", ctx, budget_chars=budget_chars()))
+    text = ask(step.llm, "tester", build_messages("tester", ctx, budget_chars=budget_chars()),
+               package=spec.package)
     parsed = read_files(text)
     tests = {p: c for p, c in parsed.files.items()
              if p.startswith(GENERATED_TESTS_PREFIX) and p.endswith(".py")}

@@ -44,6 +44,29 @@ def test_the_schema_lets_no_path_start_outside_the_plugin_root() -> None:
                                               "a b.py", "a\\b.py"))
 
 
+def test_with_its_package_a_role_can_only_name_files_where_it_writes() -> None:
+    from autocoder.engine.reply_formats import schema_for
+
+    def path_pattern(role: str, **options: object) -> re.Pattern[str]:
+        shape = schema_for(role, package="weekly_scheduler", **options)  # type: ignore[arg-type]
+        assert shape is not None
+        items = shape.schema["properties"]["files"]["items"]
+        return re.compile(items["properties"]["path"]["pattern"])
+
+    implementer = path_pattern("implementer")
+    assert all(implementer.match(p) for p in ("weekly_scheduler/plugin.py", "README.md",
+                                              "plugin.toml", "tests/test_edges.py"))
+    assert not any(implementer.match(p) for p in ("files", "config/user.json", "../x.py"))
+    tester = path_pattern("tester")
+    assert tester.match("tests/test_generated_edges.py")
+    assert not tester.match("weekly_scheduler/plugin.py")
+    edits = schema_for("implementer", package="weekly_scheduler", edits=True)
+    assert edits is not None
+    edit_path = edits.schema["properties"]["edits"]["items"]["properties"]["path"]["pattern"]
+    assert edit_path == implementer.pattern
+    assert schema_for("reviewer", package="weekly_scheduler") == schema_for("reviewer")
+
+
 def test_paths_in_json_meet_the_same_rule_as_paths_in_blocks() -> None:
     parsed = read_files(files_reply(("../outside.py", "x"), ("/etc/passwd", "x"),
                                     ("ok.py", "X = 1\n")))
