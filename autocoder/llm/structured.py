@@ -2,7 +2,8 @@
 schema through the provider's structured-output option, where the model's server takes one.
 
 A provider lists the forms it can send (`reply_forms`, in the order to try them). The first
-call to a model tries them in turn; a form the server refuses (HTTP 400/422: LLMBadRequest) is
+call to a model tries them in turn; a form the server refuses (LLMBadRequest: HTTP 400/422, or
+an error that names the option, as llama-cpp-python's HTTP 500 does) is
 passed over, and when every form is refused the call is made once more without a constraint:
 the fenced protocol the prompts describe. What settled it is remembered for the model
 (ModelReplyForm), so later calls send the form that worked, or none, straight away.
@@ -22,16 +23,18 @@ from autocoder.llm.types import (
     Provider,
     ReplyFormat,
     ReplySchema,
+    safe_url,
 )
 
 MAX_DETAIL_CHARS = 1000
 
 
 def memory_key(provider: Provider) -> tuple[str, str, str]:
-    """(provider, base URL, model): what a remembered form belongs to."""
+    """(provider, base URL without credentials, model): what a remembered form belongs to."""
     config = getattr(provider, "config", None)
     model = str(getattr(provider, "model_name", "") or getattr(config, "model", ""))
-    return (provider.name, str(getattr(config, "base_url", "") or ""), model)
+    base_url = safe_url(str(getattr(config, "base_url", "") or ""))
+    return (provider.name, base_url[:500], model[:200])
 
 
 def remembered(provider: Provider) -> str:

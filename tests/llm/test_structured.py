@@ -140,3 +140,18 @@ def test_every_schema_is_strict(fake_server: FakeServer) -> None:
             assert node["additionalProperties"] is False
             assert sorted(node["required"]) == sorted(node["properties"]), schema.name
         assert schema.hint and schema.name.isidentifier()
+
+
+def test_a_server_error_that_names_the_option_is_a_refusal_not_a_fault_to_retry(
+        fake_server: FakeServer) -> None:
+    """llama-cpp-python's server answers an unknown response_format with HTTP 500 and its
+    validation error; it is passed over at once, neither retried nor taken for a broken server."""
+    crash = ("1 validation error: {'loc': ('body', 'response_format', 'type'), "
+             "'msg': \"Input should be 'text' or 'json_object'\"}")
+    fake_server.queue(refused(crash, 500), chat_reply(FILES))
+    config = ProviderConfig(provider="openai", model="served-model",
+                            base_url=fake_server.url + "/v1", timeout_s=5.0, max_retries=2)
+    completion = structured.complete(OpenAICompatibleProvider(config, retry_base_delay_s=0.01),
+                                     ASK, role="implementer", schema=SCHEMA)
+    assert completion.reply_form == "json_object"
+    assert [f["type"] for f in formats(fake_server)] == ["json_schema", "json_object"]
