@@ -16,8 +16,7 @@ from typing import Any
 import pytest
 
 from autocoder.engine.reply_formats import SCHEMAS
-from autocoder.llm import LLMBadRequest, Message, ProviderConfig
-from autocoder.llm import structured
+from autocoder.llm import LLMBadRequest, Message, ProviderConfig, structured
 from autocoder.llm.models import ModelReplyForm
 from autocoder.llm.openai_compat import OpenAICompatibleProvider
 from autocoder.llm.scripted import ScriptedProvider
