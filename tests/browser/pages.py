@@ -57,14 +57,20 @@ def fill_example(page: Page, number: int, given: str, result: str) -> None:
     example.get_by_label("What should come back").fill(result)
 
 
-def greet_up_to_services(page: Page) -> None:
-    """A logged-in requester asks for the greeting tool with two examples and reaches the
-    question of what it talks to."""
+def greet_up_to_examples(page: Page) -> None:
+    """A logged-in requester asks for the greeting tool, names what goes in and comes back,
+    and reaches the examples."""
     describe(page)
     answer_actions(page)
     page.get_by_label("What will you give it for \u201cgreet\u201d?").fill("name")
     page.get_by_label("What should you get back from \u201cgreet\u201d?").fill("message")
     continue_(page)
+
+
+def greet_up_to_services(page: Page) -> None:
+    """A logged-in requester asks for the greeting tool with two examples and reaches the
+    question of what it talks to."""
+    greet_up_to_examples(page)
     fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
     fill_example(page, 2, "name: Linus", "message: Hello, Linus!")
     continue_(page)

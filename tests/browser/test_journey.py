@@ -18,10 +18,9 @@ from playwright.sync_api import Page, expect
 from runs.models import ApprovalRequest, Project, Run
 from tests.browser.pages import (
     LIVE_UPDATE_MS,
-    answer_actions,
     continue_,
-    describe,
     fill_example,
+    greet_up_to_examples,
     log_in,
     same_document,
     wait_for,
@@ -37,11 +36,7 @@ RUN_STEP_MS = 60_000
 
 
 def interview_to_summary(page: Page) -> None:
-    describe(page)
-    answer_actions(page)
-    page.get_by_label("What will you give it for \u201cgreet\u201d?").fill("name")
-    page.get_by_label("What should you get back from \u201cgreet\u201d?").fill("message")
-    continue_(page)
+    greet_up_to_examples(page)
     fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
     fill_example(page, 2, "name: Linus", "message: Hello, Linus!")
     page.get_by_label("What should \u201cgreet\u201d do when something is missing or looks "

@@ -24,6 +24,7 @@ from tests.browser.pages import (
     continue_,
     describe,
     fill_example,
+    greet_up_to_examples,
     log_in,
     log_out,
     same_document,
@@ -144,11 +145,7 @@ def test_validation_errors_are_in_plain_words_next_to_the_field(
         server: LiveServer, people: dict, context_factory: Any) -> None:
     page = context_factory().new_page()
     log_in(page, server, "rita")
-    describe(page)
-    answer_actions(page)
-    page.get_by_label("What will you give it for \u201cgreet\u201d?").fill("name")
-    page.get_by_label("What should you get back from \u201cgreet\u201d?").fill("message")
-    continue_(page)
+    greet_up_to_examples(page)
 
     fill_example(page, 1, "name: Ada", "message: Hello, Ada!")
     fill_example(page, 2, "name: Linus\njust words", "")
