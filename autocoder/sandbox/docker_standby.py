@@ -69,21 +69,30 @@ def _state() -> dict[str, Any]:
     with _client_lock:
         if _process.get("pid") != os.getpid():
             _process.clear()
-            _process.update(pid=os.getpid(), client=None, host=None, reaper=None, swept=False)
+            _process.update(pid=os.getpid(), clients={}, reaper=None, swept=set())
         return _process
 
 
 def client() -> Any:
-    """This process's docker client (one per process and DOCKER_HOST; requests' connection
-    pool is thread-safe)."""
+    """This process's docker client for the engine DOCKER_HOST names now."""
+    return client_for(os.environ.get("DOCKER_HOST"))
+
+
+def client_for(engine: str | None) -> Any:
+    """This process's docker client for `engine` (a DOCKER_HOST value, None for the default
+    socket); one per process and engine, as requests' connection pool is thread-safe."""
     from docker.client import from_env
 
     state = _state()
     with _client_lock:
-        if state["client"] is None or state["host"] != os.environ.get("DOCKER_HOST"):
-            state["client"] = from_env()
-            state["host"] = os.environ.get("DOCKER_HOST")
-        return state["client"]
+        clients: dict[str | None, Any] = state["clients"]
+        if engine not in clients:
+            environment = {name: value for name, value in os.environ.items()
+                           if name != "DOCKER_HOST"}
+            if engine is not None:
+                environment["DOCKER_HOST"] = engine
+            clients[engine] = from_env(environment=environment)
+        return clients[engine]
 
 
 def owner() -> str:
@@ -115,7 +124,9 @@ class Prepared:
         self.parts = _Parts()
         self._release = weakref.finalize(self, _release, self.parts, self.owner_pid)
         _every.add(self)
-        build = _builder(self.parts, create)  # holds no reference to self
+        # the engine is the one of the key, named when this was asked for: a background
+        # build must not follow DOCKER_HOST changed meanwhile
+        build = _builder(self.parts, create, key[0])  # holds no reference to self
         if background:
             self.parts.thread = threading.Thread(target=build, name="sandbox-prepare",
                                                  daemon=True)
@@ -139,7 +150,8 @@ class Prepared:
         if self.parts.thread is not None:
             self.parts.thread.join(timeout_s)
         if self.parts.error is not None:
-            raise SandboxError(f"docker could not start the sandbox container: "
+            engine = self.key[0] or "the default socket (DOCKER_HOST unset)"
+            raise SandboxError(f"docker could not start the sandbox container on {engine}: "
                                f"{self.parts.error}")
         sock = self.parts.sock
         if sock is None:
@@ -233,25 +245,26 @@ def split_frame(stdout: bytes, marker: str) -> tuple[bytes, dict[str, Any] | Non
 
 
 def fit_key(image: str, runtime: str, limits: Limits) -> tuple[Any, ...]:
-    """What a container is created with, and on which engine (a container prepared on one
-    DOCKER_HOST is no use once it points elsewhere); the job's other limits travel with it."""
+    """On which engine (DOCKER_HOST now, first: the engine a container is built on, even by a
+    background build that starts after DOCKER_HOST changed) and with what a container is
+    created; the job's other limits travel with it."""
     return (os.environ.get("DOCKER_HOST"), image, runtime, limits.memory_mb, limits.pids,
             limits.cpu_s, limits.file_size_mb, limits.open_files, limits.workdir_mb,
             limits.output_kb)
 
 
-def _builder(parts: _Parts, create: Create) -> Callable[[], None]:
+def _builder(parts: _Parts, create: Create, engine: str | None) -> Callable[[], None]:
     def build() -> None:
         from docker.errors import DockerException
 
         try:
-            _sweep_once()
+            _sweep_once(engine)
             parts.channel_dir = Path(tempfile.mkdtemp(prefix="channel-", dir=base_dir()))
             parts.channel_dir.chmod(0o755)  # the container's user (10001) reaches the socket
             kwargs = create(str(parts.channel_dir))
             kwargs["labels"] = {**kwargs["labels"], OWNER_LABEL: owner()}
             kwargs["stdin_open"] = True
-            parts.container = client().containers.create(**kwargs)
+            parts.container = client_for(engine).containers.create(**kwargs)
             attached = parts.container.attach_socket(
                 params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
             parts.sock = getattr(attached, "_sock", attached)  # the raw socket under SocketIO
@@ -392,16 +405,18 @@ def settle() -> None:
         reaper.join()
 
 
-def _sweep_once() -> None:
-    """Remove the prepared containers of processes of this host that died (once a process)."""
+def _sweep_once(engine: str | None) -> None:
+    """Remove the prepared containers of processes of this host that died (once a process
+    and engine)."""
     state = _state()
-    if state["swept"]:
+    if engine in state["swept"]:
         return
-    state["swept"] = True
-    host = socket.gethostname()
-    for container in client().containers.list(all=True, filters={"label": OWNER_LABEL}):
+    state["swept"].add(engine)
+    here = socket.gethostname()
+    for container in client_for(engine).containers.list(all=True,
+                                                        filters={"label": OWNER_LABEL}):
         where, _, pid = container.labels.get(OWNER_LABEL, "").rpartition(":")
-        if where == host and pid.isdigit() and not pid_alive(int(pid)):
+        if where == here and pid.isdigit() and not pid_alive(int(pid)):
             stale = _Parts()
             stale.container = container
             _removals().put(stale)

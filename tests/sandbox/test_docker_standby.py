@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from autocoder.sandbox import Limits, docker_standby, run
+from autocoder.sandbox import Limits, SandboxError, docker_standby, run
 from tests.sandbox.backends import use_backend
 
 LIMITS = Limits(timeout_s=10, memory_mb=128, pids=16, workdir_mb=8)
@@ -109,3 +109,29 @@ def test_a_job_with_other_limits_gets_a_container_of_its_own(docker: None) -> No
     assert not prepared.handed_over
     docker_standby.settle()
     assert not exists(prepared.container.id)
+
+
+def test_a_container_is_built_on_the_engine_named_when_it_was_asked_for(
+        docker: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A background build that starts after DOCKER_HOST changed must not put a container
+    meant for one engine on another (CI: the unreachable-engine test was served by a
+    container prepared on the real engine under the unreachable engine's key)."""
+    from autocoder.sandbox.docker_backend import container_kwargs, default_image
+
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/autocoder-docker.sock")
+    key = docker_standby.fit_key(default_image(), "", LIMITS)
+    monkeypatch.delenv("DOCKER_HOST")  # the build runs once the variable points elsewhere
+
+    def create(channel_dir: str) -> dict[str, Any]:
+        return container_kwargs(image=default_image(), command=["python", "-c", "pass"],
+                                limits=LIMITS, channel_dir=channel_dir, runtime="")
+
+    prepared = docker_standby.Prepared(key, create, background=False)
+    with pytest.raises(SandboxError, match="nonexistent"):
+        prepared.wait_ready()
+    assert prepared.container is None
+    prepared.release()
+
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/autocoder-docker.sock")
+    with pytest.raises(SandboxError, match="docker"):
+        run({}, ["python", "-c", "pass"], LIMITS)
