@@ -12,6 +12,17 @@ from django.conf import settings
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Passwords hashed with one round in this process (tests/hashers.py)."""
+    from django.contrib.auth import hashers
+
+    settings.PASSWORD_HASHERS = ["tests.hashers.OneRoundPBKDF2PasswordHasher",
+                                 *(name for name in settings.PASSWORD_HASHERS
+                                   if not name.endswith(".PBKDF2PasswordHasher"))]
+    hashers.get_hashers.cache_clear()
+    hashers.get_hashers_by_algorithm.cache_clear()
+
+
 @pytest.fixture
 def redis_client() -> redis.Redis:
     return redis.Redis.from_url(settings.REDIS_URL)
