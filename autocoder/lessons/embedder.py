@@ -67,9 +67,11 @@ class MiniLMEmbedder:
 
     name = "minilm"
 
-    def __init__(self, model_path: Path | None = None, batch_size: int = BATCH_SIZE) -> None:
+    def __init__(self, model_path: Path | None = None, batch_size: int = BATCH_SIZE,
+                 threads: int | None = None) -> None:
         self._model_path = model_path
         self._batch_size = batch_size
+        self._threads = threads
         self._model: Any = None
         self._lock = threading.Lock()
 
@@ -83,7 +85,7 @@ class MiniLMEmbedder:
         # One thread by default: a web process embeds one short query at a time, where a
         # second thread only adds its spin-waits (measured: 13 ms of CPU per query with one
         # thread, 73 ms with two on a busy 2-core machine). See docs/lessons.md, "Configuration".
-        threads = max(1, int(getattr(settings, "EMBEDDER_THREADS", 1)))
+        threads = self._threads or max(1, int(getattr(settings, "EMBEDDER_THREADS", 1)))
         if getattr(settings, "EMBEDDER_RUNTIME", "onnx") == "onnx":
             try:
                 return onnx_minilm.load(path, Path(settings.MODELS_DIR), threads)
@@ -237,6 +239,16 @@ def get_embedder() -> Embedder:
 
 def embed_texts(texts: Sequence[str]) -> np.ndarray:
     return get_embedder().embed(texts)
+
+
+def bulk_embed_texts(texts: Sequence[str]) -> np.ndarray:
+    """Thousands of texts at once (loading the reference docs): the bundled model runs on
+    every core, in a copy of its own dropped afterwards, as the shared one keeps to
+    EMBEDDER_THREADS for short queries; any other embedder as usual."""
+    if _config()[0] != "minilm":
+        return embed_texts(texts)
+    threads = max(os.cpu_count() or 1, int(getattr(settings, "EMBEDDER_THREADS", 1)))
+    return MiniLMEmbedder(threads=threads).embed(texts)
 
 
 def embed_text(text: str) -> np.ndarray:

@@ -25,7 +25,7 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
-from autocoder.lessons.embedder import embed_texts, embedder_identity
+from autocoder.lessons.embedder import bulk_embed_texts, embedder_identity
 from autocoder.reference.models import ReferenceEntry, ReferenceSet
 from autocoder.runtime import LIBRARIES, runtime_dir
 from autocoder.runtime.build import REFERENCE_NAME
@@ -133,7 +133,7 @@ def _vectors(path: Path, entries: list[dict[str, Any]], indices: list[int], iden
     wanted = [texts[i] for i in (indices if not whole else range(len(entries)))]
     # Shortest first: a batch is padded to its longest text, so like lengths embed fastest.
     order = sorted(range(len(wanted)), key=lambda k: len(wanted[k]))
-    embedded = embed_texts([wanted[k] for k in order])
+    embedded = bulk_embed_texts([wanted[k] for k in order])
     vectors = np.empty_like(embedded)
     vectors[order] = embedded
     if whole:
