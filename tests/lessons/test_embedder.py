@@ -228,3 +228,17 @@ def test_a_graph_that_disagrees_with_pytorch_is_not_used(settings, tmp_path, mon
 
     assert fresh.embed(["a"]).shape == (1, DIMENSIONS) and fresh.runtime == "torch"
     assert not list((tmp_path / "embeddings").glob("*.onnx")), "a wrong graph is not kept"
+
+
+def test_a_bulk_load_gives_the_vectors_searches_compare_with(embedder, fake, monkeypatch):
+    """Loading the reference docs embeds on every core; its vectors must be those of the
+    one-thread embedder that searches use, or retrieval would compare unlike with unlike."""
+    from autocoder.lessons.embedder import bulk_embed_texts
+
+    texts = ["Parse the first YAML document in a stream", "Encode bytes using Base64", ""]
+    assert np.allclose(bulk_embed_texts(texts), get_embedder().embed(texts), atol=1e-5)
+    monkeypatch.setattr(embedder_module, "_embedders", {})
+    with override_settings(EMBEDDER="openai", EMBEDDINGS_BASE_URL=fake.base_url,
+                           EMBEDDINGS_MODEL="m", EMBEDDINGS_API_KEY=""):
+        assert bulk_embed_texts(texts).shape == (3, DIMENSIONS)
+        assert len(fake.requests) == 1  # another embedder is asked as for any text
