@@ -4,7 +4,9 @@ docs/llm.md "Constrained replies").
 N implementer calls on the bundled demo spec, each asked twice in turn: held to the
 implementer's schema (the first form the server takes) and as the fenced protocol. A reply
 counts as parsed when it yields at least one Python file that `ast.parse` accepts, read by the
-loop's own reader (engine/reply_formats.py). No database is needed: nothing is remembered.
+loop's own reader (engine/reply_formats.py); as code when such a file also defines a function
+or a class (a tiny model's "content": "2" parses, and is no plugin). No database is needed:
+nothing is remembered.
 
 With `second_iteration`, N more pairs of calls ask for the demo's second iteration (its first
 attempt's code and what went wrong, from docs/examples/weekly-scheduler.script.json): whole
@@ -52,25 +54,30 @@ class Tally:
 
     form: str = ""
     parsed: int = 0
+    code: int = 0  # of the parsed: a file defines a function or a class
     capped: int = 0
     tokens: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # forms the server would not take
 
-    def add(self, completion: Completion, seconds: float, base: dict[str, str]) -> bool:
-        ok = parses(completion.text, base)
-        self.parsed += ok
+    def add(self, completion: Completion, seconds: float, base: dict[str, str]) -> str:
+        """"code", "parses" or "" (no usable file)."""
+        found = python_files(completion.text, base)
+        self.parsed += bool(found)
+        self.code += any(defines_code(tree) for tree in found)
         self.capped += completion.finish_reason == CAPPED
         self.tokens.append(completion.completion_tokens)
         self.seconds.append(round(seconds, 2))
-        return ok
+        return "code" if any(defines_code(tree) for tree in found) else (
+            "parses" if found else "")
 
     def summary(self) -> dict[str, Any]:
         calls = len(self.tokens)
         return {
             "form": self.form, "calls": calls, "failed_calls": len(self.errors),
             "parse_share": round(self.parsed / calls, 3) if calls else 0.0,
+            "code_share": round(self.code / calls, 3) if calls else 0.0,
             "capped_share": round(self.capped / calls, 3) if calls else 0.0,
             "tokens_p50": statistics.median(self.tokens) if calls else None,
             "seconds_p50": round(statistics.median(self.seconds), 2) if calls else None,
@@ -78,20 +85,24 @@ class Tally:
         }
 
 
-def parses(text: str, base: dict[str, str] | None = None) -> bool:
-    """At least one Python file of the reply (with its edits applied to `base`) that
-    ast.parse accepts."""
+def python_files(text: str, base: dict[str, str] | None = None) -> list[ast.Module]:
+    """The reply's Python files (with its edits applied to `base`) that ast.parse accepts."""
     parsed = read_files(text)
     changed, _ = apply_edits(base or {}, parsed.files, parsed.edits)
+    trees = []
     for path, content in changed.items():
         if not path.endswith(".py") or not content.strip():
             continue
         try:
-            ast.parse(content)
+            trees.append(ast.parse(content))
         except (SyntaxError, ValueError):
             continue
-        return True
-    return False
+    return trees
+
+
+def defines_code(tree: ast.Module) -> bool:
+    return any(isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+               for node in ast.walk(tree))
 
 
 def implementer_messages(spec: Spec, *, prompt_chars: int, files: dict[str, str],
@@ -196,9 +207,10 @@ def _measure(say: Callable[[str], None], number: int, mode: str, tally: Tally,
         tally.errors.append(f"{type(error).__name__}: {error}"[:300])
         say(f"call {number} {mode}: failed: {error}")
         return
-    ok = tally.add(completion, seconds, base)
+    found = tally.add(completion, seconds, base)
+    words = {"code": "parses, defines code", "parses": "parses, defines nothing"}
     say(f"call {number} {mode} ({tally.form or 'no form'}): "
-        f"{'parses' if ok else 'no usable file'}, {completion.completion_tokens} tokens "
+        f"{words.get(found, 'no usable file')}, {completion.completion_tokens} tokens "
         f"({completion.finish_reason}), {seconds:.1f} s")
 
 

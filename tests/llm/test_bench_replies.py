@@ -40,7 +40,7 @@ def test_the_bench_prints_parse_shares_and_the_tokens_edits_save(
         "path": "weekly_scheduler/plugin.py", "search": BROKEN, "replace": FIXED}],
         "reason": "<= fills a day exactly"}), completion_tokens=60)
     fake_server.queue(refused, files(GOOD, 380), fenced_ok,       # call 1
-                      files(GOOD, 390), fenced_wandering,          # call 2
+                      files("test_acceptance", 390), fenced_wandering,  # call 2: junk
                       files(GOOD * 2, 700), edit,                  # second iteration, call 1
                       files("def (:\n", 650), edit)                # second iteration, call 2
     out, err = io.StringIO(), io.StringIO()
@@ -51,11 +51,15 @@ def test_the_bench_prints_parse_shares_and_the_tokens_edits_save(
     constrained, unconstrained = result["constrained"], result["unconstrained"]
     assert constrained["form"] == "json_object" and "json_schema" in constrained["refused_forms"][0]
     assert (constrained["parse_share"], unconstrained["parse_share"]) == (1.0, 0.5)
+    # a bare name parses, and defines nothing a plugin could use
+    assert (constrained["code_share"], unconstrained["code_share"]) == (0.5, 0.5)
     assert (constrained["tokens_p50"], unconstrained["tokens_p50"]) == (385, 350)
     second = result["second_iteration"]
     assert (second["whole_files"]["tokens_p50"], second["edits"]["tokens_p50"]) == (675, 60)
     assert (second["whole_files"]["parse_share"], second["edits"]["parse_share"]) == (0.5, 1.0)
     assert "call 2 unconstrained (fenced): no usable file" in err.getvalue()
+    assert "call 2 constrained (json_object): parses, defines nothing" in err.getvalue()
+    assert "call 1 constrained (json_object): parses, defines code" in err.getvalue()
     # What went over the wire: the demo's prompt, the schema in llama-cpp-python's form.
     sent = [r.body for r in fake_server.requests]
     assert sent[1]["response_format"]["type"] == "json_object" and "response_format" not in sent[2]
