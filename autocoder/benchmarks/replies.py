@@ -64,13 +64,13 @@ class Tally:
     def add(self, completion: Completion, seconds: float, base: dict[str, str]) -> str:
         """"code", "parses" or "" (no usable file)."""
         found = python_files(completion.text, base)
+        code = any(defines_code(tree) for tree in found)
         self.parsed += bool(found)
-        self.code += any(defines_code(tree) for tree in found)
+        self.code += code
         self.capped += completion.finish_reason == CAPPED
         self.tokens.append(completion.completion_tokens)
         self.seconds.append(round(seconds, 2))
-        return "code" if any(defines_code(tree) for tree in found) else (
-            "parses" if found else "")
+        return "code" if code else "parses" if found else ""
 
     def summary(self) -> dict[str, Any]:
         calls = len(self.tokens)
