@@ -24,9 +24,14 @@ from autocoder.lessons.selectors import HNSW_EF_SEARCH
 
 TOP_K = 10
 COPY_BATCH_ROWS = 10_000
-# Enough for the whole graph of 100k x 384 vectors to be built in memory (a build that spills
-# to disk is several times slower); PostgreSQL allocates it only during CREATE INDEX.
-MAINTENANCE_WORK_MEM = "1GB"
+
+
+def maintenance_work_mem(n: int) -> str:
+    """Enough for the whole HNSW graph of n x 384 vectors to be built in memory (a build that
+    spills to disk is several times slower): about 2 KB per vector, at least 1 GB (100k);
+    PostgreSQL allocates it only during CREATE INDEX."""
+    return f"{max(1024, (n * 2400) // 2**20)}MB"
+
 # Spread of a lesson around its topic centre: cosine to the centre is about 1/sqrt(1+s^2) = 0.86
 # and between two lessons of one topic about 0.74, like paraphrased lessons with MiniLM.
 CLUSTER_SPREAD = 0.6
@@ -124,7 +129,7 @@ def _fill(raw: Any, table: str, data: np.ndarray) -> float:
 def _build_index(raw: Any, table: str, config: BenchConfig) -> float:
     started = time.perf_counter()
     with raw.cursor() as cursor:
-        cursor.execute(f"SET maintenance_work_mem = '{MAINTENANCE_WORK_MEM}'")
+        cursor.execute(f"SET maintenance_work_mem = '{maintenance_work_mem(config.n)}'")
         cursor.execute(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw "
                        f"(embedding vector_cosine_ops) WITH (m = {int(config.m)}, "
                        f"ef_construction = {int(config.ef_construction)})")

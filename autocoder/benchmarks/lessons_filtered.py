@@ -6,8 +6,12 @@ and each query asks for one team's 10 nearest lessons, as `lessons_nearest` does
 measured against the exact answer (numpy, over that team's vectors) and latency as a client sees
 it, per team-size band, for:
 
-* `new`: this version's server (the session's PostgreSQL, 18 with pgvector 0.8) with iterative
-  index scans (as `lessons_nearest` sets them) and the exact-scan fallback it keeps;
+* `new`: this version's server (the session's PostgreSQL, 18 with pgvector 0.8) asked as
+  `lessons_nearest` asks: the team's lessons counted from the team index, an exact scan for a
+  team of at most EXACT_SCAN_MAX_ROWS, else an iterative index scan (and the exact-scan
+  fallback it keeps);
+* `iterative`: the same server, every query through the iterative index scan, to show what
+  the choice by size gains;
 * `old`: the previous embedded server (PostgreSQL 16.2, pgvector 0.6.2, from the `pgserver`
   wheel, started here in a scratch directory when that wheel is installed) with what the
   product did there: an index scan, then an exact scan when it returned fewer rows than asked;
@@ -33,15 +37,15 @@ import numpy as np
 
 from autocoder.benchmarks.lessons import (
     COPY_BATCH_ROWS,
-    MAINTENANCE_WORK_MEM,
     TOP_K,
     BenchConfig,
     _percentile,
+    maintenance_work_mem,
     scratch_connection,
     synthetic_data,
 )
 from autocoder.lessons.embedder import DIMENSIONS
-from autocoder.lessons.selectors import HNSW_ITERATIVE_SCAN
+from autocoder.lessons.selectors import EXACT_SCAN_MAX_ROWS, HNSW_ITERATIVE_SCAN
 
 MAX_TEAM = 50_000
 BANDS = ((1, 9), (10, 99), (100, 999), (1_000, 9_999), (10_000, None))
@@ -136,7 +140,7 @@ def _fill(raw: Any, table: str, work: Workload, halfvec: bool) -> float:
                 for offset, vector in enumerate(work.data[start:start + COPY_BATCH_ROWS]):
                     copy.write_row([start + offset, int(work.team_of[start + offset]), vector])
         cursor.execute(f"CREATE INDEX {table}_team ON {table} (team_id)")
-        cursor.execute(f"SET maintenance_work_mem = '{MAINTENANCE_WORK_MEM}'")
+        cursor.execute(f"SET maintenance_work_mem = '{maintenance_work_mem(len(work.data))}'")
         cursor.execute(f"CREATE INDEX {table}_hnsw ON {table} USING hnsw (embedding "
                        "vector_cosine_ops) WITH (m = 16, ef_construction = 128)")
         if halfvec:
@@ -155,42 +159,51 @@ def _index_mb(raw: Any, name: str) -> float:
 
 def _search(raw: Any, table: str, strategy: str, ef_search: int, work: Workload,
             iterative: str = HNSW_ITERATIVE_SCAN) -> dict[str, dict[str, float]]:
-    """Per band: recall@10 and latency of `lessons_nearest`'s way of asking (an index scan,
-    then an exact scan when it returned fewer than 10 of a team that has 10)."""
+    """Per band: recall@10 and latency of `lessons_nearest`'s way of asking (`new`: an exact
+    scan for a small team, else an index scan; the others: an index scan), then an exact scan
+    when the index returned fewer than 10 of a team that has 10."""
     order = (f"embedding::halfvec({DIMENSIONS}) <=> %s::halfvec({DIMENSIONS})"
              if strategy == "halfvec" else "embedding <=> %s")
     index_sql = f"SELECT id FROM {table} WHERE team_id = %s ORDER BY {order} LIMIT {TOP_K}"  # noqa: S608
-    if strategy != "old" and iterative == "relaxed_order":  # re-sorted, as pgvector advises
+    relaxed = strategy != "old" and iterative == "relaxed_order"
+    if relaxed:  # re-sorted, as pgvector advises
         index_sql = (f"WITH found AS MATERIALIZED (SELECT id, {order} AS d FROM {table} "  # noqa: S608
                      f"WHERE team_id = %s ORDER BY d LIMIT {TOP_K}) SELECT id FROM found "
                      "ORDER BY d")
     exact_sql = (f"SELECT id FROM {table} WHERE team_id = %s "  # noqa: S608
                  f"ORDER BY (embedding <=> %s) + 0 LIMIT {TOP_K}")
-    by_band: dict[str, tuple[list[float], list[float], int]] = {}
+    count_sql = (f"SELECT count(*) FROM (SELECT team_id FROM {table} WHERE team_id = %s "  # noqa: S608
+                 f"LIMIT {EXACT_SCAN_MAX_ROWS + 1}) scope")
+    by_band: dict[str, tuple[list[float], list[float], int, int]] = {}
     with raw.cursor() as cursor:
         cursor.execute(f"SET hnsw.ef_search = {int(ef_search)}")
         if strategy != "old":
             cursor.execute(f"SET hnsw.iterative_scan = {iterative}")
-        relaxed = strategy != "old" and iterative == "relaxed_order"
         for band, team, vector in work.queries:
             started = time.perf_counter()
-            cursor.execute(index_sql, [vector, team] if relaxed else [team, vector])
-            ids = [row[0] for row in cursor.fetchall()]
-            fallback = len(ids) < TOP_K
-            if fallback:
+            small = False
+            if strategy == "new":
+                cursor.execute(count_sql, [team])
+                small = cursor.fetchone()[0] <= EXACT_SCAN_MAX_ROWS
+            ids: list[int] = []
+            if not small:
+                cursor.execute(index_sql, [vector, team] if relaxed else [team, vector])
+                ids = [row[0] for row in cursor.fetchall()]
+            fallback = not small and len(ids) < TOP_K
+            if small or fallback:
                 cursor.execute(exact_sql, [team, vector])
                 ids = [row[0] for row in cursor.fetchall()]
             elapsed = (time.perf_counter() - started) * 1000
             expected = truth(work, team, vector)
-            times, recalls, fallbacks = by_band.setdefault(band, ([], [], 0))
+            times, recalls, fallbacks, exact = by_band.setdefault(band, ([], [], 0, 0))
             times.append(elapsed)
             recalls.append(len(set(ids) & set(expected)) / len(expected))
-            by_band[band] = (times, recalls, fallbacks + int(fallback))
+            by_band[band] = (times, recalls, fallbacks + int(fallback), exact + int(small))
         cursor.execute("RESET ALL")
     return {band: {"recall_at_10": round(float(np.mean(recalls)), 4),
                    "p50_ms": _percentile(times, 50), "p95_ms": _percentile(times, 95),
-                   "exact_fallbacks": fallbacks, "queries": len(times)}
-            for band, (times, recalls, fallbacks) in by_band.items()}
+                   "exact_scans": exact, "exact_fallbacks": fallbacks, "queries": len(times)}
+            for band, (times, recalls, fallbacks, exact) in by_band.items()}
 
 
 def _server_version(raw: Any) -> str:
@@ -208,7 +221,8 @@ def _measure(raw: Any, config: FilteredConfig, work: Workload, strategies: list[
         progress(f"{_server_version(raw)}: loading {config.n} lessons over {config.teams} "
                  "teams and building the index")
         load_s = _fill(raw, table, work, halfvec="halfvec" in strategies)
-        _search(raw, table, strategies[0], config.ef_search, work)  # warm the cache
+        for strategy in strategies:  # warm the cache: the heap for exact scans, the index
+            _search(raw, table, strategy, config.ef_search, work)
         result: dict[str, Any] = {"server": _server_version(raw), "load_and_index_s":
                                   round(load_s, 1), "index_mb": _index_mb(raw, f"{table}_hnsw")}
         for strategy in strategies:
@@ -260,7 +274,7 @@ def run_filtered(config: FilteredConfig, progress: Progress = lambda _: None) ->
         "teams_per_band": {band_name(lo, hi): sum(lo <= s and (hi is None or s <= hi)
                                                   for s in sizes) for lo, hi in BANDS}}
     with scratch_connection() as raw:
-        strategies = ["new", "halfvec"] if config.halfvec else ["new"]
+        strategies = ["new", "iterative", "halfvec"] if config.halfvec else ["new", "iterative"]
         result["new_server"] = _measure(raw, config, work, strategies, progress)
     if config.old_server:
         with old_server() as raw:

@@ -49,6 +49,11 @@ HNSW_EF_SEARCH = 100
 # recall at the same ef_search, e.g. 0.98 against 0.96 for teams of 1,000-9,999 lessons among
 # 100,000 (docs/lessons.md).
 HNSW_ITERATIVE_SCAN = "relaxed_order"
+# Up to this many lessons in scope, an exact scan (the scope's rows found through the team
+# index, every distance computed) is complete and no slower than the index: lessons_bench
+# --teams measured it faster up to a few thousand lessons, and the iterative scan faster
+# beyond (docs/lessons.md, "Searches filtered to one team").
+EXACT_SCAN_MAX_ROWS = 4000
 PROMPT_CHARS = 400
 
 
@@ -71,28 +76,47 @@ def lessons_nearest(*, team_id: int | None, vector: Sequence[float] | np.ndarray
                     kind: str | None = None) -> list[ScoredLesson]:
     """The `limit` lessons in scope closest to `vector` by cosine, closest first.
 
-    The HNSW index filters after it searches; with pgvector 0.8's iterative scans it goes on
-    searching until `limit` rows pass the filter, so a team whose
-    lessons are a small part of the table still gets its nearest ones from the index. Only
-    when the scan gives up (after hnsw.max_scan_tuples, for a scope of a handful of lessons
-    among a million) does an exact scan (ordering by an expression the index cannot serve)
-    give the true answer, cheaply since such a scope is small.
+    A scope of at most EXACT_SCAN_MAX_ROWS lessons (most teams) is scanned exactly: its rows
+    come through the team index, and computing their distances is complete and cheap. A larger
+    scope goes through the HNSW index, which filters after it searches; with pgvector 0.8's
+    iterative scans it goes on searching until `limit` rows pass the filter. Should that scan
+    still give up (hnsw.max_scan_tuples), the exact scan gives the true answer.
     Only lessons embedded by the current model are compared (see `lessons_reembed`).
     """
     queryset = lessons_in_scope(team_id=team_id).filter(embedded_with=embedder_identity())
     if kind:
         queryset = queryset.filter(kind=kind)
     distance = CosineDistance("embedding", list(map(float, vector)))
-    with transaction.atomic():
-        with connection.cursor() as cursor:
-            cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(HNSW_EF_SEARCH, limit)])
-            cursor.execute("SET LOCAL hnsw.iterative_scan = %s", [HNSW_ITERATIVE_SCAN])
-        rows = list(queryset.annotate(distance=distance).order_by("distance")[:limit])
-        rows.sort(key=lambda row: float(row.distance))  # relaxed order: nearly sorted
-        if len(rows) < limit:
-            exact = queryset.annotate(distance=distance + Value(0.0))
-            rows = list(exact.order_by("distance")[:limit])
+    # Ordering by an expression the index cannot serve makes the scan exact.
+    exact = queryset.annotate(distance=distance + Value(0.0)).order_by("distance")
+    if _scope_rows(team_id=team_id, kind=kind, cap=EXACT_SCAN_MAX_ROWS) <= EXACT_SCAN_MAX_ROWS:
+        rows = list(exact[:limit])
+    else:
+        with transaction.atomic():
+            with connection.cursor() as cursor:
+                cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(HNSW_EF_SEARCH, limit)])
+                cursor.execute("SET LOCAL hnsw.iterative_scan = %s", [HNSW_ITERATIVE_SCAN])
+            rows = list(queryset.annotate(distance=distance).order_by("distance")[:limit])
+            rows.sort(key=lambda row: float(row.distance))  # relaxed order: nearly sorted
+            if len(rows) < limit:
+                rows = list(exact[:limit])
     return [ScoredLesson(lesson=row, similarity=1.0 - float(row.distance)) for row in rows]
+
+
+def _scope_rows(*, team_id: int | None, kind: str | None, cap: int) -> int:
+    """How many lessons the scope holds, counted up to just past `cap` from the team index
+    alone (retired lessons and other embedders' included): enough to choose the scan."""
+    owners = [Q(team__isnull=True)] if team_id is None else [Q(team_id=team_id),
+                                                              Q(team__isnull=True)]
+    total = 0
+    for owner in owners:
+        rows = Lesson.objects.filter(owner)
+        if kind:
+            rows = rows.filter(kind=kind)
+        total += rows.order_by().values("team_id")[:cap + 1 - total].count()
+        if total > cap:
+            break
+    return total
 
 
 def _rank(scored: ScoredLesson, query_error: str | None) -> float:

@@ -8,7 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
+from autocoder.lessons import selectors
 from autocoder.lessons.embedder import embed_text
 from autocoder.lessons.extraction import query_text
 from autocoder.lessons.models import Lesson
@@ -205,6 +207,38 @@ def test_a_small_team_finds_its_lessons_even_when_the_index_is_crowded(team, oth
     found = lessons_nearest(team_id=team.pk, vector=base, limit=5)
     assert [s.lesson.pk for s in found] == [ours.pk]
     assert found[0].similarity == pytest.approx(1.0, abs=1e-4)
+
+
+def test_a_team_past_the_exact_scan_size_is_searched_through_the_index(team, other_team,
+                                                                      monkeypatch):
+    """Small scopes are scanned exactly; a scope over EXACT_SCAN_MAX_ROWS (lowered here) goes
+    through the HNSW index with iterative scans. Both give the team's nearest lessons, and
+    never another team's."""
+    rng = np.random.default_rng(5)
+    base = rng.standard_normal(384)
+    base /= np.linalg.norm(base)
+
+    def near(owner, count: int, spread: float) -> list[Lesson]:
+        rows = []
+        for i in range(count):
+            vector = base + spread * rng.standard_normal(384) / np.sqrt(384)
+            rows.append(Lesson(kind="negative", team=owner, title=f"{owner.slug} {i}",
+                               avoidance_rule="x", embedding=vector / np.linalg.norm(vector)))
+        return Lesson.objects.bulk_create(rows)
+
+    ours = near(team, 30, 0.5)
+    near(other_team, 200, 0.2)  # closer to the query than any of ours
+    expected = sorted(ours, key=lambda lesson: -float(np.dot(lesson.embedding, base)))[:5]
+
+    def asked(limit_rows: int) -> tuple[list[int], bool]:
+        monkeypatch.setattr(selectors, "EXACT_SCAN_MAX_ROWS", limit_rows)
+        with CaptureQueriesContext(connection) as queries:
+            found = lessons_nearest(team_id=team.pk, vector=base, limit=5)
+        used_index = any("hnsw.iterative_scan" in q["sql"] for q in queries.captured_queries)
+        return [s.lesson.pk for s in found], used_index
+
+    assert asked(4000) == ([lesson.pk for lesson in expected], False)
+    assert asked(10) == ([lesson.pk for lesson in expected], True)
 
 
 def test_prompt_block_is_empty_without_lessons() -> None:
