@@ -50,13 +50,14 @@ HNSW_EF_SEARCH = 100
 # 100,000 (docs/lessons.md).
 HNSW_ITERATIVE_SCAN = "relaxed_order"
 # Up to this many lessons in scope, an exact scan (the scope's rows found through the team
-# index, every distance computed) is complete and no slower than the index: lessons_bench
+# index, every distance computed) is complete and about as fast as the index: lessons_bench
 # --teams measured it faster up to a few thousand lessons, and the iterative scan faster
 # beyond (docs/lessons.md, "Searches filtered to one team").
 EXACT_SCAN_MAX_ROWS = 4000
 # A search through the index asks it for at least this many rows and keeps the closest: with
 # relaxed order the first rows are only nearly the nearest. At a million lessons, teams of
-# 4,000-9,999 got recall@10 0.98 with 40 rows against 0.96 with 10 (docs/lessons.md).
+# 1,000-9,999 searched through the index got recall@10 0.98 with 40 rows against 0.96 with
+# 10 (docs/lessons.md).
 INDEX_MIN_FETCH = 40
 PROMPT_CHARS = 400
 
