@@ -28,7 +28,7 @@ COPY_BATCH_ROWS = 10_000
 
 def maintenance_work_mem(n: int) -> str:
     """Enough for the whole HNSW graph of n x 384 vectors to be built in memory (a build that
-    spills to disk is several times slower): about 2 KB per vector, at least 1 GB (100k);
+    spills to disk is several times slower): about 2.3 KB per vector, at least 1 GB;
     PostgreSQL allocates it only during CREATE INDEX."""
     return f"{max(1024, (n * 2400) // 2**20)}MB"
 
