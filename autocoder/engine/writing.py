@@ -4,6 +4,7 @@ test_write (the tester's extra tests); and the plugin.toml permissions a reply m
 
 from __future__ import annotations
 
+import ast
 from typing import Any
 
 from autocoder.engine import lessons_port
@@ -160,8 +161,26 @@ def test_write_phase(step: Step) -> Transition:
              if p.startswith(GENERATED_TESTS_PREFIX) and p.endswith(".py")}
     refused = [{"path": p, "reason": "the tester may only add tests/test_generated_*.py files"}
                for p in parsed.files if p not in tests]
+    # Extra tests are the tester's help, not the candidate: one that does not parse is left
+    # out (and said so), so the code is still tested, instead of failing the safety gate.
+    for path, problem in [(p, _syntax_problem(c)) for p, c in tests.items()]:
+        if problem:
+            del tests[path]
+            refused.append({"path": path, "reason": f"the extra tests do not parse ({problem}); "
+                                                    "they were left out"})
     files, rejected = merge_files(files, tests, protected=change_protected(step.run, spec, files))
     pending["files"] = files
     pending["rejected"] = [*pending.get("rejected", []), *refused,
                            *({"path": r.path, "reason": r.reason} for r in rejected)]
     return Transition(phase=Phase.GATE, pending=pending)
+
+
+def _syntax_problem(source: str) -> str:
+    """"line N: what is wrong" when `source` is not valid Python, else ""."""
+    try:
+        ast.parse(source)
+    except SyntaxError as error:
+        return f"line {error.lineno}: {error.msg}"
+    except ValueError as error:  # a NUL byte
+        return str(error)
+    return ""

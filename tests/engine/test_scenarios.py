@@ -16,7 +16,7 @@ import pytest
 from runs.models import ApprovalRequest, LLMCall, Project, Run
 from runs.selectors import results as selectors
 from runs.services import driving
-from tests.engine.conftest import iterations, prompts
+from tests.engine.conftest import iterations, load_script, prompts
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
 
@@ -159,6 +159,21 @@ def test_an_unparseable_reply_fails_the_iteration_and_the_loop_goes_on(
     assert "no file blocks" in unparsed.failures[0]
     assert unparsed.error_signature.startswith("reply:")
     assert "path=greeter/plugin.py" in prompts(run, "implementer")[1]
+
+
+def test_extra_tests_that_do_not_parse_are_left_out_and_the_code_is_still_tested(
+        start_run: Callable[..., Run]) -> None:
+    script = load_script("success")
+    script["tester"] = ["```python path=tests/test_generated_broken.py\ndef test_x(:\n```\n"]
+    run = drive(start_run(script))
+
+    assert run.status == Run.Status.SUCCEEDED
+    (first,) = iterations(run)
+    assert first.tests_ran and first.acceptance_passed
+    assert "tests/test_generated_broken.py" not in first.files
+    reasons = {r["path"]: r["reason"] for r in first.rejected_paths}
+    assert reasons["tests/test_generated_broken.py"].startswith(
+        "the extra tests do not parse (line 1: ")
 
 
 def test_a_reply_writing_outside_the_plugin_root_is_refused(
