@@ -259,6 +259,9 @@ LLM_MAX_TOKENS = env.int("LLM_MAX_TOKENS", default=0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
 LLM_SCRIPT = env.str("LLM_SCRIPT", default="")
 LLM_N_CTX = env.int("LLM_N_CTX", default=4096)
+# Whether a model reads system messages: "measure" it on a self-run server's first call (the
+# default), "keep" them, or "fold" them into the first user message (docs/llm.md).
+LLM_SYSTEM_MESSAGES = env.str("LLM_SYSTEM_MESSAGES", default="measure").strip().lower()
 # Where local model files (GGUF) are downloaded to (docs/llm.md, "Local model").
 MODELS_DIR = Path(env.str("MODELS_DIR", default="") or VAR_DIR / "models")
 # The currency of the Prices page (/settings/model/prices/) and of every cost and budget shown:

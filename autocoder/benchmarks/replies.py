@@ -5,8 +5,10 @@ N implementer calls on the bundled demo spec, each asked twice in turn: held to 
 implementer's schema (the first form the server takes) and as the fenced protocol. A reply
 counts as parsed when it yields at least one Python file that `ast.parse` accepts, read by the
 loop's own reader (engine/reply_formats.py); as code when such a file also defines a function
-or a class (a tiny model's "content": "2" parses, and is no plugin). No database is needed:
-nothing is remembered.
+or a class (a tiny model's "content": "2" parses, and is no plugin). Two one-token calls first
+measure whether the server reads system messages; when it drops them, the prompt is sent as the
+product sends it to such a model (autocoder.llm.system_role). No database is needed: nothing is
+remembered.
 
 With `second_iteration`, N more pairs of calls ask for the demo's second iteration (its first
 attempt's code and what went wrong, from docs/examples/weekly-scheduler.script.json): whole
@@ -31,6 +33,7 @@ from autocoder.engine.replies import apply_edits
 from autocoder.engine.reply_formats import read_files, schema_for
 from autocoder.engine.scaffold import scaffold_files
 from autocoder.engine.spec import Spec, spec_from_json
+from autocoder.llm import system_role
 from autocoder.llm.openai_compat import OpenAICompatibleProvider
 from autocoder.llm.structured import with_hint
 from autocoder.llm.types import (
@@ -106,13 +109,15 @@ def defines_code(tree: ast.Module) -> bool:
 
 
 def implementer_messages(spec: Spec, *, prompt_chars: int, files: dict[str, str],
-                         iteration: int = 1, failures: str = "",
-                         edits: bool = False) -> list[Message]:
+                         iteration: int = 1, failures: str = "", edits: bool = False,
+                         fold: bool = False) -> list[Message]:
     """The implementer's prompt for `spec`, as the loop builds it (no lessons, no reference
-    entries: what a fresh install without them sends)."""
+    entries: what a fresh install without them sends); `fold`: for a server that drops system
+    messages, as the product sends it to one (autocoder.llm.system_role)."""
     ctx = PromptContext(spec=spec, iteration=iteration, files=files, failures=failures,
                         reference="", edits=edits)
-    return build_messages("implementer", ctx, budget_chars=prompt_chars)
+    messages = build_messages("implementer", ctx, budget_chars=prompt_chars)
+    return system_role.folded(messages) if fold else messages
 
 
 def second_iteration(spec: Spec) -> tuple[dict[str, str], str]:
@@ -128,7 +133,10 @@ def run(config: ProviderConfig, *, calls: int, prompt_chars: int, edits: bool = 
     spec = spec_from_json(DEMO_SPEC.read_text())
     say = progress or (lambda line: print(line, file=sys.stderr))
     held = _Held(provider)
-    first = implementer_messages(spec, prompt_chars=prompt_chars, files=scaffold_files(spec))
+    system = system_role.measure(lambda messages: provider.complete(
+        messages, role="analyst", max_tokens=1))
+    first = implementer_messages(spec, prompt_chars=prompt_chars, files=scaffold_files(spec),
+                                 fold=system == system_role.DROPPED)
     implementer = _shape(spec)
     constrained, unconstrained = Tally(), Tally(form="fenced")
     for number in range(1, calls + 1):  # in turn, so both modes meet the same machine
@@ -137,24 +145,25 @@ def run(config: ProviderConfig, *, calls: int, prompt_chars: int, edits: bool = 
         _measure(say, number, "unconstrained", unconstrained,
                  lambda: provider.complete(first, role="implementer"), {})
     result = {"model": config.model, "calls": calls, "max_tokens": config.max_tokens,
-              "prompt_chars": sum(len(m.content) for m in first),
+              "prompt_chars": sum(len(m.content) for m in first), "system_messages": system,
               "constrained": constrained.summary(), "unconstrained": unconstrained.summary()}
     if edits:
-        result["second_iteration"] = _second_iteration(provider, held, spec, calls=calls,
-                                                       prompt_chars=prompt_chars, say=say)
+        result["second_iteration"] = _second_iteration(
+            provider, held, spec, calls=calls, prompt_chars=prompt_chars, say=say,
+            fold=system == system_role.DROPPED)
     return result
 
 
 def _second_iteration(provider: OpenAICompatibleProvider, held: _Held, spec: Spec, *,
                       calls: int, prompt_chars: int,
-                      say: Callable[[str], None]) -> dict[str, Any]:
+                      say: Callable[[str], None], fold: bool) -> dict[str, Any]:
     """Tokens per reply for the second iteration: whole files, and edits offered (each held
     to its schema where the server allows)."""
     files, failures = second_iteration(spec)
     whole_messages = implementer_messages(spec, prompt_chars=prompt_chars, files=files,
-                                          iteration=2, failures=failures)
+                                          iteration=2, failures=failures, fold=fold)
     edit_messages = implementer_messages(spec, prompt_chars=prompt_chars, files=files,
-                                         iteration=2, failures=failures, edits=True)
+                                         iteration=2, failures=failures, edits=True, fold=fold)
     whole, edited = Tally(), Tally()
     for number in range(1, calls + 1):
         _measure(say, number, "iteration 2, whole files", whole, lambda: held.call(

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from autocoder.llm.base import BaseProvider, Reply, TextCallback, past, read_timeout
+from autocoder.llm.system_role import folded
 from autocoder.llm.types import (
     CAPPED,
     DEADLINE,
@@ -96,6 +97,29 @@ def _pick_chat_format(model: Any) -> None:
         model.chat_format = architecture
 
 
+def _drops_system(model: Any) -> bool:
+    """Whether the model's chat format leaves a system message out of the prompt (llama-cpp-
+    python's `gemma` and `mistral-instruct` formats do): a prompt is formatted and looked at."""
+    from llama_cpp import llama_chat_format
+
+    mark = "autocoder-system-message-mark"
+    probe: Any = [{"role": "system", "content": mark}, {"role": "user", "content": "Say yes."}]
+    template = model.metadata.get("tokenizer.chat_template")
+    try:
+        if template:
+            prompt = llama_chat_format.Jinja2ChatFormatter(
+                template=template, eos_token="", bos_token="")(messages=probe).prompt
+        else:
+            name = str(model.chat_format or "").replace("-", "_").replace(".", "_")
+            formatter = getattr(llama_chat_format, f"format_{name}", None)
+            if formatter is None or model.chat_handler is not None:
+                return False
+            prompt = formatter(messages=probe).prompt
+    except Exception:  # noqa: BLE001 - a template that cannot format the probe: send as it is
+        return False
+    return mark not in prompt
+
+
 class LlamaCppProvider(BaseProvider):
     name = "llamacpp"
     reply_forms = (JSON_OBJECT,)  # llama-cpp-python's form: json_object with a schema
@@ -111,6 +135,9 @@ class LlamaCppProvider(BaseProvider):
             raise LLMConfigError(f"GGUF model file not found: {self.path}")
         self.n_ctx = n_ctx
         self._model, self._lock = load_model(self.path, n_ctx=n_ctx)
+        # Its chat format drops system messages: their text opens the first user message
+        # instead (autocoder/llm/system_role.py).
+        self.folds_system_messages = _drops_system(self._model)
 
     @property
     def model_name(self) -> str:
@@ -149,6 +176,8 @@ class LlamaCppProvider(BaseProvider):
                   on_text: TextCallback | None, reply_format: ReplyFormat | None) -> Reply:
         import llama_cpp
 
+        if self.folds_system_messages:
+            messages = folded(messages)
         request: dict[str, Any] = {
             "messages": [{"role": m.role, "content": m.content} for m in messages],
             "max_tokens": max_tokens or DEFAULT_MAX_TOKENS,

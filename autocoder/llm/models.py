@@ -202,14 +202,18 @@ MILLION = Decimal(1_000_000)
 class ModelReplyForm(models.Model):
     """How one model's server takes a reply held to a schema (docs/llm.md, "Constrained
     replies"): the form it accepted, or "fenced" when it refused every form the provider has,
-    with what it said. Written by autocoder.llm.structured on the first call that settles it
-    and by the Model page's "Test connection"; read before every constrained call."""
+    with what it said; and whether it reads system messages ("System messages"). Written by
+    autocoder.llm.structured on the first call that settles the form and by the Model page's
+    "Test connection"; read before every role call."""
 
     provider = models.CharField(max_length=16)
     base_url = models.CharField(max_length=500, blank=True)
     model = models.CharField(max_length=200)
     form = models.CharField(max_length=16)
     detail = models.TextField(blank=True, help_text="What the server said when it refused.")
+    # Whether the model reads system messages ("kept", "dropped", "" when not measured); see
+    # autocoder/llm/system_role.py.
+    system_messages = models.CharField(max_length=8, blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

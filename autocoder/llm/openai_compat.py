@@ -77,6 +77,9 @@ class OpenAICompatibleProvider(BaseProvider):
             raise LLMConfigError(f"LLM base URL must start with http:// or https://: "
                                  f"{safe_url(base_url)!r}")
         self.base_url = base_url or "https://api.openai.com/v1"
+        # A server someone runs may use a chat format without a system message (llama-cpp-
+        # python's gemma): measured on the first call (autocoder/llm/system_role.py).
+        self.may_drop_system_messages = bool(base_url)
         self._client = openai.OpenAI(api_key=config.api_key or PLACEHOLDER_KEY,
                                      base_url=self.base_url, max_retries=0,
                                      timeout=config.timeout_s)

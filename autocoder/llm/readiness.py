@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autocoder.installation import InstallationFault
-from autocoder.llm import structured
+from autocoder.llm import structured, system_role
 from autocoder.llm.config import build_provider, default_config, layer
 from autocoder.llm.env import normalize_provider
 from autocoder.llm.types import (
@@ -84,6 +84,12 @@ def config_fault(config: ProviderConfig) -> InstallationFault | None:
         return InstallationFault("model", f"the provider {provider!r} is unknown (known: "
                                  f"{', '.join(PROVIDERS)})", "choose a provider on the Model "
                                  "page, or correct LLM_PROVIDER")
+    if settings.LLM_SYSTEM_MESSAGES not in system_role.MODES:
+        return InstallationFault("model", f"LLM_SYSTEM_MESSAGES is "
+                                 f"{settings.LLM_SYSTEM_MESSAGES[:40]!r}, which is none of "
+                                 f"{', '.join(system_role.MODES)}",
+                                 "set LLM_SYSTEM_MESSAGES to measure (or leave it out), keep or "
+                                 "fold; see docs/llm.md, \"System messages\"")
     if provider == "scripted":
         if settings.LLM_SCRIPT and Path(settings.LLM_SCRIPT).is_file():
             return None
@@ -141,6 +147,9 @@ class ProbeResult:
     # every one (`reply_form_detail` says what it said), "" when not checked.
     reply_form: str = ""
     reply_form_detail: str = ""
+    # Whether the model reads system messages (autocoder.llm.system_role): "kept", "dropped",
+    # "" when not checked or the server counts no tokens.
+    system_messages: str = ""
 
     @property
     def described(self) -> str:
@@ -172,7 +181,8 @@ def model_probe(config: ProviderConfig, *, roles: tuple[str, ...] = ("analyst",)
                                      latency_ms=completion.latency_ms)
         if reply_forms:
             form, detail = reply_form_probe(config)
-            result = dataclasses.replace(result, reply_form=form, reply_form_detail=detail)
+            result = dataclasses.replace(result, reply_form=form, reply_form_detail=detail,
+                                         system_messages=system_role_probe(config))
     reach_record_probe(config, result)  # what /healthz reports until the next call or probe
     return result
 
@@ -208,6 +218,26 @@ def reply_form_probe(config: ProviderConfig) -> tuple[str, str]:
         return structured.probe(provider, call)
     except LLMError as error:
         return "", f"not checked: {error}"
+
+
+def system_role_probe(config: ProviderConfig) -> str:
+    """"kept" or "dropped": whether the model's server lets a system message reach it,
+    remembered for the runs (autocoder.llm.system_role); "" when it could not be told."""
+    provider = build_provider(config)
+    if getattr(provider, "folds_system_messages", False):
+        return system_role.DROPPED  # it saw so itself, and folds them (llamacpp.py)
+
+    def call(messages: list[Message]) -> Completion:
+        return provider.complete(messages, role="analyst", max_tokens=1,
+                                 timeout_s=config.timeout_s)
+
+    try:
+        state = system_role.measure(call)
+    except LLMError:
+        return ""
+    if state:
+        system_role.remember(provider, state)
+    return state
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import Any
 
+from autocoder.llm.system_role import as_sent
 from autocoder.llm.types import (
     FENCED,
     Completion,
@@ -23,18 +24,10 @@ from autocoder.llm.types import (
     Provider,
     ReplyFormat,
     ReplySchema,
-    safe_url,
+    memory_key,
 )
 
 MAX_DETAIL_CHARS = 1000
-
-
-def memory_key(provider: Provider) -> tuple[str, str, str]:
-    """(provider, base URL without credentials, model): what a remembered form belongs to."""
-    config = getattr(provider, "config", None)
-    model = str(getattr(provider, "model_name", "") or getattr(config, "model", ""))
-    base_url = safe_url(str(getattr(config, "base_url", "") or ""))
-    return (provider.name, base_url[:500], model[:200])
 
 
 def remembered(provider: Provider) -> str:
@@ -80,7 +73,10 @@ def with_hint(messages: list[Message], schema: ReplySchema) -> list[Message]:
 def complete(provider: Provider, messages: list[Message], *, role: str,
              schema: ReplySchema | None, **options: Any) -> Completion:
     """`provider.complete` with the reply held to `schema` where the model's server allows it
-    (the Completion's `reply_form` says how), else as it is. Remembers what settled it."""
+    (the Completion's `reply_form` says how), else as it is. Remembers what settled it. System
+    messages are folded into the first user message for a model that would not read them
+    (autocoder.llm.system_role)."""
+    messages = as_sent(provider, messages)
     forms, known = forms_to_try(provider) if schema is not None else ((), "")
     if schema is None or not forms:
         return provider.complete(messages, role=role, **options)

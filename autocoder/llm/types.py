@@ -192,3 +192,12 @@ def safe_url(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def memory_key(provider: Provider) -> tuple[str, str, str]:
+    """(provider, base URL without credentials, model): what is remembered about a model (its
+    reply form, whether it reads system messages) belongs to."""
+    config = getattr(provider, "config", None)
+    model = str(getattr(provider, "model_name", "") or getattr(config, "model", ""))
+    base_url = safe_url(str(getattr(config, "base_url", "") or ""))
+    return (provider.name, base_url[:500], model[:200])

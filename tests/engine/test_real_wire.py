@@ -8,7 +8,9 @@ see: the run ends in a final status, cleanly, within its budget, with real compl
 and every reply within its role's cap. Every reply is held to its role's schema (docs/llm.md,
 "Constrained replies"): the server refuses the json_schema form once and takes its own
 json_object form from then on, and the iteration reaches the sandbox's test run with a file
-the model wrote. Skipped with a reason when the local extra is missing.
+the model wrote. The server's chat format drops system messages, so the roles' instructions go
+in their user messages (docs/llm.md, "System messages"). Skipped with a reason when the local
+extra is missing.
 """
 
 from __future__ import annotations
@@ -138,6 +140,9 @@ def test_a_run_against_a_real_model_server_ends_cleanly_within_its_budget(
     assert answered and all(call.attempts == 1 for call in answered)
     assert {call.reply_form for call in answered} == {"json_object"}
     assert ModelReplyForm.objects.get(model="gemma-3-270m").form == "json_object"
+    # --chat_format gemma leaves system messages out; the first call measured that, so every
+    # role's instructions went at the start of its user message (docs/llm.md).
+    assert ModelReplyForm.objects.get(model="gemma-3-270m").system_messages == "dropped"
     iteration = run.iterations.get()
     written = {path for path, content in iteration.files.items()
                if content != scaffold_files(spec_from_json(SPEC.read_text())).get(path)}

@@ -39,7 +39,10 @@ def test_the_bench_prints_parse_shares_and_the_tokens_edits_save(
     edit = chat_reply(json.dumps({"files": [], "edits": [{
         "path": "weekly_scheduler/plugin.py", "search": BROKEN, "replace": FIXED}],
         "reason": "<= fills a day exactly"}), completion_tokens=60)
-    fake_server.queue(refused, files(GOOD, 380), fenced_ok,       # call 1
+    # As llama-cpp-python's server with --chat_format gemma: a system message adds no token.
+    drops_system = chat_reply("yes", prompt_tokens=12)
+    fake_server.queue(drops_system, drops_system,                  # the system-message measure
+                      refused, files(GOOD, 380), fenced_ok,       # call 1
                       files("test_acceptance", 390), fenced_wandering,  # call 2: junk
                       files(GOOD * 2, 700), edit,                  # second iteration, call 1
                       files("def (:\n", 650), edit)                # second iteration, call 2
@@ -61,9 +64,15 @@ def test_the_bench_prints_parse_shares_and_the_tokens_edits_save(
     assert "call 2 constrained (json_object): parses, defines nothing" in err.getvalue()
     assert "call 1 constrained (json_object): parses, defines code" in err.getvalue()
     # What went over the wire: the demo's prompt, the schema in llama-cpp-python's form.
-    sent = [r.body for r in fake_server.requests]
+    sent = [r.body for r in fake_server.requests][2:]
     assert sent[1]["response_format"]["type"] == "json_object" and "response_format" not in sent[2]
     assert "weekly" in sent[2]["messages"][-1]["content"]
     assert "<<<<<<< SEARCH" in sent[6]["messages"][-1]["content"]
     assert "<<<<<<< SEARCH" not in sent[5]["messages"][-1]["content"]
     assert "edits" in sent[6]["response_format"]["schema"]["properties"]
+    # The server drops system messages, so the role's instructions open the user message.
+    assert result["system_messages"] == "dropped"
+    for body in sent[1:]:
+        [message] = body["messages"]
+        assert message["role"] == "user"
+        assert message["content"].startswith("You are the implementer")

@@ -30,8 +30,8 @@ TEST = "/settings/model/test/"
 KEY = "sk-page-secret-4f9a"
 
 
-def chat(text: str) -> Reply:
-    return chat_reply(text)
+def chat(text: str, *, prompt_tokens: int = 20) -> Reply:
+    return chat_reply(text, prompt_tokens=prompt_tokens)
 
 
 @pytest.fixture(autouse=True)
@@ -193,13 +193,19 @@ def test_page_values_saved_for_another_provider_are_not_used(
 
 def test_test_connection_calls_the_model_and_shows_its_reply_and_latency(
         staff: Client, fake_server: FakeServer) -> None:
-    fake_server.queue(chat("ready"))
+    # The word, the word held to a schema, then one token with a system message and one
+    # without (autocoder.llm.system_role): more tokens with it, so the model reads it.
+    fake_server.queue(chat("ready"), chat("ready"), chat("yes", prompt_tokens=31),
+                      chat("yes", prompt_tokens=12))
     response = staff.post(TEST, form(base_url=fake_server.url + "/v1", model="coder-7b",
                                      new_api_key=KEY), HTTP_HX_REQUEST="true")
     body = html(response)
     assert response.status_code == 200 and body.lstrip().startswith('<div id="test-result"')
     assert "Works" in body and "It replied \u201cready\u201d in" in body and " ms." in body
-    request, held = fake_server.requests  # the word, then the word held to a schema
+    request, held, with_system, without = fake_server.requests
+    assert [m["role"] for m in with_system.body["messages"]] == ["system", "user"]
+    assert [m["role"] for m in without.body["messages"]] == ["user"]
+    assert "the model reads each role's instructions as its system message" in body
     assert (request.method, request.path) == ("POST", "/v1/chat/completions")
     assert "response_format" not in request.body
     assert held.body["response_format"]["type"] == "json_schema"
@@ -276,8 +282,9 @@ def test_testing_another_address_with_the_key_left_empty_sends_no_key_there(
     elsewhere.queue(chat("ready"))
     body = html(staff.post(TEST, form(base_url=elsewhere.url + "/v1", model="coder-7b"),
                            HTTP_HX_REQUEST="true"))
-    # The word, and the word held to a schema (constrained replies): neither with the key.
-    assert len(elsewhere.requests) == 2 and KEY not in " ".join(keys_sent(elsewhere))
+    # The word, the word held to a schema (constrained replies) and the two calls that
+    # measure whether it reads system messages: none with the key.
+    assert len(elsewhere.requests) == 4 and KEY not in " ".join(keys_sent(elsewhere))
     assert (f"the saved key is only sent to {fake_server.url}/v1; type the key to test this "
             "address with it") in body
     assert SiteModelConfig.objects.get().api_key == KEY  # testing changes nothing
@@ -290,7 +297,7 @@ def test_a_key_typed_for_another_address_is_sent_there(
     body = html(staff.post(TEST, form(base_url=elsewhere.url + "/v1", model="coder-7b",
                                       new_api_key="sk-typed-for-elsewhere"),
                            HTTP_HX_REQUEST="true"))
-    assert keys_sent(elsewhere) == ["Bearer sk-typed-for-elsewhere"] * 2
+    assert keys_sent(elsewhere) == ["Bearer sk-typed-for-elsewhere"] * 4
     assert "only sent to" not in body
 
 
@@ -300,7 +307,7 @@ def test_the_same_server_gets_the_stored_key_whatever_the_path(
     fake_server.queue(chat("ready"))
     body = html(staff.post(TEST, form(base_url=fake_server.url + "/openai/v1", model="coder-7b"),
                            HTTP_HX_REQUEST="true"))
-    assert keys_sent(fake_server) == [f"Bearer {KEY}"] * 2 and "only sent to" not in body
+    assert keys_sent(fake_server) == [f"Bearer {KEY}"] * 4 and "only sent to" not in body
 
 
 def test_saving_another_address_without_a_key_removes_the_stored_key(
@@ -314,8 +321,9 @@ def test_saving_another_address_without_a_key_removes_the_stored_key(
             in html(response))
     elsewhere.queue(chat("ready"))
     staff.post(TEST, form(base_url=elsewhere.url + "/v1", model="coder-7b"))  # what is stored
-    # The check on save and the test (the word, then held to a schema): no key sent there.
-    assert len(elsewhere.requests) == 3 and KEY not in " ".join(keys_sent(elsewhere))
+    # The check on save and the test (the word, held to a schema, the two system-message
+    # measures): no key sent there.
+    assert len(elsewhere.requests) == 5 and KEY not in " ".join(keys_sent(elsewhere))
     assert role_config("implementer").api_key == ""  # nor do the runs send it there
 
 
@@ -327,7 +335,7 @@ def test_a_local_model_keeps_the_key_for_a_switch_back_to_its_address(
     assert SiteModelConfig.objects.get().api_key == KEY  # a local model sends it nowhere
     fake_server.queue(chat("ready"))
     staff.post(TEST, form(base_url=fake_server.url + "/v1", model="coder-7b"))
-    assert keys_sent(fake_server) == [f"Bearer {KEY}"] * 2
+    assert keys_sent(fake_server) == [f"Bearer {KEY}"] * 4
 
 
 def test_another_provider_on_its_own_service_does_not_get_the_key(
@@ -365,5 +373,7 @@ def test_test_connection_says_when_the_server_refuses_constrained_replies(
                            HTTP_HX_REQUEST="true"))
     assert "Works" in body and "Constrained replies: no." in body
     assert "response_format is not supported" in body and "fenced blocks" in body
+    # Then the first system-message measure, refused too: that is left unknown.
     assert [r.body.get("response_format", {}).get("type") for r in fake_server.requests] == [
-        None, "json_schema", "json_object"]
+        None, "json_schema", "json_object", None]
+    assert "Instructions:" not in body

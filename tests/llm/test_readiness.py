@@ -64,6 +64,15 @@ def test_a_script_of_recorded_replies_counts_as_set_up(fresh: Any) -> None:
     assert check.ok and "scripted provider" in check.detail and "not a model" in check.detail
 
 
+def test_a_misspelled_system_messages_setting_is_a_fault_with_the_fix(fresh: Any) -> None:
+    fresh.LLM_PROVIDER, fresh.LLM_SCRIPT = "scripted", str(SCRIPTS / "success.json")
+    fresh.LLM_SYSTEM_MESSAGES = "folded"
+    fault = model_fault()
+    assert fault is not None and fault.part == "model"
+    assert fault.problem == "LLM_SYSTEM_MESSAGES is 'folded', which is none of measure, keep, fold"
+    assert "docs/llm.md" in fault.fix
+
+
 # -- doctor and /healthz -------------------------------------------------------------------------
 
 
@@ -156,9 +165,11 @@ def test_a_request_waits_for_a_model_and_goes_on_once_an_admin_sets_one_up(
     assert run.status == Run.Status.RUNNING and run.phase == Run.Phase.IMPLEMENT
     assert Project.objects.get(pk=run.project_id).status == Project.Status.GENERATING
     # The save called the model once (the check on save), the release once more (it lets
-    # held runs go on only once a real call works), then the step.
-    *checks, call = fake_server.requests
+    # held runs go on only once a real call works), then the step: its first call to this
+    # model measures, with one token twice, whether it reads system messages.
+    *checks, with_system, without, call = fake_server.requests
     assert len(checks) == 2 and all(c.body["max_tokens"] == 8 for c in checks)
+    assert with_system.body["max_tokens"] == without.body["max_tokens"] == 1
     assert call.body["model"] == "coder-7b" and call.body["stream"]
     page = client.get(reverse("run_detail", args=[run.pk])).content.decode()
     assert HEADLINE not in page

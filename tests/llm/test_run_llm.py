@@ -33,6 +33,13 @@ from tests.llm.test_streaming import chunk, slow_reply
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def _keeps_system_messages(settings: Any) -> None:
+    """The fake server here stands in for servers that read system messages; measuring that is
+    tests/llm/test_system_role.py's (LLM_SYSTEM_MESSAGES=keep is what such a user may set)."""
+    settings.LLM_SYSTEM_MESSAGES = "keep"
+
 ASK = [Message("system", "Write the plugin."), Message("user", "A greeter.")]
 
 

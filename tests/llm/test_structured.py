@@ -25,6 +25,13 @@ from tests.llm.fakeserver import FakeServer, Reply
 
 pytestmark = pytest.mark.django_db
 
+
+@pytest.fixture(autouse=True)
+def _keeps_system_messages(settings: Any) -> None:
+    """The fake server here stands in for servers that read system messages; measuring that is
+    tests/llm/test_system_role.py's (LLM_SYSTEM_MESSAGES=keep is what such a user may set)."""
+    settings.LLM_SYSTEM_MESSAGES = "keep"
+
 ASK = [Message("system", "Write the plugin."), Message("user", "A greeter.")]
 SCHEMA = SCHEMAS["implementer"]
 FILES = json.dumps({"files": [{"path": "greeter/plugin.py", "content": "X = 1\n"}],

@@ -23,6 +23,13 @@ from tests.engine.conftest import greeter_spec, load_script
 from tests.llm.fakeserver import FakeServer, Reply
 
 pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _keeps_system_messages(settings: Any) -> None:
+    """The fake server here stands in for servers that read system messages; measuring that is
+    tests/llm/test_system_role.py's (LLM_SYSTEM_MESSAGES=keep is what such a user may set)."""
+    settings.LLM_SYSTEM_MESSAGES = "keep"
 PROMPT, COMPLETION = 40, 10  # the usage every fake model reports
 
 
