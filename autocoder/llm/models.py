@@ -202,9 +202,9 @@ MILLION = Decimal(1_000_000)
 class ModelReplyForm(models.Model):
     """How one model's server takes a reply held to a schema (docs/llm.md, "Constrained
     replies"): the form it accepted, or "fenced" when it refused every form the provider has,
-    with what it said; and whether it reads system messages ("System messages"). Written by
-    autocoder.llm.structured on the first call that settles the form and by the Model page's
-    "Test connection"; read before every role call."""
+    with what it said; and whether it reads system messages ("System messages"). Written on
+    the first call that settles each (autocoder.llm.structured, autocoder.llm.system_role) and
+    by the Model page's "Test connection"; read before every role call."""
 
     provider = models.CharField(max_length=16)
     base_url = models.CharField(max_length=500, blank=True)

@@ -8,10 +8,11 @@ message instead, as Gemma's own chat template does.
 
 Whether a server drops it is measured, not guessed from the model's name: the same question is
 asked with a system message and without, and when both prompts count the same number of
-tokens, the system message never reached the model. "Test connection" on the Model page asks
-(autocoder.llm.readiness) and the answer is remembered for the model beside its reply form
-(ModelReplyForm); every role call then sends what the model will read. The in-process llama.cpp
-provider needs no calls: it formats a prompt itself and sees (autocoder/llm/llamacpp.py).
+tokens, the system message never reached the model. The first role call to a model on a server
+someone runs asks (`as_sent`, through autocoder.llm.structured), as does "Test connection" on the
+Model page (autocoder.llm.readiness); the answer is remembered for the model beside its reply
+form (ModelReplyForm), and every role call then sends what the model will read. The in-process
+llama.cpp provider needs no calls: it formats a prompt itself and sees (autocoder/llm/llamacpp.py).
 """
 
 from __future__ import annotations
