@@ -237,7 +237,7 @@ def system_role_probe(config: ProviderConfig) -> str:
         return ""
     if state:
         system_role.remember(provider, state)
-    return state
+    return state if state != system_role.UNSURE else ""
 
 
 @dataclass(frozen=True)

@@ -17,11 +17,12 @@ llama.cpp provider needs no calls: it formats a prompt itself and sees (autocode
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 from django.conf import settings
 
-from autocoder.llm.types import Completion, LLMError, Message, Provider, memory_key
+from autocoder.llm.types import DEADLINE, Completion, LLMError, Message, Provider, memory_key
 
 KEPT = "kept"
 DROPPED = "dropped"
@@ -29,6 +30,9 @@ UNSURE = "unsure"  # the server counts no prompt tokens: sent as they are, not m
 # LLM_SYSTEM_MESSAGES: measure (the default), keep (never fold) or fold (always).
 MEASURE, KEEP, FOLD = "measure", "keep", "fold"
 MODES = (MEASURE, KEEP, FOLD)
+# The measure's two one-token calls, together, before a role call: a server slower than this
+# is left unmeasured, and asked again at the next call.
+MEASURE_TIMEOUT_S = 20.0
 
 PROBE_QUESTION = Message("user", "Say yes.")
 PROBE_WITH_SYSTEM = [
@@ -70,11 +74,13 @@ def remember(provider: Provider, state: str) -> None:
                                             defaults={"system_messages": state})
 
 
-def as_sent(provider: Provider, messages: list[Message]) -> list[Message]:
+def as_sent(provider: Provider, messages: list[Message], *,
+            measuring: bool = True) -> list[Message]:
     """`messages` as this model will read them: folded when its server drops system messages.
     A server someone runs (`may_drop_system_messages`) is measured on its first call, once per
-    model; a provider that can tell by itself, as the in-process one, folds them on its own.
-    LLM_SYSTEM_MESSAGES=keep or fold settles it without measuring."""
+    model (with `measuring=False`, only what is remembered counts: the wizard's analyst has
+    seconds, not two calls to spare); a provider that can tell by itself, as the in-process
+    one, folds them on its own. LLM_SYSTEM_MESSAGES=keep or fold settles it without measuring."""
     if not any(m.role == "system" for m in messages):
         return messages
     if getattr(provider, "folds_system_messages", False):
@@ -84,27 +90,34 @@ def as_sent(provider: Provider, messages: list[Message]) -> list[Message]:
         return folded(messages)
     if mode == KEEP or not getattr(provider, "may_drop_system_messages", False):
         return messages
-    state = remembered(provider) or _measured_now(provider)
+    state = remembered(provider) or (_measured_now(provider) if measuring else "")
     return folded(messages) if state == DROPPED else messages
 
 
 def _measured_now(provider: Provider) -> str:
+    deadline = time.monotonic() + MEASURE_TIMEOUT_S
+
     def call(messages: list[Message]) -> Completion:
-        return provider.complete(messages, role="analyst", max_tokens=1)
+        return provider.complete(messages, role="analyst", max_tokens=1,
+                                 timeout_s=MEASURE_TIMEOUT_S, deadline=deadline)
 
     try:
         state = measure(call)
     except LLMError:
         return ""  # the role's own call meets the same fault and says so; measured next time
-    remember(provider, state or UNSURE)
+    if state:
+        remember(provider, state)
     return state
 
 
 def measure(call: Callable[[list[Message]], Completion]) -> str:
-    """KEPT or DROPPED; "" when the server counts no prompt tokens (then system messages are
-    sent as they are). `call` sends the messages it is given, with a tiny reply cap."""
-    with_system = call(PROBE_WITH_SYSTEM).prompt_tokens
-    without = call([PROBE_QUESTION]).prompt_tokens
-    if with_system <= 0 or without <= 0:
+    """KEPT or DROPPED; UNSURE when the server counts no prompt tokens (then system messages
+    are sent as they are); "" when a call was cut at its deadline (nothing is known). `call`
+    sends the messages it is given, with a tiny reply cap."""
+    with_system = call(PROBE_WITH_SYSTEM)
+    without = call([PROBE_QUESTION])
+    if DEADLINE in (with_system.finish_reason, without.finish_reason):
         return ""
-    return DROPPED if with_system <= without else KEPT
+    if with_system.prompt_tokens <= 0 or without.prompt_tokens <= 0:
+        return UNSURE
+    return DROPPED if with_system.prompt_tokens <= without.prompt_tokens else KEPT

@@ -21,6 +21,7 @@ from django.db import transaction
 
 from autocoder import realtime
 from autocoder.engine.spec import SpecError, spec_from_dict
+from autocoder.llm import system_role
 from autocoder.llm.types import CallRecord, LLMError, LLMTimeout, Message, Provider
 from projects.interview import (
     analyst,
@@ -289,7 +290,10 @@ def _analyst_reply(interview: Interview, messages: list[Message], provider_for: 
 
     try:
         provider = provider_for(interview)
-        completion = provider.complete(messages, role="analyst", max_tokens=ANALYST_MAX_TOKENS,
+        # What the model reads: instructions folded in where its server drops system messages
+        # (measured by a run's first call or Test connection; docs/llm.md).
+        completion = provider.complete(system_role.as_sent(provider, messages, measuring=False),
+                                       role="analyst", max_tokens=ANALYST_MAX_TOKENS,
                                        timeout_s=bound, record=records.append, on_text=on_text,
                                        deadline=time.monotonic() + bound)
     except LLMError as error:

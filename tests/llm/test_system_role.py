@@ -10,6 +10,7 @@ tests/llm/fakeserver.py stands in for a server that keeps them (OpenAI, vLLM, Ol
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -42,15 +43,18 @@ def _completion(prompt_tokens: int) -> Completion:
                       latency_ms=1, model="m", provider="openai")
 
 
-@pytest.mark.parametrize(("with_system", "without", "state"), [
-    (31, 12, system_role.KEPT), (12, 12, system_role.DROPPED), (0, 0, "")])
+@pytest.mark.parametrize(("with_system", "without", "finish", "state"), [
+    (31, 12, "stop", system_role.KEPT), (12, 12, "stop", system_role.DROPPED),
+    (0, 0, "stop", system_role.UNSURE), (31, 0, "deadline", "")])
 def test_the_measure_compares_the_prompts_token_counts(with_system: int, without: int,
-                                                       state: str) -> None:
+                                                       finish: str, state: str) -> None:
     sent: list[list[Message]] = []
 
     def call(messages: list[Message]) -> Completion:
         sent.append(messages)
-        return _completion(with_system if messages[0].role == "system" else without)
+        tokens = with_system if messages[0].role == "system" else without
+        return dataclasses.replace(_completion(tokens), finish_reason=(
+            finish if messages[0].role != "system" else "stop"))
 
     assert system_role.measure(call) == state
     assert [m.role for m in sent[0]] == ["system", "user"] and [m.role for m in sent[1]] == [
@@ -110,8 +114,12 @@ def test_a_server_that_counts_no_tokens_is_left_as_it_is(fake_server: FakeServer
     fake_server.queue(chat_reply("yes", prompt_tokens=0))
     config = ProviderConfig(provider="openai", model="served-model",
                             base_url=fake_server.url + "/v1", timeout_s=5.0, max_retries=0)
-    assert system_role_probe(config) == ""
-    assert not ModelReplyForm.objects.exists()
+    assert system_role_probe(config) == ""  # Test connection says nothing about it
+    # Remembered as unsure, so role calls send system messages as they are, unmeasured.
+    assert ModelReplyForm.objects.get().system_messages == system_role.UNSURE
+    structured.complete(build_provider(config), ASK, role="implementer", schema=None)
+    assert [m["role"] for m in fake_server.requests[-1].body["messages"]] == ["system", "user"]
+    assert len(fake_server.requests) == 3
 
 
 @pytest.mark.django_db

@@ -725,6 +725,31 @@ def test_an_invalid_name_on_the_summary_gets_a_clear_error_next_to_it(
     assert "cannot be used as a name" in start and not interview.project.runs.exists()
 
 
+def test_the_analyst_reads_its_instructions_where_the_server_drops_system_messages(
+        team_with_roles: dict, settings: Any) -> None:
+    """A model known to drop system messages (docs/llm.md, "System messages") gets the
+    analyst's instructions at the start of its user message; the wizard does not spend its
+    few seconds measuring (one request only)."""
+    from autocoder.llm.models import ModelReplyForm
+    from tests.llm.conftest import chat_reply
+    from tests.llm.fakeserver import FakeServer
+
+    server = FakeServer().start()
+    try:
+        server.queue(chat_reply("[]"))
+        settings.LLM_PROVIDER, settings.LLM_MODEL = "openai", "gemma-model"
+        settings.LLM_BASE_URL, settings.LLM_API_KEY = server.url + "/v1", "sk-test"
+        settings.LLM_SCRIPT, settings.LLM_ROLE_OVERRIDES = "", {}
+        ModelReplyForm.objects.create(provider="openai", base_url=server.url + "/v1",
+                                      model="gemma-model", form="", system_messages="dropped")
+        start_interview(client_for(team_with_roles["member"]))
+    finally:
+        server.stop()
+    [request] = server.requests
+    [message] = request.body["messages"]
+    assert message["role"] == "user" and "\n\n" in message["content"]
+
+
 def test_a_slow_analyst_gives_way_to_the_usual_questions_within_its_bound(
         team_with_roles: dict, settings: Any) -> None:
     """The probe's first "Continue" took 31.8 s with a local model and asked nothing new. The
