@@ -226,17 +226,7 @@ def system_role_probe(config: ProviderConfig) -> str:
     provider = build_provider(config)
     if getattr(provider, "folds_system_messages", False):
         return system_role.DROPPED  # it saw so itself, and folds them (llamacpp.py)
-
-    def call(messages: list[Message]) -> Completion:
-        return provider.complete(messages, role="analyst", max_tokens=1,
-                                 timeout_s=config.timeout_s)
-
-    try:
-        state = system_role.measure(call)
-    except LLMError:
-        return ""
-    if state:
-        system_role.remember(provider, state)
+    state = system_role.measured_now(provider)
     return state if state != system_role.UNSURE else ""
 
 

@@ -90,11 +90,13 @@ def as_sent(provider: Provider, messages: list[Message], *,
         return folded(messages)
     if mode == KEEP or not getattr(provider, "may_drop_system_messages", False):
         return messages
-    state = remembered(provider) or (_measured_now(provider) if measuring else "")
+    state = remembered(provider) or (measured_now(provider) if measuring else "")
     return folded(messages) if state == DROPPED else messages
 
 
-def _measured_now(provider: Provider) -> str:
+def measured_now(provider: Provider) -> str:
+    """Measure `provider`'s model now (two one-token calls, MEASURE_TIMEOUT_S together) and
+    remember the answer; "" when the calls failed or were cut, and nothing is remembered."""
     deadline = time.monotonic() + MEASURE_TIMEOUT_S
 
     def call(messages: list[Message]) -> Completion:
