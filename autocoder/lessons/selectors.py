@@ -15,6 +15,7 @@ from django.db import connection, transaction
 from django.db.models import Q, QuerySet, Value
 from pgvector.django import CosineDistance
 
+from autocoder.lessons import team_indexes
 from autocoder.lessons.embedder import embed_text, embedder_identity
 from autocoder.lessons.extraction import clip, exception_name, query_text
 from autocoder.lessons.models import Lesson, LessonSource
@@ -81,32 +82,59 @@ def lessons_nearest(*, team_id: int | None, vector: Sequence[float] | np.ndarray
                     kind: str | None = None) -> list[ScoredLesson]:
     """The `limit` lessons in scope closest to `vector` by cosine, closest first.
 
-    A scope of at most EXACT_SCAN_MAX_ROWS lessons (most teams) is scanned exactly: its rows
-    come through the team index, and computing their distances is complete and cheap. A larger
-    scope goes through the HNSW index, which filters after it searches; with pgvector 0.8's
-    iterative scans it goes on searching until `limit` rows pass the filter. Should that scan
-    still give up (hnsw.max_scan_tuples), the exact scan gives the true answer.
+    A team with an HNSW index of its own (TEAM_INDEX_MIN_ROWS lessons or more, built by the
+    watchdog: autocoder/lessons/team_indexes.py) is searched through it, and the global
+    lessons beside it. Otherwise a scope of at most EXACT_SCAN_MAX_ROWS lessons (most teams)
+    is scanned exactly: its rows come through the team index, and computing their distances
+    is complete and cheap. A larger scope goes through the shared HNSW index, which filters
+    after it searches; with pgvector 0.8's iterative scans it goes on searching until `limit`
+    rows pass the filter. Should a search through an index still give up
+    (hnsw.max_scan_tuples), the exact scan gives the true answer.
     Only lessons embedded by the current model are compared (see `lessons_reembed`).
     """
-    queryset = lessons_in_scope(team_id=team_id).filter(embedded_with=embedder_identity())
+    usable = Lesson.objects.filter(retired_at__isnull=True, embedded_with=embedder_identity())
     if kind:
-        queryset = queryset.filter(kind=kind)
+        usable = usable.filter(kind=kind)
     distance = CosineDistance("embedding", list(map(float, vector)))
-    # Ordering by an expression the index cannot serve makes the scan exact.
-    exact = queryset.annotate(distance=distance + Value(0.0)).order_by("distance")
+    scope = usable.filter(_scope(team_id))
+    big = team_indexes.TEAM_INDEX_MIN_ROWS
+    if team_id is not None and _owned_rows(Q(team_id=team_id), kind=kind, cap=big) >= big \
+            and team_indexes.team_index_ready(team_id):
+        ours = _through_index(usable.filter(team_id=team_id), distance, limit)
+        shared = usable.filter(team__isnull=True)
+        if _owned_rows(Q(team__isnull=True), kind=kind, cap=EXACT_SCAN_MAX_ROWS) \
+                <= EXACT_SCAN_MAX_ROWS:
+            found = _exact(shared, distance, limit) + ours
+        else:
+            found = _through_index(shared, distance, limit) + ours
+        if len(ours) < limit:
+            return _exact(scope, distance, limit)
+        return sorted(found, key=lambda scored: -scored.similarity)[:limit]
     if _scope_rows(team_id=team_id, kind=kind, cap=EXACT_SCAN_MAX_ROWS) <= EXACT_SCAN_MAX_ROWS:
-        rows = list(exact[:limit])
-    else:
-        with transaction.atomic():
-            with connection.cursor() as cursor:
-                cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(HNSW_EF_SEARCH, limit)])
-                cursor.execute("SET LOCAL hnsw.iterative_scan = %s", [HNSW_ITERATIVE_SCAN])
-            fetch = max(limit, INDEX_MIN_FETCH)
-            rows = list(queryset.annotate(distance=distance).order_by("distance")[:fetch])
-            rows = sorted(rows, key=lambda row: float(row.distance))[:limit]
-            if len(rows) < limit:
-                rows = list(exact[:limit])
-    return [ScoredLesson(lesson=row, similarity=1.0 - float(row.distance)) for row in rows]
+        return _exact(scope, distance, limit)
+    found = _through_index(scope, distance, limit)
+    return found if len(found) == limit else _exact(scope, distance, limit)
+
+
+def _exact(rows: QuerySet[Lesson], distance: CosineDistance, limit: int) -> list[ScoredLesson]:
+    # Ordering by an expression no index can serve makes the scan exact.
+    nearest = rows.annotate(distance=distance + Value(0.0)).order_by("distance")[:limit]
+    return [ScoredLesson(lesson=row, similarity=1.0 - float(row.distance)) for row in nearest]
+
+
+def _through_index(rows: QuerySet[Lesson], distance: CosineDistance,
+                   limit: int) -> list[ScoredLesson]:
+    """The closest `limit` of `rows` through an HNSW index (the team's own when the filter
+    names one team that has it, else the shared one), with iterative scans; fewer rows only
+    when the index gave up."""
+    with transaction.atomic():
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL hnsw.ef_search = %s", [max(HNSW_EF_SEARCH, limit)])
+            cursor.execute("SET LOCAL hnsw.iterative_scan = %s", [HNSW_ITERATIVE_SCAN])
+        fetch = max(limit, INDEX_MIN_FETCH)
+        nearest = list(rows.annotate(distance=distance).order_by("distance")[:fetch])
+    scored = [ScoredLesson(lesson=row, similarity=1.0 - float(row.distance)) for row in nearest]
+    return sorted(scored, key=lambda one: -one.similarity)[:limit]
 
 
 def _scope_rows(*, team_id: int | None, kind: str | None, cap: int) -> int:
@@ -116,13 +144,18 @@ def _scope_rows(*, team_id: int | None, kind: str | None, cap: int) -> int:
                                                               Q(team__isnull=True)]
     total = 0
     for owner in owners:
-        rows = Lesson.objects.filter(owner)
-        if kind:
-            rows = rows.filter(kind=kind)
-        total += rows.order_by().values("team_id")[:cap + 1 - total].count()
+        total += _owned_rows(owner, kind=kind, cap=cap - total)
         if total > cap:
             break
     return total
+
+
+def _owned_rows(owner: Q, *, kind: str | None, cap: int) -> int:
+    """Lessons of one owner (a team, or nobody), counted up to cap + 1 from the team index."""
+    rows = Lesson.objects.filter(owner)
+    if kind:
+        rows = rows.filter(kind=kind)
+    return rows.order_by().values("team_id")[:max(cap, 0) + 1].count()
 
 
 def _rank(scored: ScoredLesson, query_error: str | None) -> float:

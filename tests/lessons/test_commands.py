@@ -84,11 +84,15 @@ def test_lessons_bench_filtered_compares_the_old_server_with_the_new():
     assert old["server"].startswith("PostgreSQL 16") and "pgvector 0.6" in old["server"]
     assert set(new["new"]) == set(old["old"]) == set(new["halfvec"]) and "1-9" in new["new"]
     assert set(new["iterative"]) == set(new["new"])
-    for band in new["new"].values():
+    for name, band in new["new"].items():
         assert band["queries"] == 5 and 0.9 <= band["recall_at_10"] <= 1.0
         assert 0 < band["p50_ms"] <= band["p95_ms"]
-        # Teams here hold at most 1,000 lessons: retrieval scans them exactly, and completely.
-        assert band["exact_scans"] == 5 and band["recall_at_10"] == 1.0
+        if name == "1000-9999":  # the one team of 1,000 lessons: through its own index
+            assert band["exact_scans"] == 0
+        else:  # teams under 1,000 lessons: scanned exactly, and completely
+            assert band["exact_scans"] == 5 and band["recall_at_10"] == 1.0
+    assert new["team_indexes"]["teams"] == payload["teams_per_band"]["1000-9999"] == 1
+    assert 0 < new["team_indexes"]["mb"] < new["index_mb"]
     assert all(band["exact_scans"] == 0 for band in new["iterative"].values())
     assert 0 < new["halfvec_index_mb"] < new["index_mb"]
     with connection.cursor() as cursor:
