@@ -10,6 +10,7 @@ class LessonsConfig(AppConfig):
 
     def ready(self) -> None:
         from autocoder import heartbeat
+        from autocoder.lessons import tasks  # noqa: F401  (actors, sent by name)
         from autocoder.lessons.team_indexes import team_indexes_sweep
 
         # Big teams get an HNSW index of their own (autocoder/lessons/team_indexes.py).

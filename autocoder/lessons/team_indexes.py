@@ -20,6 +20,7 @@ import logging
 import re
 from dataclasses import dataclass
 
+import dramatiq
 from django.db import connection
 
 from autocoder.lessons.models import HNSW_EF_CONSTRUCTION, HNSW_M, Lesson
@@ -38,6 +39,7 @@ _INDEX_NAME = re.compile(rf"^{INDEX_PREFIX}(\d+)_hnsw$")
 # Two builds of one team's index never run at once: a session-level advisory lock, keyed by
 # this class and the team id.
 _LOCK_CLASS = 7_310_551
+BUILD_ACTOR = "lesson_team_index_build"
 
 
 def index_name(team_id: int) -> str:
@@ -110,13 +112,12 @@ def team_indexes_plan() -> SweepReport:
 def team_indexes_sweep() -> list[int]:
     """The slow watchdog sweep: drop what is no longer needed, and send a build for each big
     team without a usable index (the build is a worker's job: it can take minutes)."""
-    from autocoder.lessons.tasks import lesson_team_index_build
-
     if not _may_index():
         return []
     plan = team_indexes_plan()
+    build = dramatiq.get_broker().get_actor(BUILD_ACTOR)  # autocoder/lessons/tasks.py
     for team in plan.build:
-        lesson_team_index_build.send(team)
+        build.send(team)
     return plan.build
 
 
