@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from autocoder.lessons.embedder import Embedder, get_embedder
+from autocoder.lessons.models import Lesson
 from autocoder.lessons.types import ReflectionNote, RunSummary
 from tests.factories import TeamFactory
 
@@ -96,3 +97,16 @@ JSON_DATETIME = dict(
                            error="TypeError: Object of type datetime is not JSON serializable"),
     failed="Returned datetime objects in the output dict.",
     fix="Return dates as ISO strings with .isoformat().")
+
+
+def lessons_near(base: np.ndarray, owner: Any, count: int, spread: float,
+                 seed: int) -> list[Lesson]:
+    """`count` lessons of `owner` (a team, or None for global ones) scattered around `base`
+    (cosine about 1/sqrt(1+spread^2) to it), with random vectors instead of embedded text."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(count):
+        vector = base + spread * rng.standard_normal(384) / np.sqrt(384)
+        rows.append(Lesson(kind="negative", team=owner, title=f"lesson {seed}-{i}",
+                           avoidance_rule="x", embedding=vector / np.linalg.norm(vector)))
+    return Lesson.objects.bulk_create(rows)

@@ -35,6 +35,7 @@ from tests.lessons.conftest import (
     JSON_DATETIME,
     TRACEBACK,
     WEEKDAY_CASE_RUN1,
+    lessons_near,
     note,
 )
 
@@ -218,16 +219,8 @@ def test_a_team_past_the_exact_scan_size_is_searched_through_the_index(team, oth
     base = rng.standard_normal(384)
     base /= np.linalg.norm(base)
 
-    def near(owner, count: int, spread: float) -> list[Lesson]:
-        rows = []
-        for i in range(count):
-            vector = base + spread * rng.standard_normal(384) / np.sqrt(384)
-            rows.append(Lesson(kind="negative", team=owner, title=f"{owner.slug} {i}",
-                               avoidance_rule="x", embedding=vector / np.linalg.norm(vector)))
-        return Lesson.objects.bulk_create(rows)
-
-    ours = near(team, 30, 0.5)
-    near(other_team, 200, 0.2)  # closer to the query than any of ours
+    ours = lessons_near(base, team, 30, 0.5, seed=6)
+    lessons_near(base, other_team, 200, 0.2, seed=7)  # closer to the query than any of ours
     expected = sorted(ours, key=lambda lesson: -float(np.dot(lesson.embedding, base)))[:5]
 
     def asked(limit_rows: int) -> tuple[list[int], bool]:

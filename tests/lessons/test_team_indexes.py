@@ -27,6 +27,7 @@ from autocoder.lessons.team_indexes import (
     team_indexes_sweep,
 )
 from tests.factories import TeamFactory
+from tests.lessons.conftest import lessons_near
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -48,17 +49,6 @@ def small_thresholds(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def base() -> np.ndarray:
     vector = np.random.default_rng(11).standard_normal(384)
     return vector / np.linalg.norm(vector)
-
-
-def lessons_near(base: np.ndarray, owner: Any, count: int, spread: float,
-                 seed: int) -> list[Lesson]:
-    rng = np.random.default_rng(seed)
-    rows = []
-    for i in range(count):
-        vector = base + spread * rng.standard_normal(384) / np.sqrt(384)
-        rows.append(Lesson(kind="negative", team=owner, title=f"lesson {seed}-{i}",
-                           avoidance_rule="x", embedding=vector / np.linalg.norm(vector)))
-    return Lesson.objects.bulk_create(rows)
 
 
 def plan_of(query_sql: str) -> str:
