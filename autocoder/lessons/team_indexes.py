@@ -141,17 +141,17 @@ def team_index_build(team_id: int) -> bool:
             if rows < TEAM_INDEX_MIN_ROWS:
                 return False
             # Enough memory for the whole graph (about 2.4 KB per lesson): a build that
-            # spills to disk is several times slower. Reset when this session ends.
+            # spills to disk is several times slower. Only this build uses it.
             cursor.execute(f"SET maintenance_work_mem = '{max(64, rows * 2400 // 2**20)}MB'")
             cursor.execute(
                 f"CREATE INDEX CONCURRENTLY IF NOT EXISTS {index_name(team_id)} "
                 f"ON {Lesson._meta.db_table} USING hnsw (embedding vector_cosine_ops) "
                 f"WITH (m = {HNSW_M}, ef_construction = {HNSW_EF_CONSTRUCTION}) "
                 f"WHERE team_id = {int(team_id)}")
-            cursor.execute("RESET maintenance_work_mem")
             logger.info("built the lessons index of team %s (%s lessons)", team_id, rows)
             return True
         finally:
+            cursor.execute("RESET maintenance_work_mem")
             cursor.execute("SELECT pg_advisory_unlock(%s, %s)", [_LOCK_CLASS, int(team_id)])
 
 
