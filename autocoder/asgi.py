@@ -21,6 +21,7 @@ from django.conf import settings  # noqa: E402
 from autocoder.connection_shares import ConnectionShares  # noqa: E402
 from autocoder.http_bridge import BufferedWsgiBridge  # noqa: E402
 from autocoder.routing import websocket_urlpatterns  # noqa: E402
+from autocoder.start_gate import gate_wait  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
@@ -36,6 +37,9 @@ application = ProtocolTypeRouter(
 # passes, which otherwise walk every object of the imported libraries (~100 ms each, a latency
 # spike on every tenth page or so).
 gc.freeze()
+
+# Started by `up` during its migrations: serve nothing before they are done (start_gate.py).
+gate_wait()
 
 
 def _warm_search_model() -> None:

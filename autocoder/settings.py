@@ -171,6 +171,7 @@ DRAMATIQ_BROKER = {
         "namespace": env.str("DRAMATIQ_NAMESPACE", default="autocoder-tasks"),
     },
     "MIDDLEWARE": [
+        "autocoder.start_gate.AwaitStartGate",  # first: nothing before `up` has migrated
         "dramatiq.middleware.AgeLimit",
         "dramatiq.middleware.TimeLimit",
         "dramatiq.middleware.Callbacks",

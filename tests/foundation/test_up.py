@@ -153,6 +153,7 @@ def test_up_serves_the_portal_stops_everything_and_keeps_data(var_dir: Path) -> 
     assert survivors == [], "processes left running after Ctrl-C"
     assert not (var_dir / "pg" / "postmaster.pid").exists(), "PostgreSQL still running"
     assert not (var_dir / "redis" / "redis.sock").exists() or not _redis_alive(var_dir)
+    assert list((var_dir / "run").glob("start-gate-*")) == [], "the start gate was left behind"
 
     # A second start keeps the data; started in the background (SIGINT ignored), Ctrl-C's
     # signal still stops it.

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder import metrics
+from autocoder import metrics, start_gate
 from autocoder.supervisor import (
     Child,
     Stop,
@@ -64,11 +64,20 @@ class Command(BaseCommand):
         except OSError as error:
             raise CommandError(str(error)) from error
         web, workers = web_children(sockets), self._workers(options)
+        # The children boot while the database is migrated, and wait at this gate until it is
+        # (autocoder/start_gate.py): a first start no longer pays for both in turn.
+        gate = settings.VAR_DIR / "run" / f"start-gate-{os.getpid()}"
+        for child in (*web, *workers):
+            child.env = {**(child.env or {}), **start_gate.gate_environment(gate)}
         url = f"http://{options['host']}:{options['port']}/"
         try:
-            usernames = self._prepare()
+            self._before_children()
             for child in (*web, *workers):
                 child.start()
+            self._prepare()
+            start_gate.gate_open(gate)
+            # The children finish booting meanwhile; `ready` is said once the users exist.
+            usernames = demo_data_ensure(password=settings.DEMO_PASSWORD).usernames
             self._wait_healthy(url, web, workers)
             self._print_welcome(url, usernames, time.monotonic() - started)
             self._supervise([*web, *workers])
@@ -76,18 +85,23 @@ class Command(BaseCommand):
             self.stdout.write("\nStopping...")
         finally:
             ignore_stop_signals()
-            self._stop(web, workers)
+            self._stop(web, workers, gate_opened=gate.exists())
+            gate.unlink(missing_ok=True)
             for sock in sockets:
                 sock.close()
 
-    def _prepare(self) -> tuple[str, ...]:
-        """Runtime, migrations, static files and the demo data; returns the demo users."""
-        metrics.forget_processes(settings.METRICS_DIR)  # counted afresh from this start
+    def _before_children(self) -> None:
+        """What the children need before they start: the static files (WhiteNoise lists them
+        when a web process loads) and a fresh count of processes for /metrics."""
+        metrics.forget_processes(settings.METRICS_DIR)
         self._ensure_plugin_runtime()
+        call_command("collectstatic", interactive=False, verbosity=0)
+
+    def _prepare(self) -> None:
+        """What must be done before a child touches the database: migrations, and stored
+        secrets sealed under the current key."""
         call_command("migrate", interactive=False, verbosity=0)
         self._reseal_under_current_key()
-        call_command("collectstatic", interactive=False, verbosity=0)
-        return demo_data_ensure(password=settings.DEMO_PASSWORD).usernames
 
     def _reseal_under_current_key(self) -> None:
         """Stored secrets that open only with a fallback key are sealed again under the
@@ -174,10 +188,14 @@ class Command(BaseCommand):
             restart_exited(children, self.stderr.write)
             time.sleep(0.25)
 
-    def _stop(self, web: list[Child], workers: list[Child]) -> None:
+    def _stop(self, web: list[Child], workers: list[Child], *, gate_opened: bool) -> None:
         """Web first (no new requests), then the workers (their steps get a few seconds); Redis
-        and PostgreSQL stop when this process exits (autocoder.embedded)."""
+        and PostgreSQL stop when this process exits (autocoder.embedded). Children still
+        waiting at the start gate have nothing to finish: they are killed at once."""
         started = time.monotonic()
+        if not gate_opened:
+            for child in (*web, *workers):
+                child.kill_group()
         stop_all(web, WEB_STOP_S)
         web_s = time.monotonic() - started
         stop_all(workers, WORKER_STOP_S)
