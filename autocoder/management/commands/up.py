@@ -8,6 +8,7 @@ or SIGTERM stops everything in order (web, then workers, then Redis and PostgreS
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 import time
@@ -138,10 +139,15 @@ class Command(BaseCommand):
     @staticmethod
     def _workers(options: dict[str, Any]) -> list[Child]:
         # One Dramatiq process per worker: dramatiq stops all its worker processes when one
-        # dies, so each gets its own parent, which `up` restarts alone.
-        worker = [sys.executable, "manage.py", "rundramatiq", "--processes", "1",
-                  "--threads", str(options["threads"]),
-                  "--worker-shutdown-timeout", str(int(WORKER_SHUTDOWN_S * 1000))]
+        # dies, so each gets its own parent, which `up` restarts alone. The command is what
+        # `manage.py rundramatiq` runs, started directly: rundramatiq would load Django only to
+        # list the task modules and replace itself with this (a second of CPU per worker).
+        from django_dramatiq.management.commands.rundramatiq import Command as RunDramatiq
+
+        worker = [sys.executable, "-m", "dramatiq", "--path", str(settings.BASE_DIR),
+                  "--processes", "1", "--threads", str(options["threads"]),
+                  "--worker-shutdown-timeout", str(int(WORKER_SHUTDOWN_S * 1000)),
+                  *RunDramatiq(stdout=io.StringIO()).discover_tasks_modules()]
         poll = {"dramatiq_worker_timeout": WORKER_POLL_MS}
         return [Child(f"worker {n + 1}", worker, env=poll) for n in range(options["workers"])]
 
