@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import dramatiq
 import pytest
 import redis
 from django.conf import settings
+from django.db import connection
 
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 
@@ -21,6 +23,17 @@ def pytest_configure(config: pytest.Config) -> None:
                                    if not name.endswith(".PBKDF2PasswordHasher"))]
     hashers.get_hashers.cache_clear()
     hashers.get_hashers_by_algorithm.cache_clear()
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup: None, django_db_blocker: Any) -> Iterator[None]:
+    """pytest-django's test database, and at the end, before it is dropped, the sessions other
+    processes left on it ended: a live server or worker stopped a moment earlier whose backend
+    has not noticed yet made the drop fail ("being accessed by other users")."""
+    yield
+    with django_db_blocker.unblock(), connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
 
 
 @pytest.fixture
