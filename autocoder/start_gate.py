@@ -19,6 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
 
+import psutil
 from dramatiq import Broker, Middleware, Worker
 
 ENVIRONMENT = "AUTOCODER_START_GATE"
@@ -58,22 +59,12 @@ def gate_wait() -> None:
     try:
         owner = int(os.environ.get(OWNER_ENVIRONMENT) or 0)
         while not path.exists():
-            if owner and not _alive(owner):
+            if owner and not psutil.pid_exists(owner):
                 raise SystemExit(f"the start gate {path} was never opened: the `up` that "
                                  f"started this process (pid {owner}) is gone")
             time.sleep(POLL_S)
     finally:
         restore()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _exit_on_sigterm() -> Callable[[], None]:

@@ -8,13 +8,29 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from django.conf import settings
 from django.db import connection
+
+T = TypeVar("T")
+
+
+def wait_for(what: Callable[[], T | None], timeout_s: float, message: str,
+             output: Callable[[], str] | None = None) -> T:
+    """`what()` once it is truthy, polled for up to `timeout_s`; else fail with `message` and
+    what `output()` says (a child process's log)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        found = what()
+        if found:
+            return found
+        time.sleep(0.2)
+    raise AssertionError(message + (f"\n{output()}" if output else ""))
 
 
 def free_port() -> int:

@@ -22,7 +22,7 @@ from django.conf import settings
 
 from autocoder import heartbeat
 from autocoder.start_gate import OWNER_ENVIRONMENT, gate_environment, gate_open
-from tests.live import child_env
+from tests.live import child_env, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
 WAITING = "waiting at the start gate"
@@ -35,13 +35,7 @@ def _output(log: IO[str]) -> str:
 
 
 def _wait_for(check: Callable[[], T | None], timeout_s: float, what: str, log: IO[str]) -> T:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"{what} within {timeout_s:.0f}s:\n{_output(log)[-3000:]}")
+    return wait_for(check, timeout_s, what, lambda: _output(log)[-3000:])
 
 
 def _start(command: list[str], gate: Path, log: IO[str], **env: str) -> subprocess.Popen[str]:

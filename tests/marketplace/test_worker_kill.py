@@ -14,10 +14,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import IO, Any, TypeVar
+from typing import IO, Any
 
 import pytest
 from django.conf import settings
@@ -26,14 +25,13 @@ from autocoder import heartbeat
 from marketplace.models import PluginVersion, TryRequest
 from marketplace.services.trying import plugin_try_request
 from marketplace.services.uploads import plugin_upload_store
-from tests.live import child_env
+from tests.live import child_env, wait_for
 from tests.marketplace.conftest import WORD_COUNT_IMPL, Submit, plugin_tree, zip_bytes
 
 # The worker's files are the session's (a worker process does not see a test's tmp_path).
 SHARED_VAR_DIR = True
 # Long enough to kill the worker while it runs, short enough to run twice.
 SLOW_S = 8
-T = TypeVar("T")
 
 SLOW_TEST = f'''import time
 
@@ -61,7 +59,7 @@ class Worker:
             env=child_env(WORKER_HEARTBEAT_INTERVAL_S="1", WORKER_HEARTBEAT_TTL_S="3"),
             start_new_session=True)
         self.id = wait_for(lambda: next(iter(heartbeat.live_worker_ids() - before), None),
-                           120, "the worker did not start", self)
+                           120, "the worker did not start", self.output)
 
     def output(self) -> str:
         self.log.seek(0)
@@ -90,17 +88,6 @@ def workers() -> Iterator[Callable[[], Worker]]:
             worker.stop()
 
 
-def wait_for(what: Callable[[], T | None], timeout_s: float, message: str,
-             worker: Worker | None = None) -> T:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = what()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(message + (f"\n{worker.output()}" if worker else ""))
-
-
 def kill(worker: Worker, holder: str) -> None:
     """SIGKILL the worker process that holds the work (as the kernel's OOM killer would),
     then the rest of its `rundramatiq`."""
@@ -123,7 +110,7 @@ def test_an_upload_check_whose_worker_is_killed_is_finished_by_the_next_worker(
                                       visibility="team")
         running = wait_for(lambda: PluginVersion.objects.filter(
             pk=version.pk, check_step=PluginVersion.CheckStep.TESTS).exclude(
-            claimed_by="").first(), 180, "no worker started the check's tests", first)
+            claimed_by="").first(), 180, "no worker started the check's tests", first.output)
         assert running.claimed_by == first.id
         kill(first, running.claimed_by)
         # Dead and nobody else running: the check waits, "being checked", for a worker.
@@ -132,7 +119,7 @@ def test_an_upload_check_whose_worker_is_killed_is_finished_by_the_next_worker(
         second = start()
         done = wait_for(lambda: PluginVersion.objects.exclude(
             status=PluginVersion.Status.CHECKING).filter(pk=version.pk).first(), 300,
-            "the check did not finish after the worker was killed", second)
+            "the check did not finish after the worker was killed", second.output)
     assert done.status == PluginVersion.Status.PENDING, done.check_errors
     assert done.check_attempts == 2 and done.check_errors == []
     assert (done.claimed_by, done.check_token, done.check_step) == ("", "", "done")
@@ -152,7 +139,7 @@ def test_a_try_whose_worker_is_killed_is_run_again_by_the_next_worker(
         first = start()
         running = wait_for(lambda: TryRequest.objects.filter(
             pk=asked.pk, status=TryRequest.Status.RUNNING).exclude(claimed_by="").first(),
-            120, "no worker started the try", first)
+            120, "no worker started the try", first.output)
         assert running.claimed_by == first.id
         kill(first, running.claimed_by)
         assert TryRequest.objects.get(pk=asked.pk).status == TryRequest.Status.RUNNING
@@ -160,7 +147,7 @@ def test_a_try_whose_worker_is_killed_is_run_again_by_the_next_worker(
         second = start()
         done = wait_for(lambda: TryRequest.objects.filter(
             pk=asked.pk, status=TryRequest.Status.DONE).first(), 240,
-            "the try did not finish after its worker was killed", second)
+            "the try did not finish after its worker was killed", second.output)
     assert done.result["ok"], done.result
     assert done.result["output"] == {"words": 3}
     assert done.attempts == 2 and done.claimed_by == ""

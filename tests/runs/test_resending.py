@@ -27,7 +27,7 @@ from autocoder import heartbeat
 from runs.models import Run
 from runs.services import outbox, resending, stepping
 from tests.engine.conftest import DispatchRecorder, load_script
-from tests.live import child_env, free_port
+from tests.live import child_env, free_port, wait_for
 
 SLEEP_S = 15
 
@@ -116,16 +116,6 @@ def stack(clean_redis: Any) -> Iterator[Stack]:
         except subprocess.TimeoutExpired:
             os.killpg(stack.process.pid, signal.SIGKILL)
 
-
-
-def wait_for(what: Callable[[], Any], timeout_s: float, message: str) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = what()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(message)
 
 
 def claimed_sandbox() -> Run | None:
