@@ -3,7 +3,6 @@ do as people do it: wait for real work to happen, and decide at a gate on its re
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from runs.models import ApprovalRequest, Run
+from tests import live
 
 SETTLE_S = 240  # a busy two-core machine runs the sandbox slowly; no test waits this long
 
@@ -22,13 +22,7 @@ def client_for(user: Any) -> Client:
 
 
 def wait_for(what: Callable[[], Any], message: str, timeout_s: float = SETTLE_S) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        found = what()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(message)
+    return live.wait_for(what, timeout_s, message)
 
 
 def settled(run_id: int) -> Run:
