@@ -4,8 +4,9 @@ Booting a child (Python, Django, daphne or Dramatiq, the task modules) takes sec
 does migrating an empty database; on a first start they used to run one after the other. `up`
 now starts the children first, with AUTOCODER_START_GATE naming a file in var/run; each child
 loads everything it can without the database, then waits here until `up` creates that file
-(migrations, secrets and demo data done). Without the variable (compose, `serve`,
-`rundramatiq` on their own) nothing waits. docs/operating.md, "Starting and stopping".
+(migrations done, stored secrets sealed under the current key). Without the variable
+(compose, `serve`, `rundramatiq` on their own) nothing waits. See docs/operating.md,
+"Starting and stopping".
 """
 
 from __future__ import annotations
@@ -88,4 +89,3 @@ class AwaitStartGate(Middleware):
 
     def before_worker_boot(self, broker: Broker, worker: Worker) -> None:
         gate_wait()
-

@@ -116,3 +116,7 @@ def test_the_demo_set_up_still_puts_its_users_in_the_demo_team_directly() -> Non
     roles = dict(Membership.objects.filter(team=demo.team)
                  .values_list("user__username", "role"))
     assert roles == {"requester": "requester", "reviewer": "reviewer", "admin": "admin"}
+    # One hash serves the three (docs/operating.md): each still logs in with the password.
+    for membership in Membership.objects.filter(team=demo.team).select_related("user"):
+        assert membership.user.check_password("autocoder-demo")
+        assert not membership.user.check_password("wrong")
