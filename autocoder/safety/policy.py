@@ -69,6 +69,10 @@ from autocoder.safety.types import Finding, Permissions
 
 __all__ = ["check_source", "is_test_file", "module_exports"]
 
+# The nodes that open a scope of their own; every other block binds in the scope around it.
+SCOPES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+          ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
 
 def check_source(path: str, source: str, permissions: Permissions,
                  local_modules: frozenset[str] = frozenset(),
@@ -192,6 +196,8 @@ class _Checker(LocalModuleChecks):
                 self._judge(alias.name, node, f"import {alias.name}")
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
             self._check_import_from(node)
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            self._check_import_scope(node)
         if isinstance(node, ast.ImportFrom):
             self._check_local_import(node)
         elif isinstance(node, ast.ClassDef):
@@ -327,10 +333,31 @@ class _Checker(LocalModuleChecks):
                   f"`{qualname.removeprefix('builtins.')}` is passed on as a value; the "
                   "names it will look up cannot be checked statically")
 
+    def _scope(self, node: ast.AST) -> ast.AST | None:
+        """The scope a statement binds its names in: the nearest module, class, function,
+        lambda or comprehension around it, through every block (`if`, `try`, `with`, `match`,
+        ...) in between, so no block kind can hide where a name lands."""
+        current = self.parents.get(node)
+        while current is not None and not isinstance(current, SCOPES):
+            current = self.parents.get(current)
+        return current
+
+    def _check_import_scope(self, node: ast.Import | ast.ImportFrom) -> None:
+        """An import in a class body (or in any block inside one) binds a class attribute:
+        `class K: import os` and then `K.os.system(...)` from anywhere, where the gate cannot
+        follow the name (docs/safety.md, "Modules are used only as `module.name`")."""
+        scope = self._scope(node)
+        if isinstance(scope, ast.ClassDef):
+            names = ", ".join(f"`{name}`" for name, _ in import_bindings(node)) or "names"
+            self._add("import-in-class", "HIGH", node,
+                      f"an import inside `class {scope.name}` makes {names} attributes of the "
+                      "class, where the gate cannot follow them; import at the top of the "
+                      "module (or inside a function) instead")
+
     def _is_alias_assignment(self, parent: ast.AST | None, node: ast.expr) -> bool:
         """`o = os`, `g = getattr`: an alias, resolved like the import itself (not in a class
-        body, where it would become an attribute: `C.m.system`)."""
-        if isinstance(self.parents.get(parent) if parent else None, ast.ClassDef):
+        body, nor in any block inside one, where it would become an attribute: `C.m.system`)."""
+        if parent is None or isinstance(self._scope(parent), ast.ClassDef):
             return False
         if isinstance(parent, ast.Assign):
             targets: list[ast.expr] = parent.targets

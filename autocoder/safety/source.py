@@ -23,9 +23,11 @@ def module_name(path: str) -> str:
 
 
 def module_exports(files: dict[str, str], local: frozenset[str]) -> Exports:
-    """For each of the plugin's own modules, the names it binds at its top level to a module
-    from elsewhere (`import os`, `from os import path`, `m = os`): another file that takes
-    such a name from it uses a module the gate never saw imported there."""
+    """For each of the plugin's own modules, the names it binds to a module from elsewhere
+    (`import os`, `from os import path`, `m = os`): another file that takes such a name from
+    it uses a module the gate never saw imported there. Every statement counts, in any block
+    or scope (`try: import os`, `def f(): global m; import os as m`): a name bound anywhere
+    may be an attribute of the module by the time another file reads it."""
     exports: Exports = {}
     for path, source in files.items():
         if not path.endswith(".py"):
@@ -34,13 +36,14 @@ def module_exports(files: dict[str, str], local: frozenset[str]) -> Exports:
             tree = ast.parse(source)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
-        exports[module_name(path)] = _top_level_modules(tree, local)
+        exports[module_name(path)] = _bound_modules(tree, local)
     return exports
 
 
-def _top_level_modules(tree: ast.Module, local: frozenset[str]) -> frozenset[str]:
+def _bound_modules(tree: ast.Module, local: frozenset[str]) -> frozenset[str]:
+    nodes = list(ast.walk(tree))
     names: set[str] = set()
-    for node in tree.body:
+    for node in nodes:
         if isinstance(node, ast.Import):
             names |= {alias.asname or alias.name.split(".", 1)[0] for alias in node.names
                       if alias.name.split(".", 1)[0] not in local}
@@ -48,10 +51,23 @@ def _top_level_modules(tree: ast.Module, local: frozenset[str]) -> frozenset[str
             if node.module.split(".", 1)[0] not in local:
                 names |= {alias.asname or alias.name for alias in node.names
                           if _names_a_module(f"{node.module}.{alias.name}")}
-    for node in tree.body:  # `m = os` and `m = os.path` re-bind a module under a new name
-        if isinstance(node, ast.Assign) and _root_name(node.value) in names:
-            names |= {target.id for target in node.targets if isinstance(target, ast.Name)}
+    for _ in range(3):  # `m = os` and `m = os.path` re-bind a module under a new name
+        for target, value in _assignments(nodes):
+            if _root_name(value) in names:
+                names.add(target)
     return frozenset(names)
+
+
+def _assignments(nodes: list[ast.AST]) -> list[tuple[str, ast.AST]]:
+    """(name, value) of every `name = value`, `name: T = value` and `(name := value)`."""
+    found: list[tuple[str, ast.AST]] = []
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            found += [(t.id, node.value) for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign | ast.NamedExpr) and node.value is not None \
+                and isinstance(node.target, ast.Name):
+            found.append((node.target.id, node.value))
+    return found
 
 
 def _names_a_module(qualname: str) -> bool:
