@@ -18,8 +18,24 @@ LABELS = {
     Decision.ANSWER: "Answer with guidance (the run continues with your advice)",
 }
 ESCALATION_LABELS = {Decision.REJECT: "Stop the run"}
+# A plan is never the end of a run: rejecting it plans again (runs/services/deciding.py).
+PLAN_LABELS = {
+    Decision.REQUEST_CHANGES: "Request changes (the run plans again with your comment)",
+    Decision.REJECT: "Reject the plan (the run plans again; your comment is its guidance)",
+}
 ORDER = [Decision.APPROVE, Decision.ANSWER, Decision.REQUEST_CHANGES, Decision.REJECT]
-
+# What deciding does, said above the choices (runs/services/deciding.py does it).
+DECISION_OUTCOMES: dict[str, str] = {
+    ApprovalRequest.Kind.PLAN: "Approving lets the run write the code. Rejecting or asking for "
+                               "changes sends it back to planning, with your comment.",
+    ApprovalRequest.Kind.CHANGE: "Approving lets the run go on. Asking for changes sends the "
+                                 "code back with your comment; rejecting stops the run.",
+    ApprovalRequest.Kind.ESCALATION: "Answering lets the run go on with your guidance; "
+                                     "stopping ends it.",
+    ApprovalRequest.Kind.PUBLISH: "Approving publishes the plugin; rejecting leaves it "
+                                  "unpublished.",
+    ApprovalRequest.Kind.BUDGET: "Continuing lets the run go on; stopping ends it.",
+}
 
 
 def budget_labels(approval: ApprovalRequest) -> dict[Decision, str]:
@@ -46,6 +62,8 @@ class ApprovalDecisionForm(forms.Form):
         labels: dict[Decision, str] = {}
         if approval.kind == ApprovalRequest.Kind.ESCALATION:
             labels = ESCALATION_LABELS
+        elif approval.kind == ApprovalRequest.Kind.PLAN:
+            labels = PLAN_LABELS
         elif approval.kind == ApprovalRequest.Kind.BUDGET:
             labels = budget_labels(approval)
         elif extra is not None and choice is not None:
@@ -60,6 +78,7 @@ class ApprovalDecisionForm(forms.Form):
         else:
             self.fields["comment"].help_text = ("Required when you request changes; given to "
                                                 "the model as guidance.")
+        self.outcomes = DECISION_OUTCOMES.get(approval.kind, "")
         self.extra = extra
         self.choice = choice
         fields_before = set(self.fields)

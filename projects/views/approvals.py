@@ -15,11 +15,15 @@ from projects.approval_forms import ApprovalDecisionForm
 from projects.approval_services import other_services
 from projects.diffs import unified_rows
 from projects.permissions import get_approval_for_member
+from projects.selectors.asked import asked_for
 from projects.selectors.inbox import inbox_page
+from projects.selectors.interviews import readable
 from projects.views.broker import broker_required
 from runs import approval_rules as rules
 from runs.models import ApprovalRequest, ApprovalVote
 from runs.selectors.approvals import review_material, who_decides
+from runs.selectors.changes import change_facts
+from runs.selectors.runs import capped_replies
 from runs.services import approvals as services
 from teams.http import AuthenticatedHttpRequest
 from teams.models import Membership
@@ -111,8 +115,7 @@ def _render(request: AuthenticatedHttpRequest, approval: ApprovalRequest, member
 
 def _context(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membership: Membership,
              form: ApprovalDecisionForm) -> dict[str, Any]:
-    against = request.GET.get("against", "")
-    material = review_material(approval, against=int(against) if against.isdigit() else None)
+    material = review_material(approval, against=request.GET.get("against"))
     team = approval.project.team
     tally = rules.approval_tally(approval, team=team)
     refusal = rules.gate_refusal(membership=membership, approval=approval)
@@ -133,4 +136,17 @@ def _context(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membe
         "is_pending": is_pending, "form": form,
         "outcomes": material.test_report.get("outcomes") or [],
         "other_services": other_services(approval, material.iteration),
+        **_what_it_decides(approval, material.iteration),
     }
+
+
+def _what_it_decides(approval: ApprovalRequest, iteration: Any) -> dict[str, Any]:
+    """What the request is checked against: what was asked, what a change run changes (with
+    its cases readable), and the replies of the attempt the model's length limit cut short."""
+    change = change_facts(approval, approval.run, iteration)
+    cases = [{**case, "input": readable(case.get("input") or {}, named=True),
+              "expected": readable(case.get("expected"),
+                                   named=isinstance(case.get("expected"), dict))}
+             for case in (change.cases if change else [])]
+    return {"asked": asked_for(approval.project), "change": change, "cases": cases,
+            "capped": capped_replies(approval.run, approval.iteration)}

@@ -13,9 +13,11 @@ from django.views.decorators.http import require_POST
 from autocoder.installation import PART_NAMES, InstallationFault
 from projects.diffs import code_lines, split_rows, unified_rows
 from projects.permissions import get_run_for_member
+from projects.selectors.asked import asked_for
 from projects.services import runs as services
 from projects.views.broker import broker_reachable, broker_unavailable
 from runs.models import Iteration, Run
+from runs.selectors.baselines import baseline_choices, baseline_for
 from runs.selectors.runs import (
     attempt_facts,
     capped_replies,
@@ -45,7 +47,7 @@ def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     part = request.GET.get("part")
     if request.htmx and part in ("live", "details"):  # the parts that follow live updates
         return render(request, f"projects/run_detail.html#{part}", context)
-    context.update(_iteration_context(run, request.GET))
+    context.update(_iteration_context(run, request.GET), asked=asked_for(run.project))
     return render(request, "projects/run_detail.html", context)
 
 
@@ -71,14 +73,13 @@ def _iteration_context(run: Run, params: QueryDict) -> dict[str, Any]:
     iteration = run_iteration(run, _int(params, "iteration"))
     if iteration is None:
         return {"iteration": None}
-    against_no = _int(params, "against")
-    if against_no is None:
-        against_no = iteration.number - 1
-    against = run_iteration(run, against_no) if against_no > 0 else None
+    against = baseline_for(run, params.get("against"), current=iteration.number)
     old_files = against.files if against is not None else {}
     view = params.get("view") if params.get("view") in ("split", "unified", "code") else "unified"
     context: dict[str, Any] = {
-        "iteration": iteration, "against": against, "against_no": against_no, "view": view,
+        "iteration": iteration, "against": against, "view": view,
+        "against_key": against.key if against is not None else "0",
+        "compare_choices": baseline_choices(run, iteration.number, _numbers(run)),
         "lessons": lessons_titles(list(iteration.lessons_used or [])),
         "findings": told_findings(iteration.safety_report or {}),
         "attempt_story": what_it_showed(attempt_facts(iteration, reports=True),
@@ -92,6 +93,10 @@ def _iteration_context(run: Run, params: QueryDict) -> dict[str, Any]:
         context["diff"] = unified_rows(old_files, iteration.files)
     context.update(_code_context(iteration, params.get("file", "")))
     return context
+
+
+def _numbers(run: Run) -> list[int]:
+    return list(run.iterations.order_by("number").values_list("number", flat=True))
 
 
 def _code_context(iteration: Iteration, path: str) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from runs.approval_rules import awaiting_member_q
 from runs.models import ApprovalRequest, ApprovalVote, Iteration
+from runs.selectors.baselines import Baseline, baseline_for, gate_default
 from teams.models import Membership
 
 
@@ -63,25 +64,26 @@ class ReviewMaterial:
     """What a reviewer needs to decide: the candidate, what changed, tests, findings."""
 
     iteration: Iteration | None
-    against: Iteration | None
+    against: Baseline | None  # what the candidate's code is compared with (None: nothing)
     test_report: dict[str, Any]
     safety_report: dict[str, Any]
     snippets: list[dict[str, Any]]
     quality: dict[str, Any]  # the quality pipeline's stages and score ({} before it ran)
 
 
-def review_material(approval: ApprovalRequest, *, against: int | None = None) -> ReviewMaterial:
-    """The iteration the request is about and the one to compare it with (by default: the one
-    before for changes and escalations, nothing for a publish request - the whole plugin)."""
+def review_material(approval: ApprovalRequest, *, against: str | None = None) -> ReviewMaterial:
+    """The iteration the request is about and what to compare it with (`against`: an
+    attempt's number, "version" or "0"; by default runs/selectors/baselines.py gate_default:
+    the version in use for a change run, the attempt before for a new plugin's changes and
+    escalations, nothing for its publish request - the whole plugin)."""
     payload = approval.payload or {}
     iteration = None
     if approval.kind != ApprovalRequest.Kind.PLAN:
         iteration = Iteration.objects.filter(run_id=approval.run_id,
                                              number=approval.iteration).first()
-    if against is None:
-        against = 0 if approval.kind == ApprovalRequest.Kind.PUBLISH else approval.iteration - 1
-    previous = (Iteration.objects.filter(run_id=approval.run_id, number=against).first()
-                if iteration is not None and against > 0 else None)
+    previous = (baseline_for(approval.run, against, current=approval.iteration,
+                             default=gate_default(approval, approval.run))
+                if iteration is not None else None)
     tests = payload.get("test_report") or (iteration.test_report if iteration else {}) or {}
     safety = payload.get("safety") or (iteration.safety_report if iteration else {}) or {}
     files = iteration.files if iteration else {}
