@@ -21,6 +21,7 @@ from projects.interview.commands import (
     default_commands,
     parse_commands,
 )
+from projects.interview.describing import proposed_description
 from projects.interview.examples import examples_errors, examples_from_form
 from projects.interview.fields import (
     FIELD_AUTONOMY,
@@ -38,8 +39,8 @@ MIN_REQUEST_WORDS = 3
 
 
 def new_state(request: str) -> dict[str, Any]:
-    return {"name": derive_plugin_name(request), "summary": request.strip(), "autonomy": "",
-            "constraints": "", "commands": []}
+    return {"name": derive_plugin_name(request), "summary": proposed_description(request),
+            "autonomy": "", "constraints": "", "commands": []}
 
 
 def request_errors(text: str) -> list[str]:

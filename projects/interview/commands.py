@@ -11,7 +11,7 @@ from autocoder.engine.spec import (
     RESERVED_METHODS,
     package_name,
 )
-from projects.interview.naming import slugify
+from projects.interview.naming import derive_task_name, slugify
 from projects.interview.parsing import parse_lines
 
 DEFAULT_COMMAND = "run"
@@ -43,7 +43,9 @@ def _command_line(line: str) -> tuple[str, str]:
     head, sep, tail = line.partition(":")
     if sep and head.strip() and len(head.split()) <= 4 and tail.strip():
         return slugify(head), tail.strip()
-    return slugify(" ".join(line.split()[:5])), line
+    if len(line.split()) == 1:  # a name as typed ("count-the-visitors") stays as it is
+        return slugify(line), line
+    return derive_task_name(line), line
 
 
 def _command_name_problem(name: str, taken: list[str]) -> str:

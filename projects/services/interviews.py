@@ -34,6 +34,7 @@ from projects.interview import (
     spec_assembly,
     testing,
 )
+from projects.interview.describing import proposed_description
 from projects.models import Interview
 from runs.models import Project, Run
 from runs.services.llm_calls import llm_calls_record_unattached
@@ -121,8 +122,9 @@ def interview_request_update(*, interview: Interview, request_text: str) -> Inte
     """Going back to step 1: a changed request may raise new questions (one more analyst round)."""
     with transaction.atomic():
         locked = _locked(interview)
-        if locked.state.get("summary", "").strip() == locked.request.strip():
-            locked.state["summary"] = request_text.strip()
+        summary = locked.state.get("summary", "").strip()
+        if summary in (locked.request.strip(), proposed_description(locked.request)):
+            locked.state["summary"] = proposed_description(request_text)  # not her own yet
         locked.request = request_text.strip()
         locked.analyst_done = False
         if locked.step == Interview.Step.DESCRIBE:

@@ -368,11 +368,15 @@ def interview_summary(request: AuthenticatedHttpRequest, pk: int) -> HttpRespons
 
 def _renamed(request: AuthenticatedHttpRequest, interview: Interview,
              errors: dict[str, list[str]]) -> HttpResponse:
-    """The summary's own name form: a bad name is refused next to the field (the rest of the
-    summary stays as it was); a good one is the project's name from now on."""
-    if errors.get(fields.FIELD_NAME):
-        return _summary_response(request, interview,
-                                 errors={fields.FIELD_NAME: errors[fields.FIELD_NAME]})
+    """The summary's names form (the plugin's name, its tasks' names, what it does): a bad
+    name is refused next to its field (the rest of the summary stays as it was); a good
+    plugin name is the project's name from now on."""
+    own = {fields.FIELD_NAME, fields.FIELD_SUMMARY, *(
+        fields.command_field(command["key"], "name")
+        for command in interview.state.get("commands", []))}
+    refused = {key: problems for key, problems in errors.items() if key in own and problems}
+    if refused:
+        return _summary_response(request, interview, errors=refused)
     url = reverse("interview_summary", args=[interview.pk])
     if request.htmx:  # said next to the field; a flash message would wait for the next page
         return push_url(_summary_response(request, interview, renamed=True), url)

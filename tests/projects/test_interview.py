@@ -12,6 +12,7 @@ from projects.interview import (
     analyst,
     answers,
     checklist,
+    describing,
     examples,
     naming,
     navigation,
@@ -213,6 +214,41 @@ def test_plugin_name_says_what_it_is_about_and_avoids_python_module_names(
     assert naming.derive_plugin_name(request_text) == name
 
 
+BOOKKEEPER = ("I'm the volunteer bookkeeper of our sports club. I get a CSV export from our "
+              "bank every month and need to add up how much was spent at REWE, EDEKA or ALDI.")
+
+
+def test_a_request_that_starts_with_who_asks_is_named_for_what_the_tool_does() -> None:
+    assert naming.derive_plugin_name(BOOKKEEPER) == "monthly-spending"
+    assert describing.proposed_description(BOOKKEEPER) == (
+        "Adds up how much was spent at REWE, EDEKA or ALDI.")
+
+
+@pytest.mark.parametrize(("request_text", "description"), [
+    ("I need something that greets a person by name, politely.",
+     "Greets a person by name, politely."),
+    ("I need a tool that makes a weekly schedule for my team. It must skip holidays.",
+     "Makes a weekly schedule for the team. It must skip holidays."),
+    ("Turn my list of meetings into a weekly summary table", "Turns the list of meetings into "
+                                                               "a weekly summary table."),
+    ("Can you make something to match invoices with payments for me?",
+     "Matches invoices with payments."),
+    ("I need a thing", "I need a thing"),  # nothing to rewrite safely: as typed
+])
+def test_the_proposed_description_is_in_the_third_person(request_text: str,
+                                                          description: str) -> None:
+    assert describing.proposed_description(request_text) == description
+
+
+@pytest.mark.parametrize(("line", "name"), [
+    ("add up how much was spent per category", "spending-by-category"),
+    ("Count the visitors", "count-visitors"),
+    ("Sort the rows by date", "sort-rows-by-date"),
+])
+def test_a_task_is_named_for_what_it_does(line: str, name: str) -> None:
+    assert naming.derive_task_name(line) == name
+
+
 def test_names_are_checked_with_the_spec_rule_in_plain_words() -> None:
     assert naming.name_problem("weekly-meeting-summary") == ""
     assert naming.name_problem("my greeter!") == (
@@ -224,9 +260,9 @@ def test_names_are_checked_with_the_spec_rule_in_plain_words() -> None:
 def test_actions_from_lines_keep_what_was_said_about_them() -> None:
     state, questions = interview("greet: say hello\nCount the visitors")
     assert [(c["key"], c["name"], c["description"]) for c in state["commands"]] == [
-        ("c1", "greet", "say hello"), ("c2", "count-the-visitors", "Count the visitors")]
+        ("c1", "greet", "say hello"), ("c2", "count-visitors", "Count the visitors")]
     answer(state, questions, {"cmd-c1-inputs": "name"}, require=False)
-    answer(state, questions, {"commands": "count-the-visitors\ngreet: say hello"},
+    answer(state, questions, {"commands": "count-visitors\ngreet: say hello"},
            require=False)
     greet = next(c for c in state["commands"] if c["name"] == "greet")
     assert (greet["key"], greet["inputs"]) == ("c1", "name")
