@@ -16,7 +16,9 @@ from projects.permissions import get_run_for_member
 from projects.selectors.asked import asked_for
 from projects.services import runs as services
 from projects.views.broker import broker_reachable, broker_unavailable
-from runs.models import Iteration, Run
+from runs import approval_rules as rules
+from runs.models import ApprovalRequest, Iteration, Project, Run
+from runs.selectors.approvals import who_decides
 from runs.selectors.baselines import baseline_choices, baseline_for
 from runs.selectors.runs import (
     attempt_facts,
@@ -59,7 +61,25 @@ def _live_context(run: Run, membership: Membership) -> dict[str, Any]:
             "generation": generation_state(team=run.project.team),
             "may_start": membership.can_review,
             # Admins are the ones told to fix a held run; they see what is broken.
-            "sees_faults": membership.is_admin or membership.user.is_staff}
+            "sees_faults": membership.is_admin or membership.user.is_staff,
+            "publishing": _publishing(run, membership, overview.pending_approval)}
+
+
+def _publishing(run: Run, membership: Membership,
+                pending: ApprovalRequest | None) -> dict[str, Any]:
+    """After success, where publishing stands and who acts next: while a publish request waits,
+    its deciders decide it on its page and anyone else reads who does (not a form that would
+    change the request they wait on); with none waiting, publishing asks for one."""
+    if run.status != Run.Status.SUCCEEDED or run.project.status == Project.Status.PUBLISHED:
+        return {}
+    if pending is not None and pending.kind == ApprovalRequest.Kind.PUBLISH:
+        if not rules.gate_refusal(membership=membership, approval=pending):
+            return {"decide": pending}
+        return {"words": who_decides(
+            deciders=rules.gate_deciders(pending), team_name=run.project.team.name,
+            thing="publish request", viewer_id=membership.user_id,
+            author=run.project.requester), "waiting": pending}
+    return {"publish": True}  # no request waits: publishing asks for one
 
 
 def _held_headline(run: Run) -> str:

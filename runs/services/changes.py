@@ -7,6 +7,7 @@ The tools app's "Ask for a change" calls `change_project_create` once the change
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -53,7 +54,7 @@ def change_project_create(*, team: Team, requester: User, base_name: str, base_v
                        asked=asked)
     with transaction.atomic():
         project = project_create(team=team, requester=requester, spec=spec,
-                                 name=_project_name(base_name or manifest.name, change))
+                                 name=change_project_name(base_name or manifest.name, change))
         run_start(project=project, started_by=requester, autonomy=autonomy,
                   base_files=dict(base_files), base_version=base_version or manifest.version,
                   base_tests_may_change=behaviour_changes, **run_options)
@@ -161,8 +162,19 @@ def _services(manifest: PluginManifest) -> dict[str, Any]:
                           "secret": s.secret} for s in manifest.settings]}
 
 
-def _project_name(name: str, change: str) -> str:
-    first = next((line.strip() for line in change.splitlines() if line.strip()), "")
+CHANGE_NAME_CHARS = 60
+
+
+def change_project_name(name: str, change: str) -> str:
+    """"greeter: Names like McCarthy lose their capitals": the plugin and the change's first
+    sentence, shortened at a word (never inside brackets) when it is long."""
+    words = " ".join(change.split())
+    first = re.split(r"(?<=[.!?])\s", words, maxsplit=1)[0].rstrip(".") if words else ""
+    if len(first) > CHANGE_NAME_CHARS:
+        cut = first[:CHANGE_NAME_CHARS + 1].rsplit(" ", 1)[0]
+        if cut.count("(") > cut.count(")"):
+            cut = cut[:cut.rfind("(")]
+        first = cut.rstrip(" ,;:-(") + "…"
     return f"{name}: {first}"[:120] if first else name[:120]
 
 

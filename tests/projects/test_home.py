@@ -8,7 +8,7 @@ from django.test import Client
 from django.urls import reverse
 
 from projects.models import Interview
-from runs.models import Project
+from runs.models import Project, Run
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.projects.portal_factories import ProjectFactory, RunFactory
 
@@ -60,3 +60,35 @@ def test_requests_in_a_team_the_requester_left_are_not_listed() -> None:
     ProjectFactory(team=team, requester=user, name="from-before")
     html = home_of(user)
     assert "from-before" not in html and "No plugins requested yet" in html
+
+
+def test_each_state_of_a_request_is_said_as_it_is(team_with_roles: dict) -> None:
+    """Issue 48: a run held by a broken model is not "waiting its turn", and one a person
+    cancelled is not one that "could not be built"."""
+    member, team = team_with_roles["member"], team_with_roles["team"]
+    held = ProjectFactory(team=team, requester=member, name="held-one",
+                          status=Project.Status.QUEUED)
+    RunFactory(project=held, status=Run.Status.HELD, held_by="model_reach")
+    cancelled = ProjectFactory(team=team, requester=member, name="cancelled-one",
+                               status=Project.Status.FAILED)
+    RunFactory(project=cancelled, status=Run.Status.CANCELLED, error="cancelled")
+    stopped = ProjectFactory(team=team, requester=member, name="stopped-one",
+                             status=Project.Status.FAILED)
+    RunFactory(project=stopped, status=Run.Status.ABORTED,
+               error="stopped by rob at an escalation: enough")
+    failed = ProjectFactory(team=team, requester=member, name="failed-one",
+                            status=Project.Status.FAILED)
+    RunFactory(project=failed, status=Run.Status.FAILED, error="all 6 attempts were used")
+    queued = ProjectFactory(team=team, requester=member, name="queued-one",
+                            status=Project.Status.QUEUED)
+    RunFactory(project=queued, status=Run.Status.QUEUED)
+    html = " ".join(home_of(member).split())
+
+    def label(name: str) -> str:
+        return html.split(f">{name}<", 1)[1].split("request-status", 1)[1].split("</span>")[0]
+
+    assert "generation cannot reach the model; your admins have been told" in label("held-one")
+    assert "Cancelled by a person" in label("cancelled-one")
+    assert "Stopped by a person" in label("stopped-one")
+    assert "Stopped: it could not be built" in label("failed-one")
+    assert "Waiting its turn" in label("queued-one")

@@ -196,3 +196,21 @@ def test_split_rows_pair_old_and_new_lines() -> None:
 def test_code_lines_carry_findings() -> None:
     lines = code_lines("a\nb\nc", {2: ["high B602: shell"]})
     assert [line.findings for line in lines] == [(), ("high B602: shell",), ()]
+
+
+def test_the_requester_waiting_on_the_publish_request_reads_who_acts_next(
+        portal: Portal, run: Run) -> None:
+    """Issue 48: no "Publish" form that would change the request she waits on."""
+    Run.objects.filter(pk=run.pk).update(status=Run.Status.SUCCEEDED)
+    gate = approval_for(run, kind="publish")
+    publish_url = reverse("marketplace:publish_run", args=[run.pk])
+    html = page(portal, portal.requester, run)
+    assert publish_url not in html
+    mine = " ".join(re.sub(r"<[^>]+>", " ", html).split())
+    assert "Where it stands: built and tested; waiting for a reviewer to publish it." in mine
+    assert f"{portal.reviewer.get_username()}" in mine.split("Where it stands:")[1][:300]
+    assert "You will get a notification when it is decided." in mine
+    theirs = page(portal, portal.reviewer, run)
+    assert publish_url not in theirs
+    assert reverse("approval_detail", args=[gate.pk]) in theirs
+    assert "Decide the publish request" in theirs

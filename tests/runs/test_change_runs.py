@@ -25,7 +25,11 @@ from runs.models import ApprovalRequest, Run
 from runs.selectors import results as selectors
 from runs.services import deciding, driving
 from runs.services.approvals import approval_vote_cast
-from runs.services.changes import NO_EXPECTED_ANSWER, change_project_create
+from runs.services.changes import (
+    NO_EXPECTED_ANSWER,
+    change_project_create,
+    change_project_name,
+)
 from tests.engine.conftest import greeter_spec
 
 pytestmark = [pytest.mark.django_db, pytest.mark.slow]
@@ -309,3 +313,14 @@ def test_a_change_that_says_behaviour_changes_may_rewrite_the_versions_tests(
     assert kept.status != Run.Status.SUCCEEDED
     first = kept.iterations.get(number=1)
     assert first.files["tests/test_acceptance.py"] == files["tests/test_acceptance.py"]
+
+
+@pytest.mark.parametrize(("change", "name"), [
+    ("Names like McCarthy lose their capitals.\nAlso O'Brien.",
+     "greeter: Names like McCarthy lose their capitals"),
+    ("The totals must also count LIDL and NETTO receipts (in the March export they are "
+     "missing) and round to cents.",
+     "greeter: The totals must also count LIDL and NETTO receipts\u2026"),
+])
+def test_a_change_run_is_named_for_the_change_in_whole_words(change: str, name: str) -> None:
+    assert change_project_name("greeter", change) == name
