@@ -11,6 +11,7 @@ from django import forms
 from django.contrib.auth.models import User
 from packaging.version import InvalidVersion, Version
 
+from autocoder.engine.spec import MAX_SUMMARY_CHARS
 from marketplace.models import Plugin
 from marketplace.proposals import PublishChoice, publish_choice
 from marketplace.selectors.versions import published_version_of_run
@@ -53,6 +54,13 @@ class PublishGate:
         form.fields["category"] = forms.ChoiceField(
             choices=Plugin.Category.choices, initial=choice.initial.category,
             label="Category", disabled=choice.listing_fixed, help_text=fixed)
+        changed = (f" Version {choice.from_version}'s words: if the change changes what it "
+                   "does, say so here." if choice.from_version else "")
+        form.fields["summary"] = forms.CharField(
+            max_length=MAX_SUMMARY_CHARS, initial=choice.summary, label="What it does",
+            widget=forms.Textarea(attrs={"rows": 3}),
+            help_text="The description in the marketplace, on the tool's page and in the "
+                      f"README.{changed}")
 
     def approve(self, *, approval: ApprovalRequest, user: User,
                 data: dict[str, Any]) -> VoteOutcome:
@@ -60,7 +68,8 @@ class PublishGate:
             return publish_request_approve(
                 approval=approval, user=user, comment=data["comment"],
                 candidate=data["candidate"], version=data["version"],
-                visibility=data["visibility"], category=data["category"])
+                visibility=data["visibility"], category=data["category"],
+                summary=data.get("summary", ""))
         except PackageError as error:
             raise ChoiceRefused(list(error.errors)) from error
 

@@ -11,6 +11,7 @@ Reads and pure helpers only; marketplace.services writes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -18,6 +19,8 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from autocoder.plugins import read_manifest
+from autocoder.plugins.render import render_manifest
 from marketplace.models import Plugin, PluginVersion
 from marketplace.served import served_preview
 from marketplace.validation import Manifest, PackageError, normalize_name, parse_manifest
@@ -133,6 +136,28 @@ def with_version(files: Mapping[str, str], version: str) -> dict[str, str]:
     return result
 
 
+def with_summary(files: Mapping[str, str], summary: str) -> dict[str, str]:
+    """The files with plugin.toml's summary (what the plugin does, as the marketplace, the
+    tool's page and the README say it) replaced by `summary`, and the README's paragraph that
+    said the old one; unchanged when `summary` is empty or the same, or plugin.toml cannot be
+    read (the package checks say why)."""
+    result = dict(files)
+    summary = summary.strip()
+    manifest = read_manifest(result.get("plugin.toml", ""))
+    if not summary or manifest is None or manifest.summary.strip() == summary:
+        return result
+    result["plugin.toml"] = render_manifest(dataclasses.replace(manifest, summary=summary))
+    readme = result.get("README.md")
+    if readme is not None and manifest.summary.strip() and manifest.summary.strip() in readme:
+        result["README.md"] = readme.replace(manifest.summary.strip(), summary, 1)
+    return result
+
+
+def candidate_summary(files: Mapping[str, str]) -> str:
+    manifest = read_manifest(files.get("plugin.toml", ""))
+    return manifest.summary if manifest is not None else ""
+
+
 def _current_version(files: Mapping[str, str]) -> str:
     try:
         return parse_manifest(files.get("plugin.toml", "")).version
@@ -180,6 +205,8 @@ class PublishChoice:
     initial: PublishProposal
     listing_fixed: bool
     waiting: bool
+    summary: str = ""  # what the candidate's plugin.toml says it does
+    from_version: str = ""  # the version in use a change run changes ("" for a new plugin)
 
 
 def publish_choice(approval: ApprovalRequest) -> PublishChoice | None:
@@ -210,7 +237,8 @@ def publish_choice(approval: ApprovalRequest) -> PublishChoice | None:
     return PublishChoice(initial=PublishProposal(version=version,
                                                  visibility=proposal.visibility,
                                                  category=proposal.category),
-                         listing_fixed=in_force is not None, waiting=False)
+                         listing_fixed=in_force is not None, waiting=False,
+                         summary=manifest.summary, from_version=approval.run.base_version)
 
 
 def next_free_version(*, team: Team, name: str, version: str) -> str:

@@ -23,6 +23,7 @@ from marketplace.proposals import (
     proposal_of,
     proposal_wanted,
     publish_payload,
+    with_summary,
     with_version,
 )
 from marketplace.selectors.visibility import viewer_for
@@ -63,12 +64,13 @@ def plugin_directory_publish(*, directory: Path, team: Team, approver: User,
 
 def plugin_version_publish(*, run: Run, user: User, visibility: str,
                            version: str = "", category: str = "", tags: Sequence[str] = (),
-                           changelog: str = "") -> PluginVersion:
+                           changelog: str = "", summary: str = "") -> PluginVersion:
     """Submit the result of a succeeded run. Its publish request is the gate, and it covers
     one combination of version, visibility and category (what the reviewer saw): a request
     approved for exactly the chosen one publishes at once; a pending request is changed to ask
     for it; after an approval of another combination a new request asks for it (the version
-    waits on it). Tags and the changelog are free."""
+    waits on it). Tags, the changelog and `summary` (what the plugin does, in plugin.toml and
+    the README: a change may change it) are free."""
     team = run.project.team
     require_member(user, team)
     if run.status != Run.Status.SUCCEEDED:
@@ -82,7 +84,8 @@ def plugin_version_publish(*, run: Run, user: User, visibility: str,
         raise PackageError([f"run {run.pk} has no successful iteration to publish"])
     if PluginVersion.objects.filter(run=run).exclude(status=PluginVersion.Status.REJECTED).exists():
         raise PackageError([f"run {run.pk} was already submitted to the marketplace"])
-    checked = plugin_package_check(team=team, files=with_version(iteration.files, version),
+    files = with_summary(with_version(iteration.files, version), summary)
+    checked = plugin_package_check(team=team, files=files,
                                    test_report=iteration.test_report,
                                    quality=iteration.quality)
     wanted = proposal_wanted(team=team, manifest=checked.manifest, visibility=visibility,
@@ -175,7 +178,7 @@ def _models_used(run: Run) -> list[dict[str, Any]]:
 
 def publish_request_approve(*, approval: ApprovalRequest, user: User, comment: str,
                             candidate: str, version: str, visibility: str,
-                            category: str) -> VoteOutcome:
+                            category: str, summary: str = "") -> VoteOutcome:
     """Approve a run's publish request with the version, visibility and category the reviewer
     chose on its review page, and publish it: one step, no second form.
 
@@ -193,7 +196,8 @@ def publish_request_approve(*, approval: ApprovalRequest, user: User, comment: s
     try:
         with transaction.atomic():
             submitted = plugin_version_publish(run=approval.run, user=user, version=version,
-                                               visibility=visibility, category=category)
+                                               visibility=visibility, category=category,
+                                               summary=summary)
             asked = ApprovalRequest.objects.select_related("project__team", "run").get(
                 pk=approval.pk)
             if submitted.approval_id != asked.pk:  # the run moved on meanwhile

@@ -136,6 +136,11 @@ def test_a_change_is_reviewed_against_the_version_in_use(
                                  " return d.scrollWidth <= d.clientWidth; }")
         expect(page.get_by_text("Approving publishes the plugin; rejecting leaves it "
                                 "unpublished.")).to_be_visible()
+        # What it does is the version's words until the reviewer changes them.
+        expect(page.get_by_label("What it does")).to_have_value(
+            "Greets a person by name, politely, with a comma after Hello.")
+        expect(page.get_by_text("Version 1.0.0's words: if the change changes what it does, "
+                                "say so here.")).to_be_visible()
         accessible_and_fits(page, "a change's publish gate", width)
 
         page.get_by_role("link", name="Side by side, or compared with something else").click()
