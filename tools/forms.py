@@ -11,12 +11,16 @@ one, from the keys of its first example, each typed as the example's value is:
 | boolean / true or false       | a tick box                        | true or false              |
 | table (declared)              | a box to paste into, or a file    | the table as CSV text      |
 | a list of records (example)   | a box to paste into, or a file    | a list of records          |
+| a list of words or numbers    | a box: one per line, or `a, b`    | the list (numbers typed as |
+|   (example)                   |                                   | the example's, `2,5` too)  |
 | file (declared)               | a file to upload                  | {"name", "content_base64"} |
 | anything else (example)       | a box for JSON                    | that JSON                  |
 
 A pasted table may be copied from a spreadsheet (tab-separated) or be CSV; an uploaded file is
 CSV, tab-separated text or JSON (a list of records), in UTF-8, at most MAX_FILE_BYTES. When the
-example's records have numbers in a column, the same column's cells become numbers.
+example's records have numbers in a column, the same column's cells become numbers (a decimal
+comma, `2,5`, reads as 2.5). A form can start from an earlier call's input (`prefill`: "Run it
+again" on a result keeps what was typed).
 """
 
 from __future__ import annotations
@@ -47,7 +51,7 @@ class InputSpec:
     """One input of a command's form."""
 
     name: str
-    kind: str  # text, number, choice, boolean, table, records, file, json
+    kind: str  # text, number, choice, boolean, table, records, list, file, json
     description: str = ""
     choices: tuple[str, ...] = ()
     required: bool = True
@@ -89,6 +93,11 @@ def _spec_from_example(name: str, value: Any) -> InputSpec:
         return InputSpec(name=name, kind="number")
     if isinstance(value, str):
         return InputSpec(name=name, kind="text", multiline="\n" in value or len(value) > 80)
+    if isinstance(value, list) and value and all(
+            isinstance(v, str) or _is_number(v) for v in value):
+        shown = ", ".join(str(v) for v in value[:3])
+        return InputSpec(name=name, kind="list", sample={"item": value[0]},
+                         description=f"One per line, or separated by commas, like: {shown}")
     if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
         return InputSpec(name=name, kind="records", sample=value[0],
                          description="Paste a table (from a spreadsheet, or CSV with a header "
@@ -136,6 +145,32 @@ class CommandForm(forms.Form):
             extra = self[f"{spec.name}__file"] if spec.kind in ("table", "records") else None
             found.append((spec, main, extra))
         return found
+
+
+def prefill(specs: list[InputSpec], payload: Any) -> dict[str, Any]:
+    """The form's values for an earlier call's input, written as a person types them (a list
+    as "a, b", records as a table with a header line); a file is not kept, so it is asked
+    for again."""
+    if not isinstance(payload, dict):
+        return {}
+    if len(specs) == 1 and specs[0].kind == "json" and specs[0].name == "input":
+        return {"input": json.dumps(payload, ensure_ascii=False)} if payload else {}
+    initial: dict[str, Any] = {}
+    for spec in specs:
+        if spec.name not in payload or spec.kind == "file":
+            continue
+        value = payload[spec.name]
+        if spec.kind == "boolean":
+            initial[spec.name] = bool(value)
+        elif spec.kind == "records" and is_records(value):
+            initial[spec.name] = _as_csv(_records_to_rows(value))
+        elif spec.kind == "list" and isinstance(value, list):
+            initial[spec.name] = ", ".join(_cell_text(item) for item in value)
+        elif spec.kind == "json" or not isinstance(value, str | int | float):
+            initial[spec.name] = json.dumps(value, ensure_ascii=False)
+        else:
+            initial[spec.name] = str(value)
+    return initial
 
 
 def _error_field(spec: InputSpec, form: CommandForm) -> str:
@@ -190,12 +225,41 @@ def _value_of(spec: InputSpec, cleaned: dict[str, Any]) -> Any:
         return _as_csv(_rows(raw))
     if spec.kind == "records":
         return _records(spec, _rows(raw))
+    if spec.kind == "list":
+        return _list(spec, raw)
     return raw
 
 
+def _list(spec: InputSpec, text: str) -> list[Any]:
+    """"mon, tue" or one per line; numbers where the example has numbers ("2,5 3" or one per
+    line: a comma between digits is a decimal comma); JSON ("[...]") as it is."""
+    if text.strip().startswith("["):
+        value = _json(text)
+        if not isinstance(value, list):
+            raise forms.ValidationError("Write the items one per line, or separated by commas.")
+        return value
+    if _is_number(spec.sample.get("item")):
+        pieces = [p.strip(",") for p in re.split(r"[\s;]+", text) if p.strip(",")]
+        items: list[Any] = []
+        for piece in pieces:
+            parts = [piece] if re.fullmatch(r"[-+]?\d+,\d+", piece) else piece.split(",")
+            for part in (p for p in parts if p):
+                try:
+                    items.append(_number(part))
+                except forms.ValidationError:
+                    raise forms.ValidationError(
+                        f"\u201c{part}\u201d is not a number: write numbers like 12 or 3,5, "
+                        "one per line or separated by spaces.") from None
+        return items
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if len(lines) == 1:
+        separator = ";" if ";" in lines[0] else ","
+        lines = [item.strip() for item in lines[0].split(separator) if item.strip()]
+    return lines
+
+
 def _number(text: str) -> int | float:
-    text = text.strip().replace(",", ".") if text.count(",") == 1 and "." not in text \
-        else text.strip()
+    text = _decimal_point(text.strip())
     if not NUMBER.fullmatch(text):
         raise forms.ValidationError("Write a number, like 12 or 3.5.")
     value = float(text)
@@ -271,12 +335,17 @@ def _records(spec: InputSpec, rows: list[list[str]]) -> list[dict[str, Any]]:
 
 
 def _cell(spec: InputSpec, column: str, cell: str) -> Any:
-    # Numbers where the example has numbers: a pasted "12.50" is what the plugin was shown.
+    # Numbers where the example has numbers: a pasted "12.50" (or "12,50") is what the plugin
+    # was shown; anything else ("n/a") stays as typed.
     wanted = spec.sample.get(column)
-    if isinstance(wanted, int | float) and not isinstance(wanted, bool) and \
-            NUMBER.fullmatch(cell.strip()):
+    if _is_number(wanted) and NUMBER.fullmatch(_decimal_point(cell.strip())):
         return _number(cell)
     return cell
+
+
+def _decimal_point(text: str) -> str:
+    """"3,5" is 3.5: one comma and no point is a decimal comma."""
+    return text.replace(",", ".") if text.count(",") == 1 and "." not in text else text
 
 
 def _records_to_rows(records: list[dict[str, Any]]) -> list[list[str]]:
@@ -297,20 +366,30 @@ def _as_csv(rows: list[list[str]]) -> str:
 class Block:
     """One part of an output as a page shows it."""
 
-    kind: str  # table, text, value, json
+    kind: str  # table, pairs (names and their values), list, text, value, json
     title: str = ""
     columns: list[str] = field(default_factory=list)
     rows: list[list[Any]] = field(default_factory=list)
     text: str = ""
+    numeric: tuple[int, ...] = ()  # the columns that hold numbers (shown as numbers)
 
 
 def is_records(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, dict) for v in value)
 
 
+def _is_scalar(value: Any) -> bool:
+    return value is None or isinstance(value, str | bool | int | float)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def output_blocks(output: Any) -> list[Block]:
-    """A list of records is a table, text is text, a small object is its parts, the rest is
-    pretty-printed JSON."""
+    """A list of records is a table, text is text, a small object is its parts (in the order
+    the plugin gave them: Invocation.output_in_order), names with a number or a word each are
+    a table of names and values, the rest is pretty-printed JSON."""
     if isinstance(output, dict) and 0 < len(output) <= 20:
         return [_block(value, title=str(key)) for key, value in output.items()]
     return [_block(output)]
@@ -320,7 +399,18 @@ def _block(value: Any, *, title: str = "") -> Block:
     if is_records(value):
         columns = list(dict.fromkeys(key for record in value for key in record))
         rows = [[_cell_text(record.get(c, "")) for c in columns] for record in value]
-        return Block(kind="table", title=title, columns=columns, rows=rows)
+        numeric = tuple(i for i, c in enumerate(columns)
+                        if any(_is_number(record.get(c)) for record in value)
+                        and all(_is_number(record.get(c)) or record.get(c) in (None, "")
+                                for record in value))
+        return Block(kind="table", title=title, columns=columns, rows=rows, numeric=numeric)
+    if isinstance(value, dict) and value and all(_is_scalar(v) for v in value.values()):
+        return Block(kind="pairs", title=title, columns=["", ""],
+                     rows=[[str(k), _cell_text(v)] for k, v in value.items()],
+                     numeric=(1,) if all(_is_number(v) for v in value.values()) else ())
+    if isinstance(value, list) and value and all(
+            isinstance(v, str) or _is_number(v) for v in value):
+        return Block(kind="list", title=title, rows=[[_cell_text(v)] for v in value])
     if isinstance(value, str):
         return Block(kind="text", title=title, text=value)
     if value is None or isinstance(value, bool | int | float):
@@ -329,6 +419,8 @@ def _block(value: Any, *, title: str = "") -> Block:
 
 
 def _cell_text(value: Any) -> str:
+    if value is None:
+        return ""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 

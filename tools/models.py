@@ -9,6 +9,9 @@ call.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django.conf import settings
 from django.db import models
 
@@ -198,6 +201,9 @@ class Invocation(models.Model):
     # asked, so recent results stay with them.
     payload = models.JSONField(default=dict, blank=True)
     output = models.JSONField(null=True, blank=True)
+    # The same output as the plugin returned it: jsonb keeps an object's keys in an order of
+    # its own, and a person reads them in the plugin's (`output_in_order`).
+    output_text = models.TextField(blank=True)
     output_cut = models.BooleanField(default=False)
     error = models.TextField(blank=True)
     error_kind = models.CharField(max_length=24, blank=True)
@@ -222,6 +228,16 @@ class Invocation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.command} of {self.plugin_id} in team {self.team_id} ({self.status})"
+
+    @property
+    def output_in_order(self) -> Any:
+        """The output with its objects' keys in the order the plugin gave them."""
+        if self.output_text:
+            try:
+                return json.loads(self.output_text)
+            except ValueError:
+                pass
+        return self.output
 
 
 class VersionBlock(models.Model):

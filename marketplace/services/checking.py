@@ -99,7 +99,8 @@ def _check_fail(version: PluginVersion, token: str, errors: list[str]) -> Plugin
 
 def _check_pass(version: PluginVersion, token: str, checked: CheckedPlugin) -> PluginVersion | None:
     plugin = version.plugin
-    embedding = summary_embedding_of(checked.manifest.name, checked.manifest.summary)
+    embedding = summary_embedding_of(checked.manifest.name, checked.manifest.summary,
+                                     checked.manifest.commands)
     try:
         with transaction.atomic():
             locked = (PluginVersion.objects.select_for_update()

@@ -16,6 +16,7 @@ from packaging.version import Version
 
 from marketplace.models import Artifact, Plugin, PluginVersion
 from marketplace.selectors.visibility import viewer_for
+from marketplace.services.submissions import commands_text
 from marketplace.validation import PackageError, clean_tags
 from teams.models import Membership
 from teams.services.audit import audit_record
@@ -27,7 +28,8 @@ def plugin_listing_refresh(*, plugin: Plugin) -> Plugin:
     """Point the plugin at its newest published, not yanked version and refresh what search
     reads (summary, full-text vector, summary embedding) from it."""
     candidates = list(plugin.versions.filter(status=PluginVersion.Status.PUBLISHED, yanked=False)
-                      .only("id", "version", "summary", "readme", "summary_embedding"))
+                      .only("id", "version", "summary", "readme", "summary_embedding",
+                            "commands"))
     latest = max(candidates, key=lambda v: Version(v.version), default=None)
     plugin.latest_version = latest
     fields = ["latest_version"]
@@ -38,14 +40,19 @@ def plugin_listing_refresh(*, plugin: Plugin) -> Plugin:
     plugin.save(update_fields=fields)
     readme = latest.readme[:README_INDEX_CHARS] if latest else ""
     Plugin.objects.filter(pk=plugin.pk).update(search_vector=search_vector_for(
-        name=plugin.name, summary=plugin.summary, tags=plugin.tags, readme=readme))
+        name=plugin.name, summary=plugin.summary, tags=plugin.tags, readme=readme,
+        commands=commands_text(latest.commands or []) if latest else ""))
     return plugin
 
 
-def search_vector_for(*, name: str, summary: str, tags: Iterable[str], readme: str) -> Any:
+def search_vector_for(*, name: str, summary: str, tags: Iterable[str], readme: str,
+                      commands: str = "") -> Any:
+    """What full-text search reads: the name first, then the summary, the tags and what the
+    commands do (their names and descriptions), then the README."""
     words = name.replace("-", " ").replace("_", " ")
     return (SearchVector(Value(f"{name} {words}"), weight="A", config="english")
-            + SearchVector(Value(f"{summary} {' '.join(tags)}"), weight="B", config="english")
+            + SearchVector(Value(f"{summary} {' '.join(tags)} {commands}"), weight="B",
+                           config="english")
             + SearchVector(Value(readme), weight="C", config="english"))
 
 

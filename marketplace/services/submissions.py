@@ -34,7 +34,8 @@ def version_create(*, team: Team, checked: CheckedPlugin, source: str,
                    models_used: list[dict[str, Any]] | None = None, iterations: int = 0,
                    approval: ApprovalRequest | None = None) -> PluginVersion:
     listing = listing_asked(checked.manifest, visibility, category, tags)
-    embedding = summary_embedding_of(checked.manifest.name, checked.manifest.summary)
+    embedding = summary_embedding_of(checked.manifest.name, checked.manifest.summary,
+                                     checked.manifest.commands)
     created: PluginVersion | None = None
     try:
         with transaction.atomic():
@@ -113,20 +114,40 @@ def commands_with_examples(manifest: Manifest, spec: dict[str, Any] | None) -> l
     return result
 
 
-def summary_embedding_of(name: str, summary: str) -> list[float] | None:
-    """The embedding searched by meaning; a failing embedder costs semantic search for this
-    plugin (full text still finds it), never the submission."""
+def summary_embedding_of(name: str, summary: str,
+                         commands: Sequence[Any] = ()) -> list[float] | None:
+    """The embedding searched by meaning (the name, the summary and what each command does:
+    `commands`, the manifest's); a failing embedder costs semantic search for this plugin
+    (full text still finds it), never the submission."""
     from autocoder.lessons.embedder import EmbedderError, embed_text
 
     try:
-        return [float(x) for x in embed_text(embedding_text(name, summary))]
+        return [float(x) for x in embed_text(embedding_text(name, summary, commands))]
     except EmbedderError:
         logger.exception("could not embed the summary of %s", name)
         return None
 
 
-def embedding_text(name: str, summary: str) -> str:
-    return f"{name.replace('-', ' ').replace('_', ' ')}: {summary}"
+def embedding_text(name: str, summary: str, commands: Sequence[Any] = ()) -> str:
+    text = f"{_words(name)}: {summary}"
+    tasks = commands_text(commands)
+    return f"{text} {tasks}" if tasks else text
+
+
+def commands_text(commands: Sequence[Any]) -> str:
+    """What the commands do, in words ("spending by category: Totals the month's expenses."),
+    from manifest commands or the dicts a version stores."""
+    parts = []
+    for command in commands:
+        name = command.get("name", "") if isinstance(command, dict) else command.name
+        about = (command.get("description", "") if isinstance(command, dict)
+                 else command.description)
+        parts.append(f"{_words(str(name))}: {' '.join(str(about or '').split())}".strip(": "))
+    return " ".join(parts)
+
+
+def _words(name: str) -> str:
+    return name.replace("-", " ").replace("_", " ")
 
 
 def artifacts_store(plugin: Plugin, version: PluginVersion,

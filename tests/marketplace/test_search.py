@@ -12,11 +12,14 @@ from typing import Any
 
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
 from autocoder.benchmarks.marketplace import SeedPlugin, catalogue_seed
-from marketplace.models import Plugin
+from marketplace.models import Plugin, PluginVersion
 from marketplace.selectors.catalogue import SearchParams, catalogue_search, clean_params
 from marketplace.selectors.visibility import viewer_for
+from marketplace.services.listing import plugin_listing_refresh
+from marketplace.services.submissions import summary_embedding_of
 from tests.marketplace.conftest import client_for
 
 pytestmark = pytest.mark.django_db
@@ -215,3 +218,23 @@ def test_a_page_of_results_carries_what_its_cards_show(market: dict, catalogue: 
             plugin.name, plugin.summary, plugin.category, plugin.tags, plugin.team.name,
             plugin.team.slug, plugin.latest_version.version, plugin.updated_at)
     assert card_plugins([]) == []
+
+
+def test_what_the_commands_do_is_searched_too(market: dict, catalogue: list) -> None:
+    """Issue 48: "monthly expenses" found only a scheduler, because the plugin that adds up
+    the month's spending said so in its command, not in its name or summary."""
+    summary = "Reads the sports club's bank export."
+    commands = [{"name": "spending-by-category", "examples": [],
+                 "description": "Totals the monthly expenses of each category from the bank's "
+                                "export."}]
+    plugin = Plugin.objects.create(name="club-spending", normalized_name="club-spending",
+                                   team=market["other"], visibility="public",
+                                   published_at=timezone.now())
+    PluginVersion.objects.create(
+        plugin=plugin, version="1.0.0", status=PluginVersion.Status.PUBLISHED, source="upload",
+        visibility="public", summary=summary, manifest={}, commands=commands, files={},
+        readme="# club-spending\n", published_at=timezone.now(),
+        summary_embedding=summary_embedding_of("club-spending", summary, commands))
+    plugin_listing_refresh(plugin=plugin)
+    top = names(viewer_for(market["loner"]), q="monthly expenses")[:3]
+    assert "club-spending" in top, top

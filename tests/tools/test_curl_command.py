@@ -53,6 +53,28 @@ def test_the_curl_commands_on_the_tools_pages_answer_200_as_copied(
         assert answer["ok"] is True
 
 
+def test_a_command_without_an_example_gets_a_body_it_takes_and_answers_200(
+        active: Activation, world: dict[str, Any]) -> None:
+    """Issue 48: without an example the page printed `-d '{}'`, which failed as printed; a
+    command that declares its input gets a value of each field it needs."""
+    version = active.version
+    version.commands = [{k: v for k, v in c.items() if k != "examples"}
+                        for c in version.commands]
+    version.save(update_fields=["commands"])
+    with live_asgi_server() as server:
+        browser = logged_in_browser(world["admin"], server.url)
+        page = browser.open(f"{server.url}t/acme/tools/month-totals/", timeout=30).read()
+        shown = shown_command(page.decode(), "curl-example")
+        assert "-d '{}'" not in shown
+        assert f"{server.url}api/tools/acme/month-totals/greet" in shlex.split(shown)
+        raw = tool_token_create(team=world["acme"], plugin=active.plugin, user=world["admin"],
+                                name="by hand")[1]
+        status, answer = _run(shown.replace(TOKEN_PLACEHOLDER, raw))
+        assert status == 200, answer
+        assert answer["output"] == "Hello, text!"
+        assert "a value of each field it needs" in page.decode()
+
+
 def test_the_body_is_quoted_for_the_shell_whatever_the_example_holds() -> None:
     shown = curl_command(url="http://portal.test/api/tools/a/b/c",
                          payload={"text": "it's \"quoted\" $HOME"})

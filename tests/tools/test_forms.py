@@ -8,7 +8,14 @@ from typing import Any
 
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from tools.forms import CommandForm, InputSpec, output_blocks, output_csv
+from tools.forms import (
+    CommandForm,
+    InputSpec,
+    _spec_from_example,
+    output_blocks,
+    output_csv,
+    prefill,
+)
 
 RECORDS = InputSpec(name="rows", kind="records", sample={"month": "Jan", "amount": 2})
 
@@ -70,6 +77,52 @@ def test_output_for_a_person() -> None:
     assert [b.kind for b in blocks] == ["table", "text", "value"]
     assert blocks[0].columns == ["month", "total"] and blocks[0].rows == [["Jan", "2"]]
     assert output_blocks("plain")[0].kind == "text"
-    assert output_blocks([1, 2])[0].kind == "json"
+    assert output_blocks([1, 2])[0].kind == "list"
+    assert output_blocks([[1], 2])[0].kind == "json"
     assert output_csv({"totals": [{"month": "Jan", "total": 2}]}) == "month,total\nJan,2\n"
     assert output_csv("text") is None
+
+
+def test_lists_and_decimal_commas_read_as_people_type_them() -> None:
+    """Issue 48: `mon, tue` is a list, not "not valid JSON"; `2,5` is 2.5, not text."""
+    days = [InputSpec(name="days", kind="list", sample={"item": "mon"})]
+    assert payload(days, {"days": "mon, tue"})[0] == {"days": ["mon", "tue"]}
+    assert payload(days, {"days": "mon\ntue\n"})[0] == {"days": ["mon", "tue"]}
+    assert payload(days, {"days": '["mon"]'})[0] == {"days": ["mon"]}
+    amounts = [InputSpec(name="amounts", kind="list", sample={"item": 1.5})]
+    assert payload(amounts, {"amounts": "2,5 3"})[0] == {"amounts": [2.5, 3]}
+    assert payload(amounts, {"amounts": "1, 2, 3"})[0] == {"amounts": [1, 2, 3]}
+    assert payload(amounts, {"amounts": "2,5\n3,75"})[0] == {"amounts": [2.5, 3.75]}
+    refused = str(payload(amounts, {"amounts": "2,5 lots"})[1])
+    assert "\u201clots\u201d is not a number" in refused and "JSON" not in refused
+    assert payload([RECORDS], {"rows": "month;amount\nJan;2,5\n"})[0] == {
+        "rows": [{"month": "Jan", "amount": 2.5}]}
+
+
+def test_a_list_in_the_example_gets_a_list_box() -> None:
+    spec = _spec_from_example("days", ["mon", "tue"])
+    assert spec.kind == "list" and "like: mon, tue" in spec.description
+
+
+def test_run_it_again_starts_from_the_input_as_it_was_typed() -> None:
+    specs = [RECORDS, InputSpec(name="days", kind="list", sample={"item": "mon"}),
+             InputSpec(name="n", kind="number"), InputSpec(name="loud", kind="boolean"),
+             InputSpec(name="doc", kind="file")]
+    earlier = {"rows": [{"month": "Jan", "amount": 2.5}], "days": ["mon", "tue"], "n": 3,
+               "loud": True, "doc": {"name": "a.txt", "content_base64": "aGk="}}
+    initial = prefill(specs, earlier)
+    assert initial == {"rows": "month,amount\nJan,2.5\n", "days": "mon, tue", "n": "3",
+                       "loud": True}
+    # What it starts from is sent as it was (the file is chosen again).
+    data = {k: ("on" if v is True else v) for k, v in initial.items()}
+    assert payload(specs[:4], data)[0] == {k: v for k, v in earlier.items() if k != "doc"}
+    whole = [InputSpec(name="input", kind="json", required=False)]
+    assert prefill(whole, {"text": "hi"}) == {"input": '{"text": "hi"}'}
+
+
+def test_names_with_a_value_each_are_a_table_and_numbers_are_marked() -> None:
+    blocks = output_blocks({"totals": {"REWE": 12.5, "EDEKA": 3}, "rows": [
+        {"shop": "REWE", "amount": 12.5}, {"shop": "ALDI", "amount": None}]})
+    assert blocks[0].kind == "pairs" and blocks[0].rows == [["REWE", "12.5"], ["EDEKA", "3"]]
+    assert blocks[0].numeric == (1,)
+    assert blocks[1].numeric == (1,) and blocks[1].rows[1] == ["ALDI", ""]

@@ -15,6 +15,7 @@ activation still in force, so a disabled version is refused at its next call.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -230,15 +231,22 @@ def _finish_outcome(invocation: Invocation, outcome: CallOutcome) -> Invocation:
     return _finish(invocation, status=Invocation.Status.OK if outcome.ok
                    else Invocation.Status.FAILED, error=outcome.error,
                    error_kind=outcome.error_kind, output=output if keep else None,
+                   output_text=_in_order(output) if keep and outcome.ok else "",
                    output_cut=outcome.ok and not keep and invocation.caller != "token",
                    output_bytes=size, duration_ms=outcome.duration_ms,
                    plugin_ms=outcome.plugin_ms, log_lines=outcome.log_lines,
                    http_requests=outcome.http_requests)
 
 
+def _in_order(output: Any) -> str:
+    """The output as JSON text, its keys in the plugin's order (Invocation.output_in_order)."""
+    return "" if output is None else json.dumps(output, ensure_ascii=False)
+
+
 def _finish(invocation: Invocation, *, status: str, **fields: Any) -> Invocation:
     answer = invocation.output
     fields.setdefault("output", None)
+    fields.setdefault("output_text", "")
     now = timezone.now()
     try:
         with transaction.atomic():  # a savepoint: a refused write leaves the rest usable
@@ -250,7 +258,8 @@ def _finish(invocation: Invocation, *, status: str, **fields: Any) -> Invocation
         logger.exception("invocation %s: its outcome could not be saved", invocation.pk)
         status = Invocation.Status.FAILED
         Invocation.objects.filter(pk=invocation.pk).update(
-            status=status, finished_at=now, output=None, log_lines=[], error_kind="bad_output",
+            status=status, finished_at=now, output=None, output_text="", log_lines=[],
+            error_kind="bad_output",
             error="The plugin's answer could not be saved (it holds text the database cannot "
                   "keep).")
     invocation.refresh_from_db()

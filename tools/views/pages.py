@@ -24,10 +24,10 @@ from teams.http import AuthenticatedHttpRequest
 from teams.models import Membership, Team
 from teams.permissions import get_team_for_member
 from tools import selectors
-from tools.api_commands import api_example, curl_command
+from tools.api_commands import api_example, curl_command, example_known
 from tools.change_selectors import plugin_change_requests
 from tools.declared import command_info, command_names, declared_hosts, declared_settings
-from tools.forms import CommandForm, input_specs, output_blocks, output_csv
+from tools.forms import CommandForm, input_specs, output_blocks, output_csv, prefill
 from tools.json_input import JsonInputError, json_input_parse
 from tools.models import Activation, Invocation, Schedule
 from tools.services import activations, blocks, schedules, tokens, tool_settings
@@ -157,16 +157,20 @@ def tool_deactivate(request: AuthenticatedHttpRequest, slug: str, name: str) -> 
 # -- using a tool --------------------------------------------------------------------------------
 
 
-def _forms(activation: Activation, bound: tuple[str, CommandForm] | None = None
-           ) -> list[dict[str, Any]]:
+def _forms(activation: Activation, bound: tuple[str, CommandForm] | None = None,
+           again: Invocation | None = None) -> list[dict[str, Any]]:
+    """Each command's form; `again`: an earlier call of the user's, whose input its command's
+    form starts from ("Run it again")."""
     found = []
     for command in command_names(activation.version):
+        specs = input_specs(activation.version, command)
+        initial = prefill(specs, again.payload) if again and again.command == command else {}
         form = bound[1] if bound and bound[0] == command else CommandForm(
-            specs=input_specs(activation.version, command), prefix=command)
+            specs=specs, prefix=command, initial=initial)
         info = command_info(activation.version, command) or {}
         # The rows are listed here: in a template, `form.rows` would be a field named rows.
         found.append({"name": command, "description": info.get("description", ""),
-                      "form": form, "rows": form.rows()})
+                      "form": form, "rows": form.rows(), "again": bool(initial)})
     return found
 
 
@@ -180,6 +184,7 @@ def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: M
         "commands": _forms(activation),
         "recent": selectors.recent_results(team, activation.plugin, request.user.pk),
         "curl_command": _curl(request, activation, command, sample),
+        "api_input_known": example_known(activation.version, command),
         "api_command": command, "api_sample": json.dumps(sample),
         "limits": INVOKE_LIMITS.described(),
         "blocked": selectors.version_block(activation.version_id),
@@ -208,8 +213,13 @@ def _schedules(team: Team, activation: Activation) -> list[dict[str, Any]]:
 @login_required
 def tool_detail(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResponse:
     team, membership, activation = _tool(request, slug, name)
-    return render(request, "tools/tool_detail.html",
-                  _detail_context(request, team, membership, activation))
+    context = _detail_context(request, team, membership, activation)
+    again = request.GET.get("again", "")
+    if again.isdigit():  # "Run it again" on one of the user's results
+        earlier = selectors.result_for_member(team, activation.plugin, int(again),
+                                              request.user.pk)
+        context["commands"] = _forms(activation, again=earlier)
+    return render(request, "tools/tool_detail.html", context)
 
 
 @login_required
@@ -242,11 +252,12 @@ def tool_result(request: AuthenticatedHttpRequest, slug: str, name: str,
     without JavaScript a refresh every two seconds)."""
     team, _, activation = _tool(request, slug, name)
     invocation = selectors.result_for_member(team, activation.plugin, pk, request.user.pk)
+    output = invocation.output_in_order
     context = {"team": team, "activation": activation, "plugin": activation.plugin,
-               "invocation": invocation, "blocks": output_blocks(invocation.output)
+               "invocation": invocation, "blocks": output_blocks(output)
                if invocation.status == Invocation.Status.OK else [],
-               "has_csv": output_csv(invocation.output) is not None,
-               "is_text": isinstance(invocation.output, str),
+               "has_csv": output_csv(output) is not None,
+               "is_text": isinstance(output, str),
                "done": invocation.status not in (Invocation.Status.PENDING,
                                                  Invocation.Status.RUNNING)}
     template = "tools/result.html#result" if request.htmx else "tools/result.html"
@@ -261,15 +272,16 @@ def tool_result_download(request: AuthenticatedHttpRequest, slug: str, name: str
     if invocation.status != Invocation.Status.OK:
         raise Http404("No output")
     stem = f"{activation.plugin.normalized_name}-{invocation.command}-{invocation.pk}"
+    output = invocation.output_in_order
     if fmt == "csv":
-        text = output_csv(invocation.output)
+        text = output_csv(output)
         if text is None:
             raise Http404("Not a table")
         response = HttpResponse(text, content_type="text/csv; charset=utf-8")
-    elif fmt == "txt" and isinstance(invocation.output, str):
-        response = HttpResponse(invocation.output, content_type="text/plain; charset=utf-8")
+    elif fmt == "txt" and isinstance(output, str):
+        response = HttpResponse(output, content_type="text/plain; charset=utf-8")
     elif fmt == "json":
-        response = HttpResponse(json.dumps(invocation.output, indent=2, ensure_ascii=False),
+        response = HttpResponse(json.dumps(output, indent=2, ensure_ascii=False),
                                 content_type="application/json")
     else:
         raise Http404("No such format")
