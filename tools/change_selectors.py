@@ -15,6 +15,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import Q, QuerySet
 from django.http import Http404
+from packaging.version import InvalidVersion, Version
 
 from marketplace.models import Plugin, PluginVersion
 from marketplace.selectors.visibility import can_see, plugin_for_viewer, viewer_for
@@ -152,3 +153,35 @@ def changes_awaiting(user: User, memberships: list[Membership] | None = None
     teams = sorted(m.team_id for m in memberships if m.can_review)
     return (ChangeRequest.objects.filter(team_id__in=teams, status=ChangeRequest.Status.OPEN)
             .order_by("created_at"))
+
+
+@dataclass(frozen=True)
+class Shipped:
+    """Where a shipped change stands for the team that asked: the version it came out in
+    (None when it cannot be found), the version that team uses now (None: not in use)."""
+
+    version: PluginVersion | None
+    in_use: PluginVersion | None
+
+    @property
+    def upgraded(self) -> bool:
+        if self.version is None or self.in_use is None:
+            return False
+        try:
+            return Version(self.in_use.version) >= Version(self.version.version)
+        except InvalidVersion:
+            return self.in_use.pk == self.version.pk
+
+
+def shipped_state(request: ChangeRequest) -> Shipped:
+    """For a shipped request's page: the version of its change run, and whether the asking
+    team uses it (or a later one) now, so the page never says an upgrade waits once it is
+    done."""
+    shipped = (PluginVersion.objects.filter(plugin_id=request.plugin_id,
+                                            run__project_id=request.project_id,
+                                            status=PluginVersion.Status.PUBLISHED)
+               .order_by("-pk").first() if request.project_id else None)
+    active = (Activation.objects.select_related("version")
+              .filter(team_id=request.from_team_id, plugin_id=request.plugin_id,
+                      status=Activation.Status.ACTIVE).first())
+    return Shipped(version=shipped, in_use=active.version if active else None)

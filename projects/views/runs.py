@@ -49,6 +49,9 @@ def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     part = request.GET.get("part")
     if request.htmx and part in ("live", "details"):  # the parts that follow live updates
         return render(request, f"projects/run_detail.html#{part}", context)
+    if request.htmx and part == "attempt":  # the empty state, until an attempt is checked
+        context.update(_iteration_context(run, request.GET))
+        return render(request, "projects/run_detail.html#attempt", context)
     context.update(_iteration_context(run, request.GET), asked=asked_for(run.project))
     return render(request, "projects/run_detail.html", context)
 

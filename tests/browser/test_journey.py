@@ -97,6 +97,8 @@ def test_request_to_succeeded_run_across_wizard_board_and_approvals(
     project = Project.objects.get(name="greeter")
     run = Run.objects.get(project=project)
     assert requester.url.endswith(f"/runs/{run.pk}/")
+    # The run page is live: what it shows follows the run without a reload (issue 48).
+    wait_until_live(requester)
 
     # Semi-automatic: the plan waits for a reviewer; the board moved the card by itself.
     expect(card(reviewer, "awaiting_approval", "greeter")).to_be_visible(timeout=RUN_STEP_MS)
@@ -115,5 +117,10 @@ def test_request_to_succeeded_run_across_wizard_board_and_approvals(
              what="the publish approval to publish the plugin")
     assert Run.objects.get(pk=run.pk).status == Run.Status.SUCCEEDED
     expect(requester.locator("main")).to_contain_text("Succeeded", timeout=RUN_STEP_MS)
+    # The attempt it checked replaced "No attempt checked yet", in the same document.
+    expect(requester.get_by_role("heading", name="Attempt 1", exact=True)).to_be_visible(
+        timeout=LIVE_UPDATE_MS)
+    expect(requester.get_by_text("No attempt checked yet")).to_have_count(0)
+    assert same_document(requester)
     reviewer.get_by_role("link", name="Acme board").click()
     expect(card(reviewer, "published", "greeter")).to_be_visible()

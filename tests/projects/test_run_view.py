@@ -214,3 +214,20 @@ def test_the_requester_waiting_on_the_publish_request_reads_who_acts_next(
     assert publish_url not in theirs
     assert reverse("approval_detail", args=[gate.pk]) in theirs
     assert "Decide the publish request" in theirs
+
+
+def test_the_empty_attempt_follows_live_updates_until_an_attempt_is_checked(
+        portal: Portal) -> None:
+    """Issue 48: the live page kept "No attempt checked yet" after success until a reload."""
+    fresh = Run.objects.create(project=ProjectFactory(team=portal.team))
+    url = reverse("run_detail", args=[fresh.pk]) + "?part=attempt"
+    client = portal.client(portal.reviewer)
+    empty = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert "No attempt checked yet" in empty and 'hx-trigger="live-update from:body"' in empty
+    assert "<html" not in empty
+    run_with_history(project=fresh.project)
+    later = Run.objects.filter(project=fresh.project).exclude(pk=fresh.pk).get()
+    checked = client.get(reverse("run_detail", args=[later.pk]) + "?part=attempt",
+                         HTTP_HX_REQUEST="true").content.decode()
+    assert '<h2 id="iteration-heading">Attempt 2</h2>' in checked
+    assert "No attempt checked yet" not in checked and 'id="code-heading"' in checked

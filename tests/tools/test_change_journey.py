@@ -134,6 +134,7 @@ def test_a_wrong_answer_becomes_a_tested_fix_the_team_upgrades_to(
     assert asked.status == ChangeRequest.Status.STARTED and asked.project is not None
     run = asked.project.runs.get()
     assert run.base_version == "1.0.0"
+    assert asked.project.name == "greeter: Names like McCarthy lose their capitals"
 
     # 5. The change run: the regression test fails on 1.0.0, the plan is approved on the
     #    review page, the fix passes every test, and the publish request is approved.
@@ -166,7 +167,9 @@ def test_a_wrong_answer_becomes_a_tested_fix_the_team_upgrades_to(
     shipped = wait_for(lambda: Notification.objects.filter(
         user=requester, message__contains="is out").first(), "the asker was not told")
     assert ChangeRequest.objects.get(pk=asked.pk).status == ChangeRequest.Status.SHIPPED
-    assert "The change is out" in words(asker.get(shipped.url).content.decode())
+    told = words(asker.get(shipped.url).content.decode())
+    assert "The change is out" in told and "version 1.0.1 of greeter is published" in told
+    assert f"The team {team.name} still uses version 1.0.0: a team admin upgrades it" in told
     upgrade = wait_for(lambda: Notification.objects.filter(
         user=admin, message__startswith="Upgrade waiting").first(), "the admin was not told")
     assert "greeter 1.0.1 is out (your team uses 1.0.0)" in upgrade.message
@@ -179,6 +182,9 @@ def test_a_wrong_answer_becomes_a_tested_fix_the_team_upgrades_to(
     upgraded = owner.post(upgrade.url, {"decision": "approve", "comment": "The fix."})
     assert upgraded.status_code == 302
     assert Activation.objects.get(team=team, status="active").version == second
+    told = words(asker.get(shipped.url).content.decode())
+    assert f"The team {team.name} uses version 1.0.1 now: the change is in use." in told
+    assert "upgrades it" not in told
 
     # 8. The same input through the tools' HTTP API now gives the expected answer.
     _, raw = tool_token_create(team=team, plugin=first.plugin, user=admin, name="intranet")

@@ -188,6 +188,8 @@ def change_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         "questions": [{**q, "number": n, "typed": answers.get(n, "")}
                       for n, q in enumerate(found.questions)],
         "may_answer": change_questions.may_answer(request.user, found),
+        "shipped": selectors.shipped_state(found)
+        if found.status == ChangeRequest.Status.SHIPPED else None,
         "follow_up_stalled": change_questions.follow_up_stalled(found)}, status=status)
 
 
