@@ -24,6 +24,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -34,7 +35,9 @@ from django.conf import settings
 from django.utils import timezone
 from packaging.version import InvalidVersion, Version
 
+from marketplace.build import declared_dependencies, pyproject_for
 from marketplace.models import Plugin, PluginVersion
+from marketplace.validation import PackageError, parse_manifest
 
 logger = logging.getLogger(__name__)
 
@@ -79,6 +82,11 @@ class HistoryEntry:
     @property
     def subject(self) -> str:
         return self.message.splitlines()[0] if self.message else ""
+
+    @property
+    def body(self) -> str:
+        """What follows the subject line and its blank line ("" for a message of one line)."""
+        return self.message.partition("\n\n")[2].strip()
 
     @property
     def added(self) -> int:
@@ -211,13 +219,46 @@ def author_of(version: PluginVersion) -> tuple[str, str]:
     return name, user.email or f"{user.get_username()}@users.noreply.{site_host()}"
 
 
+SUBJECT_CHARS = 72  # git's own advice for a commit's first line
+BODY_WIDTH = 72
+
+
 def message_of(version: PluginVersion) -> str:
-    """The changelog; else, for a generated version, what its requester asked for (a change
-    run's spec summary is the change request: "What to change: ..."); else "Version X.Y.Z"."""
-    if version.changelog.strip():
-        return version.changelog.strip()
-    asked = str((version.spec or {}).get("summary", "")).strip() if version.run_id else ""
-    return asked or f"Version {version.version}"
+    """A commit message as git reads it: a subject line ("1.0.1: Names like McCarthy lose
+    their capitals"), a blank line, then the whole text, wrapped at 72 columns. The text is the
+    changelog; else, for a generated version, what its requester asked for (a change run's
+    spec summary is the change request: "What to change: ..."); else none ("Version X.Y.Z")."""
+    text = version.changelog.strip()
+    if not text and version.run_id:
+        text = str((version.spec or {}).get("summary", "")).strip()
+    if not text:
+        return f"Version {version.version}"
+    first = text.splitlines()[0].removeprefix("What to change:").strip()
+    sentence = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0].rstrip(".")
+    subject = _shortened(f"{version.version}: {sentence}", SUBJECT_CHARS)
+    body = "\n".join(textwrap.fill(line, BODY_WIDTH, break_long_words=False,
+                                   break_on_hyphens=False) if line.strip() else ""
+                     for line in text.splitlines())
+    return f"{subject}\n\n{body}"
+
+
+def _shortened(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[:limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:-(") + "\u2026"
+
+
+def repo_files(version: PluginVersion) -> dict[str, str]:
+    """What a version's commit holds: its files, and the pyproject.toml its source package
+    has (the portal writes it, marketplace/build.py), so a clone builds as the sdist does."""
+    files = dict(version.files)
+    try:
+        manifest = parse_manifest(files.get("plugin.toml", ""))
+    except PackageError:
+        return files
+    files["pyproject.toml"] = pyproject_for(manifest, files,
+                                            declared_dependencies(files, manifest))
+    return files
 
 
 def _safe_path(path: str) -> str:
@@ -267,7 +308,7 @@ def record_version(version: PluginVersion) -> str | None:
         older = [v for v in recorded if _version_key(v) < key]
         newest = all(_version_key(v) < key for v in recorded)
         parent = head if newest else (recorded[max(older, key=_version_key)] if older else "")
-        commit = _text(repo, "commit-tree", _tree_of(repo, version.files),
+        commit = _text(repo, "commit-tree", _tree_of(repo, repo_files(version)),
                        *(("-p", parent) if parent else ()), "-F", "-",
                        data=(message_of(version) + "\n").encode(),
                        env={**portal, **_identity_env("AUTHOR", name, email, when)})

@@ -4,6 +4,8 @@ folded below each sentence (docs/portal.md, "The audit log")."""
 
 from __future__ import annotations
 
+import re
+
 from teams.models import AuditEntry
 
 # What each action did, as the verb phrase between who did it and what it was done to.
@@ -66,9 +68,23 @@ VERBS: dict[str, str] = {
 }
 
 
+# How entries recorded before their targets had names read: "2 3 in team 1 (active)".
+_NUMBERS_ONLY = re.compile(r"^(?:\d+ )+in team \d+(?: \(\w+\))?$|^version \d+ disabled$")
+
+
 def audit_sentence(entry: AuditEntry) -> str:
     """The entry as one sentence: who did what to which thing."""
     who = entry.actor_name or "The portal"
     verb = VERBS.get(entry.action) or entry.action.replace(".", ": ").replace("_", " ")
     what = entry.target_repr or (f"{entry.target_type} {entry.target_id}".strip())
+    if _NUMBERS_ONLY.match(what):
+        what = _named(entry) or what
     return f"{who} {verb} {what}".rstrip() + "."
+
+
+def _named(entry: AuditEntry) -> str:
+    """The plugin and version an entry's values name ("month-totals 1.0.0"), or ""."""
+    values = {**(entry.before or {}), **(entry.after or {})}
+    plugin = values.get("plugin")
+    return f"{plugin} {values['version']}".strip() if plugin and values.get("version") else \
+        str(plugin or "")

@@ -60,7 +60,8 @@ class Activation(models.Model):
         indexes = [models.Index(fields=["version", "status"], name="activation_version_status")]
 
     def __str__(self) -> str:
-        return f"{self.plugin_id} {self.version_id} in team {self.team_id} ({self.status})"
+        # Read in the audit log ("alice activated month-totals 1.0.0."): names, not ids.
+        return f"{self.plugin.name} {self.version.version}"
 
 
 class ToolSetting(models.Model):
@@ -84,7 +85,7 @@ class ToolSetting(models.Model):
                                                name="one_tool_setting_per_name")]
 
     def __str__(self) -> str:
-        return f"{self.name} of {self.plugin_id} in team {self.team_id}"
+        return f"{self.name} of {self.plugin.name}"
 
 
 # A secret's sealed text, sealed again under a new SECRET_KEY by `manage.py secrets_reseal`.
@@ -105,7 +106,7 @@ class ToolStorage(models.Model):
                                                name="one_tool_storage_per_team")]
 
     def __str__(self) -> str:
-        return f"storage of {self.plugin_id} in team {self.team_id} ({self.size} bytes)"
+        return f"the storage of {self.plugin.name} ({self.size} bytes)"
 
 
 class ToolToken(models.Model):
@@ -251,7 +252,7 @@ class VersionBlock(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self) -> str:
-        return f"version {self.version_id} disabled"
+        return f"{self.version} (disabled)"
 
 
 class ChangeRequest(models.Model):

@@ -14,7 +14,7 @@ from autocoder.engine.states import RunView
 def budget_exhausted(run: RunView, completed: int) -> str:
     """Why the run may not start another iteration ("" when it may)."""
     if completed >= run.max_iterations:
-        return f"iteration budget exhausted: {completed} of {run.max_iterations} iterations used"
+        return f"attempt budget exhausted: {completed} of {run.max_iterations} attempts used"
     if run.max_tokens and run.tokens_total >= run.max_tokens:
         return f"token budget exhausted: {run.tokens_total} of {run.max_tokens} tokens used"
     return wall_time_exhausted(run)

@@ -156,7 +156,7 @@ def _route(run: RunView, action: str, reason: str, checkpoint: Checkpoint, pendi
     elif (exhausted := budget_exhausted(run, checkpoint.number)) and passed:
         transition = ending(pending, RunStatus.SUCCEEDED,
                             f"{exhausted} while making the changes the reviewer asked for; "
-                            f"iteration {passed} passed the quality gate and is the candidate")
+                            f"attempt {passed} passed the quality gate and is the candidate")
     elif exhausted:
         transition = ending(pending, RunStatus.FAILED, exhausted)
     elif action == "escalate":

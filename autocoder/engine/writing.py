@@ -63,7 +63,7 @@ def plan_phase(step: Step) -> Transition:
             "plan": plan, "earlier_approaches": approaches, "lessons": pending.get("lessons", ""),
             "guidance": run.guidance,
             "services": services_for_review(spec, files.get("plugin.toml", "")),
-            "reasoning": f"Plan for iteration {step.number}; the loop starts implementing it "
+            "reasoning": f"Plan for attempt {step.number}; the loop starts implementing it "
                          "once approved.",
         })
     return transition

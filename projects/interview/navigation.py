@@ -36,12 +36,23 @@ class Progress:
     answered: int
     total: int
     essentials_open: int
+    # What the page shows: pages whose every question is answered, of the fixed page count
+    # (questions are added as tasks are named, so a count of questions jumped: 0 of 3, 1 of 7).
+    pages_done: int = 0
+    pages: int = 0
 
 
-def progress(questions: list[dict[str, Any]], state: Mapping[str, Any]) -> Progress:
+def progress(questions: list[dict[str, Any]], state: Mapping[str, Any], *,
+             analyst_done: bool = False) -> Progress:
     done = sum(1 for q in questions if not is_open(q, state))
+    count = page_count(questions, analyst_done=analyst_done)
+    groups = question_groups(questions)[:count]
+    finished = sum(1 for index, group in enumerate(groups)
+                   if (group and not any(is_open(q, state) for q in group))
+                   or (not group and PAGES[index][0] == "analyst" and analyst_done))
     return Progress(answered=done, total=len(questions),
-                    essentials_open=essentials_open(questions, state))
+                    essentials_open=essentials_open(questions, state),
+                    pages_done=finished, pages=count)
 
 
 def question_groups(questions: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:

@@ -114,7 +114,7 @@ def _gate_items(pks: list[int]) -> dict[int, InboxItem]:
 
 def _gate_item(approval: ApprovalRequest) -> InboxItem:
     return InboxItem(
-        what=f"{approval.get_kind_display()} request (iteration {approval.iteration})",
+        what=f"{approval.get_kind_display()} request (attempt {approval.iteration})",
         subject=approval.project.name, team=approval.project.team.name,
         requested_by=approval.project.requester.get_username(),
         created_at=approval.created_at, url=reverse("approval_detail", args=[approval.pk]),

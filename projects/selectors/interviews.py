@@ -66,7 +66,8 @@ def questions_page(interview: Interview, group: int,
     count = navigation.page_count(interview.questions, analyst_done=interview.analyst_done)
     group = min(max(group, 0), count - 1)
     views = [_question_view(q, interview.state, errors) for q in groups[group]]
-    progress = navigation.progress(interview.questions, interview.state)
+    progress = navigation.progress(interview.questions, interview.state,
+                                   analyst_done=interview.analyst_done)
     return QuestionsPage(group=group, group_count=count,
                          heading=navigation.page_heading(group), questions=views,
                          progress=progress, errors=errors,

@@ -22,7 +22,7 @@ def notifications_approval_requested(*, approval: ApprovalRequest) -> int:
     Returns how many notifications were created."""
     project = approval.project
     message = (f"Review needed: {approval.get_kind_display().lower()} of “{project.name}” "
-               f"(iteration {approval.iteration}).")
+               f"(attempt {approval.iteration}).")
     if approval.kind == ApprovalRequest.Kind.BUDGET:
         question = (approval.payload or {}).get("question") or "Budget reached."
         message = f"“{project.name}”, run {approval.run_id}: {question}"

@@ -70,7 +70,7 @@ def _apply_decision(run: Run, approval: ApprovalRequest, dispatch: Dispatch | No
 
 def _add_guidance(run: Run, approval: ApprovalRequest) -> None:
     who = approval.decided_by.get_username() if approval.decided_by else "a reviewer"
-    note = f"[{approval.kind}, iteration {approval.iteration}, {who}] {approval.comment}"
+    note = f"[{approval.kind}, attempt {approval.iteration}, {who}] {approval.comment}"
     run.guidance = f"{run.guidance}\n{note}".strip()[-MAX_GUIDANCE_CHARS:]
 
 
@@ -87,7 +87,7 @@ def _decide_change(run: Run, approval: ApprovalRequest, dispatch: Dispatch | Non
     carry = pending_carried(run)
     if approval.status == ApprovalRequest.Status.REJECTED:
         who = approval.decided_by.get_username() if approval.decided_by else "a reviewer"
-        reason = f"change of iteration {approval.iteration} rejected by {who}"
+        reason = f"change of attempt {approval.iteration} rejected by {who}"
         run.phase = Run.Phase.LEARN
         run.pending = pending_ending(carry, Run.Status.FAILED,
                                      f"{reason}: {approval.comment}".strip(": "))

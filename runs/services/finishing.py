@@ -56,7 +56,7 @@ def _request_publish(run: Run) -> None:
     best = run.best_iteration
     ApprovalRequest.objects.create(run=run, project=run.project, kind=ApprovalRequest.Kind.PUBLISH,
                                    iteration=best.number if best else run.iteration, payload={
-        "reasoning": f"The run succeeded at iteration {best.number if best else run.iteration}; "
+        "reasoning": f"The run succeeded at attempt {best.number if best else run.iteration}; "
                      "approve to mark the plugin ready for the marketplace.",
         "pass_rate": best.pass_rate if best else 0.0,
         "files": sorted(best.files) if best else [],

@@ -132,7 +132,7 @@ def _claim(run_id: int, token: str) -> Run | None:
             return None
         if run.step_attempts >= step_max_attempts():
             run_finish(run, Run.Status.FAILED,
-                       f"step '{run.phase}' of iteration {run.iteration + 1} was interrupted "
+                       f"step '{run.phase}' of attempt {run.iteration + 1} was interrupted "
                        f"{run.step_attempts} times (the worker was killed, for example for using "
                        "too much memory); the run stops here")
             return None
@@ -191,9 +191,9 @@ def _step_failed(run_id: int, token: str, phase: str, error: BaseException, *,
         run = Run.objects.select_for_update().filter(id=run_id).first()
         if run is None or run.step_token != token:
             return None
-        reason = (f"step '{phase}' of iteration {run.iteration + 1} failed "
+        reason = (f"step '{phase}' of attempt {run.iteration + 1} failed "
                   f"{run.step_attempts} times: {text}" if retryable
-                  else f"step '{phase}' of iteration {run.iteration + 1} failed: {text}")
+                  else f"step '{phase}' of attempt {run.iteration + 1} failed: {text}")
         if phase == Run.Phase.LEARN:
             run_finish(run, pending_outcome_status(run, Run.Status.FAILED), reason)
             return None

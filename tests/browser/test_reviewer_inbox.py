@@ -93,7 +93,7 @@ def test_a_publish_request_is_approved_and_published_in_one_step(
     reviewer = context_factory().new_page()
     log_in(reviewer, server, "rob")
     reviewer.goto(f"{server.url}approvals/")
-    reviewer.get_by_role("link", name="Publish request (iteration 1)").click()
+    reviewer.get_by_role("link", name="Publish request (attempt 1)").click()
     expect(reviewer.get_by_label("Version")).to_have_value("0.1.0")
     reviewer.get_by_label("Approve and publish").check()
     reviewer.get_by_label("Who sees and installs it").select_option("public")

@@ -196,7 +196,7 @@ def test_budget_exhaustion_keeps_the_best_candidate(start_run: Callable[..., Run
     run = drive(start_run("same_wrong_forever", max_iterations=2))
 
     assert run.status == Run.Status.FAILED
-    assert "iteration budget exhausted" in run.error
+    assert "attempt budget exhausted" in run.error
     assert run.iteration == 2
     assert run.best_iteration is not None and run.best_iteration.number == 1
     assert run.project.status == Project.Status.FAILED

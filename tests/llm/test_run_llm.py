@@ -158,7 +158,7 @@ def test_a_model_that_goes_silent_fails_the_step_once_and_it_is_not_redone(
     assert failed.phase == Run.Phase.LEARN and token == failed.step_token
     assert dispatch.sent == [(run.id, token, 0)]
     reason = failed.pending["outcome"]["reason"]
-    assert reason.startswith("step 'plan' of iteration 1 failed: LLMTimeout")
+    assert reason.startswith("step 'plan' of attempt 1 failed: LLMTimeout")
     assert "went silent" in reason
     [call] = LLMCall.objects.filter(run=run)
     assert call.error.startswith("LLMTimeout") and call.completion_tokens == 2

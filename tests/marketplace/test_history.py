@@ -42,6 +42,19 @@ class Plugin:
 '''
 
 
+class _Pyproject(str):
+    """Equal to the pyproject.toml the portal writes for a source package (a build system
+    first), whatever its version line."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, str) and other.startswith("[build-system]")
+
+    __hash__ = str.__hash__
+
+
+ANY_PYPROJECT = _Pyproject("[build-system] ...")
+
+
 def git(*args: str, cwd: Path | None = None,
         check: bool = True) -> subprocess.CompletedProcess[str]:
     """The git client a person runs: no configuration of this machine, never a prompt."""
@@ -77,16 +90,21 @@ def test_each_published_version_is_a_commit_by_the_requester_with_its_tag(
     repo = str(repo_path(first.plugin_id))
     log = git("--git-dir", repo, "log", "--format=%an <%ae>|%cn|%B%x00", "main").stdout
     commits = [c.strip() for c in log.split("\0") if c.strip()]
+    # A subject line, a blank line, the body (issue 48): not one paragraph.
     assert commits == [
         "acme-requester <acme-requester@example.com>|Autocoder portal|"
-        "Count words on any whitespace.",
+        "0.2.0: Count words on any whitespace\n\nCount words on any whitespace.",
         "acme-requester <acme-requester@example.com>|Autocoder portal|Version 0.1.0",
     ]
     assert git("--git-dir", repo, "tag", "--list").stdout.split() == ["v0.1.0", "v0.2.0"]
     assert git("--git-dir", repo, "rev-parse", "v0.2.0^{commit}").stdout == git(
         "--git-dir", repo, "rev-parse", "main").stdout
     tree = git("--git-dir", repo, "ls-tree", "-r", "--name-only", "v0.1.0").stdout.split()
-    assert tree == sorted(first.files)  # exactly the published files
+    # Exactly the published files, and the pyproject.toml their source package has.
+    assert tree == sorted({*first.files, "pyproject.toml"})
+    sdist_pyproject = git("--git-dir", repo, "show", "v0.1.0:pyproject.toml").stdout
+    assert 'name = "word-count"' in sdist_pyproject and 'version = "0.1.0"' in sdist_pyproject
+    assert "[build-system]" in sdist_pyproject
     shown = git("--git-dir", repo, "show", "v0.2.0:word_count/plugin.py").stdout
     assert shown == second.files["word_count/plugin.py"]
 
@@ -143,7 +161,9 @@ def test_the_bundle_clones_into_the_latest_version(
     bundle = tmp_path / "word-count.bundle"
     bundle.write_bytes(b"".join(response.streaming_content))
     git("clone", "--quiet", str(bundle), str(tmp_path / "taken"))
-    assert files_of(tmp_path / "taken") == second.files
+    taken = files_of(tmp_path / "taken")
+    assert taken.pop("pyproject.toml").startswith("[build-system]")
+    assert taken == second.files
     assert git("tag", "--list", cwd=tmp_path / "taken").stdout.split() == ["v0.1.0", "v0.2.0"]
     # Without a session or token: 401 asking for the token, not the code.
     anonymous = client_for(market["outsider"])
@@ -209,9 +229,10 @@ def test_git_clone_over_http_public_and_with_the_teams_token(
         host = server.url.removeprefix("http://")
         git("clone", "--quiet", f"{server.url}marketplace/p/word-count/git/",
             str(tmp_path / "public"))
-        assert files_of(tmp_path / "public") == public_latest.files
+        assert files_of(tmp_path / "public") == {**public_latest.files,
+                                                 "pyproject.toml": ANY_PYPROJECT}
         log = git("log", "--format=%an|%cn|%s", cwd=tmp_path / "public").stdout.splitlines()
-        assert log == ["acme-requester|Autocoder portal|Count words on any whitespace.",
+        assert log == ["acme-requester|Autocoder portal|0.2.0: Count words on any whitespace",
                        "acme-requester|Autocoder portal|Version 0.1.0"]
 
         url = "marketplace/p/secret-words/git/"
@@ -224,5 +245,6 @@ def test_git_clone_over_http_public_and_with_the_teams_token(
         assert wrong.returncode != 0 and not (tmp_path / "wrong" / "plugin.toml").exists()
 
         git("clone", "--quiet", f"http://__token__:{token}@{host}{url}", str(tmp_path / "team"))
-        assert files_of(tmp_path / "team") == team_latest.files
+        assert files_of(tmp_path / "team") == {**team_latest.files,
+                                               "pyproject.toml": ANY_PYPROJECT}
         assert git("tag", "--list", cwd=tmp_path / "team").stdout.split() == ["v0.1.0", "v0.2.0"]

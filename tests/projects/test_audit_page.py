@@ -11,6 +11,8 @@ from django.utils import timezone
 from teams.models import AuditEntry
 from teams.services.audit import audit_record
 from tests.teams.conftest import Portal
+from tests.tools.conftest import publish_version
+from tools.services.activations import activation_decide, activation_request
 
 pytestmark = pytest.mark.django_db
 
@@ -125,3 +127,19 @@ def test_every_action_the_portal_records_has_words() -> None:
                for path in (root / app).rglob("*.py") if "migrations" not in path.parts
                for match in pattern.findall(path.read_text())}
     assert written and not written - set(VERBS), sorted(written - set(VERBS))
+
+
+def test_tool_entries_name_the_plugin_and_version(portal: Portal) -> None:
+    """Issue 48: "activated 2 3 in team 1" said nothing to a person."""
+    version = publish_version(portal.team)
+    activation_decide(activation=activation_request(team=portal.team, version=version,
+                                                    user=portal.admin),
+                      user=portal.admin, approve=True)
+    AuditEntry.objects.bulk_create([AuditEntry(
+        team=portal.team, actor_name="alice", action="tool.deactivated",
+        target_type="activation", target_id="2", target_repr="2 3 in team 1 (active)",
+        before={"version": "0.9.0"}, after={"plugin": "old-tool"})])
+    page = " ".join(portal.client(portal.admin).get(url()).content.decode().split())
+    assert f"{portal.admin.get_username()} activated month-totals 1.0.0." in page
+    assert "alice deactivated old-tool 0.9.0." in page  # written before names were kept
+    assert "in team" not in page.split("What happened", 1)[1]

@@ -397,8 +397,18 @@ def test_progress_and_first_open_page() -> None:
     assert navigation.progress(questions, state).essentials_open == 4
     complete(state, questions)
     assert navigation.first_open_group(questions, state) is None
-    assert navigation.progress(questions, state) == navigation.Progress(answered=7, total=7,
-                                                                        essentials_open=0)
+    assert navigation.progress(questions, state, analyst_done=True) == navigation.Progress(
+        answered=7, total=7, essentials_open=0, pages_done=4, pages=4)
+
+
+def test_the_pages_done_never_jump_as_tasks_add_questions() -> None:
+    """Issue 48: "Answered 0 of 3" became "1 of 7" once the tasks were named."""
+    state, questions = interview()  # the tasks are named: their questions were added
+    seen = navigation.progress(questions, state, analyst_done=False)
+    assert (seen.pages_done, seen.pages) == (1, 5)
+    complete(state, questions)
+    done = navigation.progress(questions, state, analyst_done=False)
+    assert (done.pages_done, done.pages) == (4, 5)  # the analyst may still ask
 
 
 # -- the analyst ------------------------------------------------------------------------------

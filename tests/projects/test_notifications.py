@@ -28,7 +28,7 @@ def test_reviewers_and_admins_are_notified_requesters_are_not(portal: Portal,
     users = set(Notification.objects.values_list("user__username", flat=True))
     assert users == {"rita", "alice"}
     note = Notification.objects.get(user=portal.reviewer)
-    assert note.message == "Review needed: change of “invoice-parser” (iteration 2)."
+    assert note.message == "Review needed: change of “invoice-parser” (attempt 2)."
     assert note.url == reverse("approval_detail", args=[approval.pk])
 
 

@@ -112,7 +112,7 @@ def test_gates_and_uploads_share_one_list_oldest_first(portal: Portal) -> None:
         f"{reverse('marketplace:version', args=['word-count', '0.1.0'])}#gate-{upload.pk}",
         reverse("approval_detail", args=[second.pk])]
     assert [item.what for item in items] == [
-        "Change request (iteration 2)", "Uploaded version 0.1.0", "Change request (iteration 2)"]
+        "Change request (attempt 2)", "Uploaded version 0.1.0", "Change request (attempt 2)"]
     home = page_text(portal.client(portal.reviewer), reverse("home"))
     assert "Waiting for you (3)" in home
 

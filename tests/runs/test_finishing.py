@@ -41,7 +41,7 @@ def test_a_run_whose_first_model_call_fails_for_good_ends_failed_and_says_why(
                                    provider_factory=lambda run, role: provider)
 
     assert final.status == Run.Status.FAILED
-    assert final.error == f"step 'plan' of iteration 1 failed: LLMBadRequest: {TOO_LONG}"
+    assert final.error == f"step 'plan' of attempt 1 failed: LLMBadRequest: {TOO_LONG}"
     assert (final.iteration, final.phase, final.lessons_written) == (0, Run.Phase.DONE, 0)
     assert final.project.status == Project.Status.FAILED
     assert final.llm_calls.count() == 1, "refused at once, not retried"

@@ -140,7 +140,7 @@ def test_a_change_waiting_for_approval_stops_the_steps_after_verify(portal: Port
 
 def test_a_failed_run_says_why_it_stopped_and_has_no_step_lit(portal: Portal) -> None:
     run = make_run(portal, attempts=6, status=Run.Status.FAILED, phase=Run.Phase.DONE,
-                   error="iteration budget exhausted: 6 of 6 iterations used")
+                   error="attempt budget exhausted: 6 of 6 attempts used")
     markup = page(portal, run)
     assert '<ol class="phases"' not in markup and 'aria-current="step"' not in markup
     before, inside = before_and_inside_details(markup)
