@@ -56,8 +56,9 @@ class PublishGate:
             label="Category", disabled=choice.listing_fixed, help_text=fixed)
         changed = (f" Version {choice.from_version}'s words: if the change changes what it "
                    "does, say so here." if choice.from_version else "")
-        form.fields["summary"] = forms.CharField(
+        form.fields["summary"] = forms.CharField(  # left out or empty: the candidate's own
             max_length=MAX_SUMMARY_CHARS, initial=choice.summary, label="What it does",
+            required=False,
             widget=forms.Textarea(attrs={"rows": 3}),
             help_text="The description in the marketplace, on the tool's page and in the "
                       f"README.{changed}")
