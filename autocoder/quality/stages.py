@@ -126,8 +126,8 @@ def commands_not_run(commands: list[str], *, called: set[str] | None,
     """The commands no test runs. A test runs a command when it calls it through
     `on_command` (in any way: the class itself, a fixture, a parametrized name), or when the
     command's handler method ran (`count-words` -> `count_words`, called by a test itself).
-    When the calls could not be noted (the plugin's class did not load before the tests), a
-    command without a handler method counts as run when a test names it."""
+    When the calls could not be noted (the entry has no plain `on_command` method), a command
+    without a handler method counts as run when a test names it."""
     handlers = _handler_lines(files, package)
     tests = _test_strings(files)
     not_run = []

@@ -12,10 +12,12 @@ quality pipeline").
 from __future__ import annotations
 
 import functools
-import importlib
+import importlib.abc
+import importlib.machinery
 import inspect
 import json
 import os
+import sys
 from typing import Any
 
 REPORT_PATH = os.path.join(".autocoder", "pytest-report.json")
@@ -25,7 +27,7 @@ MAX_MESSAGE = 2000
 MAX_COMMANDS = 500
 _outcomes: dict[str, dict[str, str]] = {}  # nodeid -> outcome record
 _called: set[str] = set()
-_recording: dict[str, Any] = {"recorded": False, "why": "the tests were not collected"}
+_recording: dict[str, Any] = {"recorded": False, "why": "not asked"}
 
 
 def _message(report: Any) -> str:
@@ -55,24 +57,37 @@ def pytest_collectreport(report: Any) -> None:
                              "message": "collection failed: " + _message(report)}
 
 
-def pytest_collection_finish(session: Any) -> None:
-    entry = os.environ.get(COMMANDS_ENV)
-    if entry:
-        _record_commands(entry)
+class _WrapOnImport(importlib.abc.MetaPathFinder):
+    """Wraps the entry class's `on_command` the moment its module has run, whoever imports it
+    (a test module, a conftest, a fixture, a test's body): no call is missed, and nothing is
+    imported that the tests would not import themselves, so the line coverage stays theirs."""
+
+    def __init__(self, module: str, attr: str) -> None:
+        self.module, self.attr = module, attr
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        if fullname != self.module:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        loader = spec.loader if spec is not None else None
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        run = loader.exec_module
+
+        def exec_module(module: Any) -> None:
+            run(module)
+            _wrap(getattr(module, self.attr, None))
+
+        loader.exec_module = exec_module  # type: ignore[method-assign]
+        return spec
 
 
-def _record_commands(entry: str) -> None:
-    """Wrap the entry class's `on_command` so each call's command name is noted; the test
-    modules were imported by now, so they hold the class itself and see the wrapper."""
-    module_name, _, attr = entry.partition(":")
-    try:
-        target = getattr(importlib.import_module(module_name), attr)
-        original = inspect.getattr_static(target, "on_command")
-    except Exception as exc:  # the tests' own run reports what is wrong with the plugin
-        _recording.update(why=f"{entry} could not be loaded: {type(exc).__name__}")
-        return
+def _wrap(target: Any) -> None:
+    """Note each call's command name, then call the plugin's own method."""
+    original = inspect.getattr_static(target, "on_command", None) if target is not None else None
     if not inspect.isfunction(original):
-        _recording.update(why="on_command is not a plain method")
+        _recording.update(recorded=False, why="the entry has no plain on_command method")
         return
     parameters = list(inspect.signature(original).parameters)
     keyword = parameters[1] if len(parameters) > 1 else ""
@@ -85,7 +100,22 @@ def _record_commands(entry: str) -> None:
         return original(self, *args, **kwargs)
 
     target.on_command = on_command
+
+
+def _start_recording() -> None:
+    """Watch for the entry's module from the start (before any conftest is loaded); until it
+    is imported, no test has called a command."""
+    module, _, attr = os.environ.get(COMMANDS_ENV, "").partition(":")
+    if not module or not attr:
+        return
     _recording.update(recorded=True, why="")
+    if module in sys.modules:
+        _wrap(getattr(sys.modules[module], attr, None))
+    else:
+        sys.meta_path.insert(0, _WrapOnImport(module, attr))
+
+
+_start_recording()
 
 
 def pytest_sessionfinish(session: Any, exitstatus: int) -> None:

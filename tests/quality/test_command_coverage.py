@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import textwrap
 
+import pytest
+
 from autocoder.quality.pipeline import run_quality
 from autocoder.quality.stages import commands_not_run
 
@@ -48,14 +50,27 @@ def _plugin(name: str, commands: list[str], code: str, tests: str) -> dict[str, 
             "README.md": f"# {name}\n"}
 
 
-def test_the_only_test_calling_the_command_counts_even_behind_a_guarding_if() -> None:
-    files = _plugin("word-count", ["count-words"], GUARDED, '''\
-        from word_count.plugin import Plugin
+ONLY_TEST = {
+    "at the top": ("from word_count.plugin import Plugin\n\n\ndef test_counts():\n"
+                   "    assert Plugin().on_command('count-words', {'text': 'a b c'})"
+                   " == {'words': 3}\n"),
+    "in the test": ("def test_counts():\n    from word_count.plugin import Plugin\n\n"
+                    "    assert Plugin().on_command('count-words', {'text': 'a b c'})"
+                    " == {'words': 3}\n"),
+    "in a conftest fixture": ("def test_counts(plugin):\n"
+                              "    assert plugin.on_command('count-words', {'text': 'a b c'})"
+                              " == {'words': 3}\n"),
+}
+CONFTEST = ("import pytest\n\nfrom word_count.plugin import Plugin\n\n\n@pytest.fixture\n"
+            "def plugin():\n    return Plugin()\n")
 
 
-        def test_counts():
-            assert Plugin().on_command("count-words", {"text": "a b c"}) == {"words": 3}
-        ''')
+@pytest.mark.parametrize("where", ONLY_TEST)
+def test_the_only_test_calling_the_command_counts_even_behind_a_guarding_if(where: str) -> None:
+    """Wherever the test imports the plugin: the calls are noted from the start."""
+    files = _plugin("word-count", ["count-words"], GUARDED, ONLY_TEST[where])
+    if where == "in a conftest fixture":
+        files["tests/conftest.py"] = CONFTEST
     report = run_quality(files, strategy="basic")
     coverage = report.stage("coverage")
     assert report.test_report.passed == 1
