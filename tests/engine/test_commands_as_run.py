@@ -43,6 +43,7 @@ def manage(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]
     return done
 
 
+@pytest.mark.timeout(FIRST_LOAD_S + 120)  # the session's 300 s would cut a first load short
 def test_the_demo_exits_0_with_the_reference_loaded_and_approving_publishes_it(
         tmp_path: Path) -> None:
     done = manage(*DEMO, "--out", str(tmp_path / "plugin"), timeout=FIRST_LOAD_S)
