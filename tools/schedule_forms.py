@@ -15,6 +15,7 @@ from tools.services.calendar import (
     DAY_NAMES,
     DAYS,
     ORDINALS,
+    TIME,
     RuleError,
     ScheduleRule,
     cron_rule_parse,
@@ -89,8 +90,11 @@ class ScheduleForm(forms.Form):
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
         every = cleaned.get("every") or ""
+        at = (cleaned.get("at_time") or "").strip()
         try:
-            if every == "cron":
+            if every in ("daily", "weekly", "monthly") and not TIME.fullmatch(at):
+                self.add_error("at_time", "Write the time of day as HH:MM, like 08:00.")
+            elif every == "cron":
                 self.when, cleaned["cron"] = "", cron_rule_parse(cleaned.get("cron") or "").cron
             elif every:
                 cleaned["cron"] = ""

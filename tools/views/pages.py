@@ -28,6 +28,7 @@ from tools.change_selectors import plugin_change_requests
 from tools.declared import command_info, command_names, declared_hosts, declared_settings
 from tools.forms import CommandForm, input_specs, output_blocks, output_csv
 from tools.models import Activation, Invocation
+from tools.schedule_selectors import schedule_offer
 from tools.services import activations, blocks, tokens, tool_settings
 from tools.services.invocations import InvocationRefused, invocation_request
 from tools.views.schedule_parts import schedule_post, schedule_section
@@ -72,6 +73,7 @@ def _review_context(team: Team, version: PluginVersion,
         "permissions_before": selectors.manifest_permissions(before) if before else None,
         "diff": unified_rows(before.files, version.files) if before else None,
         "withdrawn": activations.yanked_refusal(version) if version.yanked else "",
+        "schedule_offer": schedule_offer(version),
     }
 
 
