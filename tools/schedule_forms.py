@@ -65,8 +65,8 @@ class ScheduleForm(forms.Form):
                               widget=forms.TimeInput(attrs={"type": "time"}, format="%H:%M"),
                               help_text="On the clock of the time zone below, like 08:00.")
     time_zone = forms.ChoiceField(label="Time zone", choices=(), required=False,
-                                  help_text="Left out: the team's (the one its latest schedule "
-                                            "uses).")
+                                  help_text="It starts with the team's: the one its latest "
+                                            "schedule uses.")
     cron = forms.CharField(label="Cron expression", required=False, max_length=120,
                            help_text="Five fields: minute, hour, day of the month, month, day "
                                      "of the week. “0 8 * * 1” is Mondays at 08:00.")
