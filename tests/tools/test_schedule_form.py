@@ -103,6 +103,8 @@ def test_the_activation_offers_the_schedule_the_request_asked_for(
     page, html = text(response), response.content.decode()
     assert ("The request asked for it to run “every Monday morning” (every Monday at 08:00), "
             "each run covering the week before. The form below is filled in with that") in page
+    assert ("The request asked for it to run “every Monday morning”: the schedule is filled in "
+            "for you under Schedules below; check it and save it.") in page
     assert '<details id="schedule-add" open>' in html
     assert re.search(r'<option value="weekly" selected>', html)
     assert re.search(r'value="mon"[^>]*checked', html) and 'value="08:00"' in html

@@ -158,3 +158,17 @@ def test_a_tool_no_longer_in_use_says_so_once_and_waits(active: Activation,
     [quiet] = schedules_due_run(now=datetime(2027, 4, 5, 8, 0, tzinfo=BERLIN))
     assert quiet.invocation is None  # said once; it waits, quietly
     assert Invocation.objects.filter(schedule=schedule).count() == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_version_disabled_after_the_run_was_queued_could_not_start_either(
+        active: Activation, world: dict[str, Any]) -> None:
+    weekly(active, world, since=datetime(2027, 3, 24, 12, 0, tzinfo=BERLIN))
+    [run] = schedules_due_run(now=datetime(2027, 3, 29, 8, 0, tzinfo=BERLIN))
+    assert run.started and run.invocation is not None
+    version_block(version=active.version, user=world["staff"], reason="it sends data away")
+    refused = invocation_perform(invocation_id=run.invocation.pk)
+    assert refused is not None and refused.status == "refused"
+    [note] = Notification.objects.filter(user=world["reviewer"])
+    assert note.message.startswith("Your schedule “Monday report” of month-totals could not "
+                                   "start: A site administrator disabled this version")

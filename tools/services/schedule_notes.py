@@ -12,8 +12,8 @@ from teams.services.notifications import notifications_review_requested
 from tools.models import Invocation, Schedule
 from tools.services.schedule_owners import schedule_owner_is_member
 
-# The error_kind of a run that could not start (the sweep's refusal: missing settings, a
-# disabled version, a tool no longer in use, the owner gone).
+# The error_kind of a run the sweep could not start (missing settings, a disabled version, a
+# tool no longer in use).
 NOT_STARTED = "not_started"
 
 
@@ -32,7 +32,8 @@ def schedule_outcome_tell(invocation: Invocation) -> None:
     if schedule.owner is None or not schedule_owner_is_member(schedule):
         return  # a failure is never told to someone who left the team
     url = reverse("tools:log", args=[invocation.team.slug, invocation.plugin.normalized_name])
-    what = "could not start" if invocation.error_kind == NOT_STARTED else "failed"
+    # Refused (before anything of the plugin ran, here or at the call's start): it did not start.
+    what = "could not start" if invocation.status == Invocation.Status.REFUSED else "failed"
     message = (f"Your schedule “{schedule.name}” of {invocation.plugin.name} {what}: "
                f"{invocation.error or invocation.get_status_display()}")
     notifications_review_requested(team=invocation.team, users=[schedule.owner],

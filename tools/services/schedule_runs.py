@@ -27,7 +27,13 @@ from django.utils import timezone
 
 from tools.models import Activation, Invocation, Schedule
 from tools.schedule_selectors import last_success_of
-from tools.services.calendar import latest_run, moment_words, next_run, runs_between
+from tools.services.calendar import (
+    RuleError,
+    latest_run,
+    moment_words,
+    next_run,
+    runs_between,
+)
 from tools.services.invocations import (
     OWNER_LEFT,
     Caller,
@@ -92,9 +98,14 @@ def _schedule_fire(schedule: Schedule, now: datetime) -> ScheduleRun | None:
     stands_for = max(latest_run(rhythm.rule, rhythm.zone, now) or due, due)
     missed = runs_between(rhythm.rule, rhythm.zone, due, stands_for, limit=MISSED_COUNTED)
     note = _catch_up_note(rhythm, due=due, stands_for=stands_for, now=now, missed=missed)
+    try:
+        following = next_run(rhythm.rule, rhythm.zone, now)
+    except RuleError as exc:  # a cron rule with no run in fifty years
+        schedule_pause(schedule=schedule, reason=f"Paused: {exc}")
+        return None
     with transaction.atomic():
         if not Schedule.objects.filter(pk=schedule.pk, next_run_at=due).update(
-                next_run_at=next_run(rhythm.rule, rhythm.zone, now), last_run_at=now):
+                next_run_at=following, last_run_at=now):
             return None  # another sweep claimed it
         found = ScheduleRun(schedule=schedule, scheduled_for=stands_for, invocation=None,
                             started=False, note=note, missed=missed)

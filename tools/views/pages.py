@@ -128,9 +128,18 @@ def _decide(request: AuthenticatedHttpRequest, activation: Activation) -> HttpRe
     if approve:
         messages.success(request, f"{activation.plugin.name} {activation.version.version} is "
                                   "now in use by the team.")
+        _schedule_offered(request, activation)
         return redirect("tools:detail", activation.team.slug, activation.plugin.normalized_name)
     messages.success(request, "Refused. Whoever asked has been told.")
     return redirect("tools:list", activation.team.slug)
+
+
+def _schedule_offered(request: AuthenticatedHttpRequest, activation: Activation) -> None:
+    offer = schedule_offer(activation.version)
+    if offer is not None:
+        messages.info(request, f"The request asked for it to run “{offer.words or offer.when}”: "
+                               "the schedule is filled in for you under Schedules below; check "
+                               "it and save it.")
 
 
 @login_required
