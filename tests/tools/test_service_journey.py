@@ -56,7 +56,7 @@ from tests.sandbox.backends import use_backend
 from tests.tools.conftest import publish_version
 from tests.tools.journeys import client_for, decide_on_the_review_page, settled, wait_for
 from tools.models import Invocation, Schedule
-from tools.services.schedules import schedules_due_send
+from tools.services.schedule_runs import schedules_due_send
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

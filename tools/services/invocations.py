@@ -23,7 +23,6 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DataError, transaction
-from django.urls import reverse
 from django.utils import timezone
 
 from autocoder import durable
@@ -31,12 +30,12 @@ from autocoder.runtime.declarations import payload_errors
 from autocoder.runtime.http_gate import HttpGate, HttpPolicy
 from autocoder.runtime.invoke import INVOKE_LIMITS, CallOutcome, PluginCall, call_plugin
 from marketplace.models import PluginVersion
-from teams.services.notifications import notifications_review_requested
 from tools.declared import command_names, declared_inputs, entry_of, manifest_of
 from tools.json_input import json_input_problem
 from tools.models import Activation, Invocation, Schedule, ToolStorage, ToolToken, VersionBlock
 from tools.services.events import INVOKE_ACTOR, json_size
-from tools.services.schedule_owners import schedule_owner_is_member, schedule_still_owned
+from tools.services.schedule_notes import schedule_outcome_tell
+from tools.services.schedule_owners import schedule_still_owned
 from tools.services.tool_settings import settings_for_call
 
 logger = logging.getLogger(__name__)
@@ -277,23 +276,7 @@ def _schedule_event(invocation: Invocation) -> None:
 
 def _schedule_outcome(invocation: Invocation) -> None:
     """A schedule's owner hears about a failure once, until it works again."""
-    schedule = invocation.schedule
-    if schedule is None:
-        return
-    if invocation.status == Invocation.Status.OK:
-        Schedule.objects.filter(pk=schedule.pk, failing=True).update(failing=False)
-        return
-    if invocation.error_kind == "owner_left":
-        return  # nobody to tell: the schedule is paused, and its page says why
-    if not Schedule.objects.filter(pk=schedule.pk, failing=False).update(failing=True):
-        return
-    if schedule.owner is None or not schedule_owner_is_member(schedule):
-        return  # a failure is never told to someone who left the team
-    url = reverse("tools:log", args=[invocation.team.slug, invocation.plugin.normalized_name])
-    message = (f"Your schedule “{schedule.name}” of {invocation.plugin.name} failed: "
-               f"{invocation.error or invocation.get_status_display()}")
-    notifications_review_requested(team=invocation.team, users=[schedule.owner],
-                                   message=message, url=f"{url}?failed={invocation.pk}")
+    schedule_outcome_tell(invocation)
 
 
 def http_status(invocation: Invocation) -> int:

@@ -4,7 +4,6 @@ decisions through the services (which ask runs/approval_rules.py who may decide)
 from __future__ import annotations
 
 import json
-from datetime import time
 from typing import Any
 
 from django.contrib import messages
@@ -28,10 +27,11 @@ from tools.api_commands import api_example, curl_command
 from tools.change_selectors import plugin_change_requests
 from tools.declared import command_info, command_names, declared_hosts, declared_settings
 from tools.forms import CommandForm, input_specs, output_blocks, output_csv
-from tools.json_input import JsonInputError, json_input_parse
-from tools.models import Activation, Invocation, Schedule
-from tools.services import activations, blocks, schedules, tokens, tool_settings
+from tools.models import Activation, Invocation
+from tools.schedule_selectors import schedule_offer
+from tools.services import activations, blocks, tokens, tool_settings
 from tools.services.invocations import InvocationRefused, invocation_request
+from tools.views.schedule_parts import schedule_post, schedule_section
 
 
 def _tool(request: AuthenticatedHttpRequest, slug: str,
@@ -73,6 +73,7 @@ def _review_context(team: Team, version: PluginVersion,
         "permissions_before": selectors.manifest_permissions(before) if before else None,
         "diff": unified_rows(before.files, version.files) if before else None,
         "withdrawn": activations.yanked_refusal(version) if version.yanked else "",
+        "schedule_offer": schedule_offer(version),
     }
 
 
@@ -127,9 +128,18 @@ def _decide(request: AuthenticatedHttpRequest, activation: Activation) -> HttpRe
     if approve:
         messages.success(request, f"{activation.plugin.name} {activation.version.version} is "
                                   "now in use by the team.")
+        _schedule_offered(request, activation)
         return redirect("tools:detail", activation.team.slug, activation.plugin.normalized_name)
     messages.success(request, "Refused. Whoever asked has been told.")
     return redirect("tools:list", activation.team.slug)
+
+
+def _schedule_offered(request: AuthenticatedHttpRequest, activation: Activation) -> None:
+    offer = schedule_offer(activation.version)
+    if offer is not None:
+        messages.info(request, f"The request asked for it to run “{offer.words or offer.when}”: "
+                               "the schedule is filled in for you under Schedules below; check "
+                               "it and save it.")
 
 
 @login_required
@@ -171,38 +181,23 @@ def _forms(activation: Activation, bound: tuple[str, CommandForm] | None = None
 
 
 def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
-                    activation: Activation) -> dict[str, Any]:
+                    activation: Activation, schedule_form: Any = None) -> dict[str, Any]:
     command, sample = api_example(activation.version)
     return {
         "team": team, "activation": activation, "plugin": activation.plugin,
         "version": activation.version, "may_decide": _may_decide(membership, team),
-        "may_schedule": membership.can_review,
         "commands": _forms(activation),
         "recent": selectors.recent_results(team, activation.plugin, request.user.pk),
         "curl_command": _curl(request, activation, command, sample),
         "api_command": command, "api_sample": json.dumps(sample),
         "limits": INVOKE_LIMITS.described(),
         "blocked": selectors.version_block(activation.version_id),
-        "schedules": _schedules(team, activation),
-        "every_choices": Schedule.Every.choices,
+        **schedule_section(team, membership, activation, schedule_form),
         "history": selectors.activation_history(team, activation.plugin)[:10],
         "storage": selectors.storage_of(team, activation.plugin),
         "storage_kb": INVOKE_LIMITS.storage_kb,
         "change_requests": list(plugin_change_requests(team, activation.plugin)[:10]),
     }
-
-
-def _schedules(team: Team, activation: Activation) -> list[dict[str, Any]]:
-    """Each schedule, its rhythm in words, its latest calls and the newest one's answer."""
-    results = selectors.schedule_results(team, activation.plugin)
-    found = []
-    for schedule in selectors.schedules_of(team, activation.plugin):
-        calls = results.get(schedule.pk, [])
-        latest = next((c for c in calls if c.status == Invocation.Status.OK), None)
-        found.append({"schedule": schedule, "when": schedules.describe(schedule),
-                      "calls": calls, "latest": latest,
-                      "blocks": output_blocks(latest.output) if latest else []})
-    return found
 
 
 @login_required
@@ -354,56 +349,12 @@ def tool_tokens(request: AuthenticatedHttpRequest, slug: str, name: str) -> Http
 @login_required
 @require_POST
 def tool_schedules(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResponse:
-    team, _, activation = _tool(request, slug, name)
-    try:
-        if request.POST.get("delete"):
-            schedules.schedule_delete(team=team, plugin=activation.plugin, user=request.user,
-                                      schedule_id=int(request.POST["delete"]))
-            messages.success(request, "Schedule deleted.")
-        elif request.POST.get("resume"):
-            if schedules.schedule_resume(team=team, plugin=activation.plugin, user=request.user,
-                                         schedule_id=int(request.POST["resume"])):
-                messages.success(request, "Schedule resumed: it runs as yours from now on.")
-        else:
-            schedules.schedule_create(
-                activation=activation, user=request.user, name=request.POST.get("name", ""),
-                command=request.POST.get("command", ""),
-                payload=_json_object(request.POST.get("payload", "")),
-                every=request.POST.get("every", ""),
-                interval=_int(request.POST.get("interval", "1")),
-                at_time=_time(request.POST.get("at_time", "")))
-            messages.success(request, "Schedule saved.")
-    except schedules.ScheduleError as exc:
-        messages.error(request, str(exc))
-    return redirect(reverse("tools:detail", args=[team.slug, name]) + "#schedules")
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    if not text.strip():
-        return {}
-    try:
-        value = json_input_parse(text)
-    except JsonInputError as exc:
-        raise schedules.ScheduleError(str(exc)) from exc
-    if not isinstance(value, dict):
-        raise schedules.ScheduleError('The input must be a JSON object, like {"text": "hi"}.')
-    return value
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError as exc:
-        raise schedules.ScheduleError("How often: write a whole number.") from exc
-
-
-def _time(text: str) -> time | None:
-    if not text.strip():
-        return None
-    try:
-        return time.fromisoformat(text.strip())
-    except ValueError as exc:
-        raise schedules.ScheduleError("Write the time as HH:MM, like 07:30.") from exc
+    team, membership, activation = _tool(request, slug, name)
+    form = schedule_post(request, team, activation)
+    if form is None:
+        return redirect(reverse("tools:detail", args=[team.slug, name]) + "#schedules")
+    context = _detail_context(request, team, membership, activation, schedule_form=form)
+    return render(request, "tools/tool_detail.html", context, status=400)
 
 
 # -- the kill switch (site admins) ---------------------------------------------------------------
