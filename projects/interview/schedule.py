@@ -153,7 +153,8 @@ def schedule_line(state: Mapping[str, Any], commands: list[str]) -> str:
         line += (" Each run covers everything since the last successful run: its input has"
                  " since, the ISO date-time that run started.")
     elif period:
-        words = dict(PERIODS)[period].lower()
+        label = dict(PERIODS)[period]
+        words = label[:1].lower() + label[1:]
         line += (f" Each run covers {words}: its input has start and end, the first and last"
                  " day of that period as ISO dates (2025-03-03).")
     return line
@@ -161,7 +162,9 @@ def schedule_line(state: Mapping[str, Any], commands: list[str]) -> str:
 
 def summary_lines(state: Mapping[str, Any]) -> list[tuple[str, str]]:
     given = answers_of(state)
-    lines = [("Runs", described(state))]
+    words = " ".join(given["words"].split())
+    said = f" (\u201c{words}\u201d)" if words and given["how"] not in ("click", "words") else ""
+    lines = [("Runs", described(state) + said)]
     if given["how"] != "click":
         lines.append(("Each run covers", dict(PERIODS).get(given["period"], "")))
     return lines

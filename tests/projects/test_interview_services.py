@@ -326,6 +326,7 @@ def test_the_analyst_is_told_what_the_person_said_about_other_systems() -> None:
     assert "Your team enters: token (secret)" in user.content
     assert "Remembers data between uses: yes" in user.content
     assert "Runs: every week on Monday at 08:00" in user.content
+    assert "Each run covers: Last week (Monday to Sunday)" in user.content
     plain, _ = analyst_messages("Count words", {"commands": []}, [])
     assert "Talks to" not in analyst_messages("Count words", {"commands": []}, [])[1].content
     assert plain.content == system.content
