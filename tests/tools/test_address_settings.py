@@ -261,3 +261,28 @@ def test_tool_activate_takes_the_address_and_says_it_approves_it(
     assert answer["activated"] is False
     assert answer["addresses"][0]["host"] == f"http://127.0.0.1:{bookings.port}"
     assert answer["addresses"][0]["approved_by"] == "acme-admin"
+
+
+@pytest.mark.django_db
+def test_an_upgrade_and_a_roll_back_approve_the_address_already_entered(
+        world: dict[str, Any], version: Any, bookings: BookingService) -> None:
+    from tools.services.activations import activation_rollback
+
+    first = activation_approve(
+        activation=activation_request(team=world["acme"], version=version, user=world["admin"]),
+        user=world["admin"], addresses={"booking_address": bookings.url})
+    newer = publish_version(world["acme"], "1.1.0", name="bookings", body=BOOKINGS_PY,
+                            toml=bookings_toml())
+    upgraded = activation_approve(
+        activation=activation_request(team=world["acme"], version=newer,
+                                      user=world["requester"]),
+        user=world["admin"])
+    assert upgraded.pk != first.pk
+    assert ApprovedAddress.objects.get(activation=upgraded).host == \
+        f"http://127.0.0.1:{bookings.port}"
+    back = activation_rollback(team=world["acme"], plugin=version.plugin, user=world["admin"])
+    assert back.version == version
+    assert ApprovedAddress.objects.filter(activation=back).count() == 1
+    called = invocation_call(activation=back, token=None, command="hours", payload={},
+                             user_id=world["admin"].pk)
+    assert called.status == "ok", called.error

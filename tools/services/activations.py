@@ -197,6 +197,8 @@ def activation_rollback(*, team: Team, plugin: Plugin, user: User) -> Activation
         audit_record(actor=user, action="tool.rolled_back", team=team, target=back,
                      before={"version": current.version.version},
                      after={"version": target.version})
+        # the admin going back approves the addresses entered, as deciding an activation does
+        addresses_approve_entered(activation=back, user=user)
         activation_events_queue(team_id=team.pk, new=target, old=current.version)
     return back
 
