@@ -60,6 +60,28 @@ class Activation(models.Model):
         return f"{self.plugin_id} {self.version_id} in team {self.team_id} ({self.status})"
 
 
+class ApprovedAddress(models.Model):
+    """A host an address setting names (`kind = "address"` in plugin.toml), approved by a team
+    admin for one activation: that activation's api.http may reach it while the setting still
+    names it (docs/safety.md, "Hosts a version may reach"). Also in the audit log."""
+
+    activation = models.ForeignKey(Activation, on_delete=models.CASCADE,
+                                   related_name="approved_addresses")
+    setting = models.CharField(max_length=64)
+    host = models.CharField(max_length=300, help_text="As plugin.toml would write it.")
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    approved_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["setting", "approved_at"]
+        constraints = [models.UniqueConstraint(fields=["activation", "setting", "host"],
+                                               name="one_approval_per_address")]
+
+    def __str__(self) -> str:
+        return f"{self.host} ({self.setting}) for activation {self.activation_id}"
+
+
 class ToolSetting(models.Model):
     """A value a plugin declares in plugin.toml (`[[settings]]`), entered by a team admin.
 

@@ -91,8 +91,8 @@ def scaffold_manifest(spec: Spec, *, permissions: Permissions | None = None,
         libraries=tuple(libraries),
         commands=tuple(CommandDecl(name=command.name, description=command.description)
                        for command in spec.commands),
-        settings=tuple(SettingDecl(name=s.name, description=s.description, secret=s.secret)
-                       for s in spec.services.settings))
+        settings=tuple(SettingDecl(name=s.name, description=s.description, secret=s.secret,
+                                   kind=s.kind) for s in spec.services.settings))
 
 
 # -- the package ---------------------------------------------------------------------------------
@@ -317,6 +317,10 @@ def _services_words(spec: Spec) -> str:
         hosts = ", ".join(rule.text() for rule in services.hosts)
         words.append(f"It sends requests to {hosts}, through the portal's `api.http`, so it"
                      " runs as a team tool of the portal (activate it there), not on its own.")
+    if services.address_settings:
+        names = ", ".join(f"`{s.name}`" for s in services.address_settings)
+        words.append(f"It also reaches the address the team enters in {names}, once the admin"
+                     " who activates it approves that address.")
     if services.settings:
         names = ", ".join(f"`{s.name}`" + (" (secret)" if s.secret else "")
                           for s in services.settings)

@@ -158,7 +158,8 @@ def _services(manifest: PluginManifest) -> dict[str, Any]:
         return {}
     return {"hosts": [rule.text() for rule in manifest.hosts],
             "settings": [{"name": s.name, "description": s.description or s.name,
-                          "secret": s.secret} for s in manifest.settings]}
+                          "secret": s.secret, **({"kind": s.kind} if s.kind else {})}
+                         for s in manifest.settings]}
 
 
 def _project_name(name: str, change: str) -> str:

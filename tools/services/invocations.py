@@ -33,6 +33,7 @@ from marketplace.models import PluginVersion
 from tools.declared import command_names, declared_inputs, entry_of, manifest_of
 from tools.json_input import json_input_problem
 from tools.models import Activation, Invocation, Schedule, ToolStorage, ToolToken, VersionBlock
+from tools.services.addresses import approved_hosts_for_call
 from tools.services.events import INVOKE_ACTOR, json_size
 from tools.services.schedule_notes import schedule_outcome_tell
 from tools.services.schedule_owners import schedule_still_owned
@@ -172,7 +173,8 @@ def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
     stored = ToolStorage.objects.filter(team_id=invocation.team_id,
                                         plugin_id=invocation.plugin_id).first()
     event = invocation.caller == Invocation.Caller.EVENT
-    gate = _http_gate(version, values, secret_names)
+    gate = _http_gate(version, values, secret_names, team_id=invocation.team_id,
+                      plugin_id=invocation.plugin_id)
     try:
         outcome = call_plugin(PluginCall(
             files=version.files, entry=entry_of(version),
@@ -189,18 +191,22 @@ def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
     return _finish_outcome(invocation, outcome)
 
 
-def _http_gate(version: PluginVersion, values: dict[str, str],
-               secret_names: Collection[str]) -> HttpGate | None:
+def _http_gate(version: PluginVersion, values: dict[str, str], secret_names: Collection[str],
+               *, team_id: int, plugin_id: int) -> HttpGate | None:
     """The host's side of the plugin's api.http for this call: only the hosts its reviewed
-    plugin.toml declares, with the team's secrets filled in on those requests only (None: it
-    declares no host, and api.http says so)."""
+    plugin.toml declares and the addresses a team admin approved for the activation
+    (tools/services/addresses.py), with the team's secrets filled in on those requests only
+    (None: it declares no host and no address setting, and api.http says so)."""
     manifest = manifest_of(version)
-    if manifest is None or not manifest.hosts:
+    if manifest is None or not (manifest.hosts or manifest.address_settings):
         return None
+    approved, note = approved_hosts_for_call(team_id=team_id, plugin_id=plugin_id,
+                                             version=version, values=values)
     # every declared secret, "" for one not filled in yet: the gate says it has no value yet
     secrets = {name: values.get(name) or "" for name in secret_names}
     return HttpGate(HttpPolicy(hosts=tuple(manifest.hosts), secrets=secrets,
-                               internal_hosts=frozenset(settings.TOOLS_INTERNAL_HOSTS)))
+                               internal_hosts=frozenset(settings.TOOLS_INTERNAL_HOSTS),
+                               approved=approved, address_note=note))
 
 
 def _refusal_at_call_time(invocation: Invocation) -> tuple[str, str] | None:

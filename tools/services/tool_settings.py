@@ -16,6 +16,7 @@ from tools.declared import declared_settings
 from tools.models import Activation, ToolSetting, VersionBlock
 from tools.selectors import SettingView, setting_rows
 from tools.services.activations import check_may_decide
+from tools.services.addresses import address_values_check, addresses_approve_entered
 from tools.services.events import tool_event_queue
 
 MAX_SETTING_CHARS = 4000
@@ -51,6 +52,11 @@ def tool_settings_save(*, team: Team, plugin: Plugin, version: PluginVersion, us
                 for name, value in values.items() if len(value) > MAX_SETTING_CHARS}
     if too_long:
         raise SettingsError(too_long)
+    # An address setting's value must be an address; it is kept as the URL the plugin gets.
+    addresses, not_addresses = address_values_check(version, values)
+    if not_addresses:
+        raise SettingsError(not_addresses)
+    values = {**values, **addresses}
     rows = setting_rows(team, plugin)
     changed = []
     with transaction.atomic():
@@ -71,7 +77,17 @@ def tool_settings_save(*, team: Team, plugin: Plugin, version: PluginVersion, us
                          after={"settings": changed})
             tool_event_queue(team_id=team.pk, version=version, event="settings_changed",
                              data={"names": changed})
+        _addresses_approve(team, plugin, version, user)
     return changed
+
+
+def _addresses_approve(team: Team, plugin: Plugin, version: PluginVersion, user: User) -> None:
+    """An admin who saves the settings approves the hosts its addresses name for the version in
+    use, as the page says (docs/safety.md, "Hosts a version may reach")."""
+    in_use = Activation.objects.filter(team=team, plugin=plugin, version=version,
+                                       status=Activation.Status.ACTIVE).first()
+    if in_use is not None:
+        addresses_approve_entered(activation=in_use, user=user)
 
 
 def settings_for_call(*, team: Team | int, plugin: Plugin | int,

@@ -30,6 +30,8 @@ from tools.forms import CommandForm, input_specs, output_blocks, output_csv
 from tools.models import Activation, Invocation
 from tools.schedule_selectors import schedule_offer
 from tools.services import activations, blocks, tokens, tool_settings
+from tools.services.address_approval import AddressesRefused, activation_approve
+from tools.services.addresses import address_permissions
 from tools.services.invocations import InvocationRefused, invocation_request
 from tools.views.schedule_parts import schedule_post, schedule_section
 
@@ -97,10 +99,7 @@ def activation_new(request: AuthenticatedHttpRequest, slug: str, name: str,
             return redirect("tools:list", team.slug)
         messages.success(request, "Asked. The team's admins have been told.")
         return redirect("tools:activation", team.slug, activation.pk)
-    current = selectors.active_activation(team, found.plugin)
-    return render(request, "tools/activation.html", {
-        "team": team, "activation": None, "may_decide": _may_decide(membership, team),
-        **_review_context(team, found, current)})
+    return _review_page(request, team, membership, None, found)
 
 
 @login_required
@@ -110,18 +109,45 @@ def activation_detail(request: AuthenticatedHttpRequest, slug: str, pk: int) -> 
     activation = selectors.activation_for_member(team, pk)
     if request.method == "POST":
         return _decide(request, activation)
+    return _review_page(request, team, membership, activation, activation.version)
+
+
+def _review_page(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
+                 activation: Activation | None, version: PluginVersion, *,
+                 typed: dict[str, str] | None = None, errors: dict[str, str] | None = None,
+                 comment: str = "") -> HttpResponse:
+    """The review page; with the addresses as typed and their problems when they were refused."""
+    decided = activation is not None and activation.status != Activation.Status.PENDING
+    previous = activation.previous if decided and activation is not None else \
+        selectors.active_activation(team, version.plugin)
+    values = {name: row.value for name, row in selectors.setting_rows(team, version.plugin).items()
+              if not row.secret}
+    addresses = address_permissions(activation=activation, version=version, values=values)
     return render(request, "tools/activation.html", {
         "team": team, "activation": activation, "may_decide": _may_decide(membership, team),
-        **_review_context(team, activation.version, activation.previous
-                          if activation.status != Activation.Status.PENDING
-                          else selectors.active_activation(team, activation.plugin))})
+        "addresses": [{"permission": item, "value": (typed or values).get(item.setting, ""),
+                       "error": (errors or {}).get(item.setting, "")} for item in addresses],
+        "comment": comment, **_review_context(team, version, previous)},
+        status=400 if errors else 200)
 
 
 def _decide(request: AuthenticatedHttpRequest, activation: Activation) -> HttpResponse:
     approve = request.POST.get("decision") == "approve"
+    comment = request.POST.get("comment", "")
+    typed = {key.removeprefix("address-"): str(value) for key, value in request.POST.items()
+             if key.startswith("address-")}
     try:
-        activations.activation_decide(activation=activation, user=request.user,
-                                      approve=approve, comment=request.POST.get("comment", ""))
+        if approve:
+            activation_approve(activation=activation, user=request.user, comment=comment,
+                               addresses=typed)
+        else:
+            activations.activation_decide(activation=activation, user=request.user,
+                                          approve=False, comment=comment)
+    except AddressesRefused as refused:
+        membership = Membership.objects.get(team=activation.team, user=request.user)
+        return _review_page(request, activation.team, membership, activation,
+                            activation.version, typed=typed, errors=refused.errors,
+                            comment=comment)
     except activations.ActivationError as exc:
         messages.error(request, str(exc))
         return redirect("tools:activation", activation.team.slug, activation.pk)
