@@ -34,7 +34,7 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 MAX_SETTINGS = 50
 MAX_INPUT_FIELDS = 50
 MAX_CHOICES = 100
-SETTING_KEYS = ("name", "description", "secret")
+SETTING_KEYS = ("name", "description", "secret", "required")
 FIELD_KEYS = ("type", "description", "choices", "required")
 
 
@@ -49,6 +49,9 @@ class SettingDecl:
     name: str
     description: str
     secret: bool = False
+    # False: the plugin works without it (a default of its own); a required setting with no
+    # value keeps the tool from being called until an admin enters it (docs/tools.md).
+    required: bool = True
 
 
 @dataclass(frozen=True)
@@ -106,10 +109,15 @@ def collect_settings(manifest: Mapping[str, Any], errors: list[str]) -> list[Set
         if not isinstance(secret, bool):
             errors.append(f"{where} secret must be true or false (got {secret!r})")
             secret = True  # when in doubt, never show it again
+        required = item.get("required", True)
+        if not isinstance(required, bool):
+            errors.append(f"{where} required must be true or false (got {required!r})")
+            required = True
         if any(other.name == name for other in found):
             errors.append(f"{where} is declared twice")
             continue
-        found.append(SettingDecl(name=name, description=description.strip(), secret=secret))
+        found.append(SettingDecl(name=name, description=description.strip(), secret=secret,
+                                 required=required))
     return found
 
 

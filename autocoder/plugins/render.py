@@ -56,7 +56,8 @@ def render_manifest(manifest: PluginManifest) -> str:
 def _setting_lines(setting: SettingDecl) -> list[str]:
     return ["[[settings]]", f"name = {toml_string(setting.name)}",
             f"description = {toml_string(setting.description)}",
-            f"secret = {toml_value(setting.secret)}"]
+            f"secret = {toml_value(setting.secret)}",
+            *([] if setting.required else ["required = false"])]
 
 
 def _command_lines(command: CommandDecl) -> list[str]:

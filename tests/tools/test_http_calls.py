@@ -170,7 +170,10 @@ def test_a_secret_not_filled_in_yet_is_said_so_and_nothing_is_sent(
                                "api_key:clear": "1"})  # the admin removed the token
     done = call(hook, "post", {"text": "hours"})
     assert done.status == "failed"
-    assert "the secret setting 'api_key' has no value yet" in done.error, done.error
+    # the words a call refused for a missing setting has, with the settings page's address
+    assert ("api.http: the setting “api_key” (The key of your accounting system) has no value"
+            " yet: a team admin enters it on the tool's Settings page,"
+            " /t/acme/tools/chat-hook/settings/") in done.error, done.error
     assert chat.received == []
 
 

@@ -36,7 +36,8 @@ def setting_views(*, team: Team, plugin: Plugin, version: PluginVersion) -> list
         views.append(SettingView(
             name=declared.name, description=declared.description, secret=declared.secret,
             is_set=bool(row and row.value),
-            value="" if declared.secret or row is None else row.value))
+            value="" if declared.secret or row is None else row.value,
+            required=declared.required))
     return views
 
 

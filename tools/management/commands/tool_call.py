@@ -57,7 +57,7 @@ class Command(BaseCommand):
             invocation = invocation_call(activation=activation, token=None, user_id=user.pk,
                                          command=options["command"], payload=payload)
         except InvocationRefused as exc:
-            self._refused(str(exc), options["json"])
+            self._refused(exc, options["json"])
             raise CommandError(f"refused, nothing was run: {exc}") from None
         result = _result(invocation)
         if options["json"]:
@@ -67,11 +67,13 @@ class Command(BaseCommand):
         if not result["ok"]:
             raise CommandError(f"the call failed ({result['error_kind']}): {result['error']}")
 
-    def _refused(self, error: str, as_json: bool) -> None:
+    def _refused(self, refused: InvocationRefused, as_json: bool) -> None:
         if as_json:  # a script reads one object whatever happened
-            self.stdout.write(json.dumps({"ok": False, "output": None, "error": error,
+            extra = ({"missing_settings": list(refused.missing), "settings_url": refused.url}
+                     if refused.missing else {})
+            self.stdout.write(json.dumps({"ok": False, "output": None, "error": str(refused),
                                           "error_kind": "refused", "invocation": None,
-                                          "http_requests": []}, ensure_ascii=False))
+                                          "http_requests": [], **extra}, ensure_ascii=False))
 
     def _words(self, result: dict[str, Any], invocation: Invocation, username: str) -> None:
         head = (f"{invocation.command} of {invocation.plugin.name} "
