@@ -30,6 +30,7 @@ from marketplace.proposals import PublishState, publish_state
 from marketplace.selectors.catalogue import SORTS, catalogue_facets, catalogue_search, clean_params
 from marketplace.selectors.checking import check_progress
 from marketplace.selectors.gate import pending_versions_for, version_gate
+from marketplace.selectors.network import network_summary
 from marketplace.selectors.reviews import (
     plugin_reviews,
     publisher_reviews,
@@ -150,6 +151,7 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: V
                                   if own_review else None),
         "try_form": TryForm(commands=commands, initial=_try_initial(first_example)),
         **_try_send_context(request, shown),
+        "network": network_summary(shown) if shown else None,
         "decision_form": DecisionForm(), "yank_form": YankForm(),
         "index_url": index_url,
         "needs_token": plugin.visibility != Plugin.Visibility.PUBLIC,

@@ -201,7 +201,11 @@ def test_the_review_page_names_the_hosts_and_an_upgrade_shows_a_new_one(
     version that adds a host says so."""
     admin = client_for(world["admin"])
     page = admin.get(reverse("tools:activation", args=["acme", hook.pk])).content.decode()
-    assert f"sends data to and reads from <strong>http://127.0.0.1:{chat.port}</strong>" in page
+    assert "it sends data to and reads from 1 service, only through the portal" in page
+    assert f"<strong>http://127.0.0.1:{chat.port}</strong>" in page
+    assert "The portal adds the secret <strong>api_key</strong> (The key of your accounting" \
+        " system) to the requests to it." in page  # which secret goes to which host
+    assert "Network: none" not in page
     assert "new in this version" not in page
     toml = hook_toml(chat.port).replace('"month-totals"', '"chat-hook"').replace(
         f'hosts = ["http://127.0.0.1:{chat.port}"]',

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from autocoder.runtime.invoke import INVOKE_LIMITS
 from marketplace.install_commands import TOKEN_PLACEHOLDER
 from marketplace.models import PluginVersion
+from marketplace.selectors.network import network_summary
 from projects.diffs import unified_rows
 from runs.approval_rules import activation_deciders, activation_refusal
 from teams.http import AuthenticatedHttpRequest
@@ -65,7 +66,7 @@ def _review_context(team: Team, version: PluginVersion,
     return {
         "version": version, "plugin": version.plugin,
         "permissions": selectors.manifest_permissions(version),
-        "hosts": hosts,
+        "network": network_summary(version),  # the marketplace page's words
         "hosts_added": [host for host in hosts if before and host not in declared_hosts(before)],
         "settings_declared": declared_settings(version),
         "limits": INVOKE_LIMITS.described(),
