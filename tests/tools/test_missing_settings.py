@@ -1,11 +1,13 @@
 """Settings still missing after activation (issue 45, "No dead ends on the way"): the tool's
 page lists them with a link to fill them in, and every call (the form, the API, `manage.py
-tool_call`) is refused before anything runs with the same words: which setting, and where an
-admin enters it. Once entered, the call runs. The plugin runs for real in the sandbox."""
+tool_call`, a schedule come due) is refused before anything runs with the same words: which
+setting, and where an admin enters it. Once entered, the call runs. The plugin runs for real in
+the sandbox."""
 
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 from html import unescape
 from io import StringIO
 from typing import Any
@@ -14,12 +16,20 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import Client
 from django.urls import reverse
+from django.utils import timezone
 
+from teams.models import Notification
 from tests.tools.conftest import PLUGIN_TOML, client_for, publish_version
 from tools import selectors
-from tools.models import Activation, Invocation, ToolToken
+from tools.models import Activation, Invocation, Schedule, ToolToken
 from tools.services.activations import activation_decide, activation_request
-from tools.services.invocations import InvocationRefused, invocation_check
+from tools.services.invocations import (
+    InvocationRefused,
+    invocation_check,
+    invocation_perform,
+    invocation_request,
+)
+from tools.services.schedules import schedule_create, schedules_due_send
 from tools.services.tokens import tool_token_create
 from tools.services.tool_settings import tool_settings_save
 
@@ -172,3 +182,45 @@ def test_tool_activate_names_what_is_still_missing(world: dict[str, Any]) -> Non
     call_command("tool_activate", "acme", "month-totals", "1.0.0", "--as", "acme-admin",
                  "--json", stdout=out)
     assert json.loads(out.getvalue())["missing_settings"] == ["api_key"]
+
+
+def test_a_schedule_is_saved_but_does_not_start_until_the_setting_is_entered(
+        needs_key: Activation, world: dict[str, Any]) -> None:
+    schedule = schedule_create(activation=needs_key, user=world["reviewer"], name="Month end",
+                               command="totals", payload=ROWS, every="hours", interval=1)
+
+    def fire() -> Invocation:
+        now = timezone.now()
+        Schedule.objects.filter(pk=schedule.pk).update(next_run_at=now - timedelta(seconds=1))
+        assert schedules_due_send(now=now) == [schedule.pk]
+        queued = calls().filter(schedule=schedule).latest("pk")
+        done = invocation_perform(invocation_id=queued.pk)
+        assert done is not None
+        return done
+
+    refused = fire()
+    assert refused.status == Invocation.Status.REFUSED
+    assert refused.error_kind == "settings_missing"
+    assert refused.error == f"Not run: {WORDS}, {SETTINGS_PAGE}."
+    assert not Invocation.objects.filter(command="schedule").exists()  # its event neither
+    told = Notification.objects.get(user=world["reviewer"])
+    assert WORDS in told.message and "Month end" in told.message
+    enter_key(needs_key, world["admin"])
+    ran = fire()
+    assert ran.status == Invocation.Status.OK, ran.error
+    assert not Schedule.objects.get(pk=schedule.pk).failing
+
+
+def test_a_form_call_queued_before_the_key_was_removed_is_refused_when_its_turn_comes(
+        needs_key: Activation, world: dict[str, Any]) -> None:
+    enter_key(needs_key, world["admin"])
+    queued = invocation_request(activation=needs_key, user_id=world["requester"].pk,
+                                command="totals", payload=ROWS)
+    tool_settings_save(team=needs_key.team, plugin=needs_key.plugin, version=needs_key.version,
+                       user=world["admin"], values={"api_key": "", "api_key:clear": "1"})
+    done = invocation_perform(invocation_id=queued.pk)
+    assert done is not None and done.status == Invocation.Status.REFUSED
+    assert done.error == f"Not run: {WORDS}, {SETTINGS_PAGE}."
+    page = client_for(world["requester"]).get(
+        reverse("tools:result", args=["acme", "month-totals", done.pk]))
+    assert WORDS in unescape(page.content.decode())

@@ -85,8 +85,11 @@ class Caller:
     schedule: Schedule | None = None
 
 
-def invocation_check(*, activation: Activation, command: str, payload: Any) -> None:
-    """InvocationRefused (with the HTTP status) unless the call may run as asked."""
+def invocation_check(*, activation: Activation, command: str, payload: Any,
+                     settings_needed: bool = True) -> None:
+    """InvocationRefused (with the HTTP status) unless the call may run as asked.
+    `settings_needed=False` checks only the command and its input: for a schedule saved
+    before an admin has entered the settings (it is refused when it comes due instead)."""
     version = activation.version
     if VersionBlock.objects.filter(version_id=version.pk).exists():
         raise InvocationRefused(DISABLED, status=403)
@@ -94,7 +97,7 @@ def invocation_check(*, activation: Activation, command: str, payload: Any) -> N
     if command not in names:
         raise InvocationRefused(f"Unknown command {command!r}: this plugin has "
                                 f"{', '.join(names) or 'no commands'}.", status=400)
-    missing = missing_settings(activation)
+    missing = missing_settings(activation) if settings_needed else []
     if missing:
         raise settings_missing_refusal(activation, missing)
     if not isinstance(payload, dict):
@@ -159,11 +162,31 @@ def invocation_perform(*, invocation_id: int) -> Invocation | None:
             Invocation.objects.filter(pk=invocation_id).update(payload={})
             return _finish(invocation, status=Invocation.Status.REFUSED,
                            error_kind="owner_left", error=OWNER_LEFT)
+    missing = _missing_at_run(invocation)
+    if missing is not None:  # queued before a setting lost its value, or a schedule come due
+        if invocation.caller != Invocation.Caller.USER:
+            Invocation.objects.filter(pk=invocation_id).update(payload={})
+        return _finish(invocation, status=Invocation.Status.REFUSED,
+                       error_kind="settings_missing", error=str(missing))
+    if invocation.schedule is not None:
         _schedule_event(invocation)
     if invocation.caller != Invocation.Caller.USER:
         # Only the person's own results keep what went in; a schedule's payload is on it.
         Invocation.objects.filter(pk=invocation_id).update(payload={})
     return _execute(invocation, payload)
+
+
+def _missing_at_run(invocation: Invocation) -> InvocationRefused | None:
+    """The refusal of a queued call whose tool still lacks a needed setting (the portal's own
+    events are delivered whatever is missing)."""
+    if invocation.caller == Invocation.Caller.EVENT:
+        return None
+    activation = (Activation.objects.select_related("team", "plugin", "version")
+                  .filter(team_id=invocation.team_id, plugin_id=invocation.plugin_id,
+                          version_id=invocation.version_id, status=Activation.Status.ACTIVE)
+                  .first())
+    missing = missing_settings(activation) if activation is not None else []
+    return settings_missing_refusal(activation, missing) if activation and missing else None
 
 
 def _schedule_still_owned(schedule: Schedule) -> bool:

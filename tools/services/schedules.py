@@ -93,7 +93,8 @@ def schedule_create(*, activation: Activation, user: User, name: str, command: s
         interval = 1
     _rhythm_check(every, interval, at_time)
     try:
-        invocation_check(activation=activation, command=command, payload=payload)
+        invocation_check(activation=activation, command=command, payload=payload,
+                         settings_needed=False)  # refused when due, while one is missing
     except InvocationRefused as exc:
         raise ScheduleError(str(exc)) from exc
     first = next_run(every=every, interval=interval, at_time=at_time, after=timezone.now())
