@@ -7,7 +7,8 @@ invocation log, as the call of the member named by --as (without it: the admin w
 the version in use). The payload is read like the API's body (tools/json_input.py): JSON the
 tools cannot use is refused before anything runs. It waits for the answer; with --json it
 prints one object: ok, output, error, error_kind, invocation (the log entry's id),
-http_requests (the requests the call made through `api.http`, from the log entry). The exit
+http_requests (the requests the call made through `api.http`, from the log entry), and for a
+tool whose needed settings are not all entered, missing_settings and settings_url. The exit
 status is non-zero whenever ok is false.
 """
 
