@@ -40,7 +40,7 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 MAX_SETTINGS = 50
 MAX_INPUT_FIELDS = 50
 MAX_CHOICES = 100
-SETTING_KEYS = ("name", "description", "secret", "kind")
+SETTING_KEYS = ("name", "description", "secret", "kind", "required")
 SETTING_KINDS = ("", "address")  # "": a plain value (or a secret)
 FIELD_KEYS = ("type", "description", "choices", "required")
 
@@ -57,6 +57,9 @@ class SettingDecl:
     description: str
     secret: bool = False
     kind: str = ""  # one of SETTING_KINDS; "address": a web address api.http may reach
+    # False: the plugin works without it (a default of its own); a required setting with no
+    # value keeps the tool from being called until an admin enters it (docs/tools.md).
+    required: bool = True
 
     @property
     def is_address(self) -> bool:
@@ -119,11 +122,15 @@ def collect_settings(manifest: Mapping[str, Any], errors: list[str]) -> list[Set
             errors.append(f"{where} secret must be true or false (got {secret!r})")
             secret = True  # when in doubt, never show it again
         kind = _setting_kind(item, where, secret, errors)
+        required = item.get("required", True)
+        if not isinstance(required, bool):
+            errors.append(f"{where} required must be true or false (got {required!r})")
+            required = True
         if any(other.name == name for other in found):
             errors.append(f"{where} is declared twice")
             continue
         found.append(SettingDecl(name=name, description=description.strip(), secret=secret,
-                                 kind=kind))
+                                 kind=kind, required=required))
     return found
 
 

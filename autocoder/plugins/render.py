@@ -57,7 +57,8 @@ def _setting_lines(setting: SettingDecl) -> list[str]:
     return ["[[settings]]", f"name = {toml_string(setting.name)}",
             f"description = {toml_string(setting.description)}",
             f"secret = {toml_value(setting.secret)}",
-            *([f"kind = {toml_string(setting.kind)}"] if setting.kind else [])]
+            *([f"kind = {toml_string(setting.kind)}"] if setting.kind else []),
+            *([] if setting.required else ["required = false"])]
 
 
 def _command_lines(command: CommandDecl) -> list[str]:

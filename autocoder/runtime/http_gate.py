@@ -97,6 +97,10 @@ class HttpPolicy:
     max_requests: int = 20
     max_response_bytes: int = 5 * 1024 * 1024
     timeout_s: float = 10.0
+    # Where a team admin enters a secret that has no value yet, and the secrets' descriptions:
+    # api.http's refusal says so in the words of a refused call (setting_words.py).
+    settings_url: str = ""
+    described: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -130,7 +134,8 @@ class HttpGate:
         self.records: list[dict[str, Any]] = []
         self.performed = 0
         self._internal = internal_set(policy.internal_hosts)
-        self.secrets = Secrets(policy.secrets)
+        self.secrets = Secrets(policy.secrets, settings_url=policy.settings_url,
+                               described=policy.described)
         self.blank = self.secrets.blank
 
     def perform(self, request: dict[str, Any]) -> dict[str, Any]:

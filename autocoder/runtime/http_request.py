@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, quote_plus, urlencode
 
+from autocoder.runtime.setting_words import settings_missing_words
+
 REDACTED = "[secret]"
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 REQUEST_KEYS = ("method", "url", "params", "headers", "json", "data", "body_b64", "timeout",
@@ -62,9 +64,14 @@ class Secrets:
     """The plugin's secret settings (name -> value): filled into a request, blanked out of
     whatever comes back."""
 
-    def __init__(self, values: Mapping[str, str]) -> None:
+    def __init__(self, values: Mapping[str, str], *, settings_url: str = "",
+                 described: Mapping[str, str] | None = None) -> None:
         self.values = values
         self._blanked = sorted((v for v in values.values() if v), key=len, reverse=True)
+        # Where a team admin enters a missing one, and each one's description: the words a
+        # call refused before it runs uses too (autocoder/runtime/setting_words.py).
+        self.settings_url = settings_url
+        self.described = dict(described or {})
 
 
     def secret(self, name: object) -> str:
@@ -76,8 +83,9 @@ class Secrets:
                                      f" plugin (its secret settings: {names}); declare it in"
                                      " plugin.toml as [[settings]] with secret = true")
         if not value:
-            raise Refused("refused", f"api.http: the secret setting {name!r} has no value yet;"
-                                     " a team admin fills it in on the plugin's page")
+            words = settings_missing_words([(str(name), self.described.get(str(name), ""))],
+                                           self.settings_url)
+            raise Refused("refused", f"api.http: {words}")
         return value
 
     def fill(self, text: str, where: str) -> str:

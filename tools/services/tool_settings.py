@@ -14,7 +14,7 @@ from teams.models import Membership, Team
 from teams.services.audit import audit_record
 from tools.declared import declared_settings
 from tools.models import Activation, ToolSetting, VersionBlock
-from tools.selectors import SettingView, setting_rows
+from tools.selectors import SettingView, setting_rows, settings_page
 from tools.services.activations import check_may_decide
 from tools.services.addresses import address_values_check, addresses_approve_entered
 from tools.services.events import tool_event_queue
@@ -37,7 +37,8 @@ def setting_views(*, team: Team, plugin: Plugin, version: PluginVersion) -> list
         views.append(SettingView(
             name=declared.name, description=declared.description, secret=declared.secret,
             is_set=bool(row and row.value),
-            value="" if declared.secret or row is None else row.value))
+            value="" if declared.secret or row is None else row.value,
+            required=declared.required))
     return views
 
 
@@ -111,11 +112,14 @@ def try_settings_of(*, user_id: int, team_id: int, version: PluginVersion) -> Tr
         return None
     in_use = Activation.objects.filter(team_id=team_id, plugin_id=version.plugin_id,
                                        status=Activation.Status.ACTIVE).select_related(
-                                           "version").first()
+                                           "version", "team", "plugin").first()
     if in_use is None or VersionBlock.objects.filter(version_id=version.pk).exists():
         return None
+    team = in_use.team
     if in_use.version_id != version.pk:
-        return TrySettings(values={}, secret_names=(), other_version=in_use.version.version)
+        return TrySettings(values={}, secret_names=(), other_version=in_use.version.version,
+                           team_name=team.name)
     values, secret_names = settings_for_call(team=team_id, plugin=version.plugin_id,
                                              version=version)
-    return TrySettings(values=values, secret_names=tuple(secret_names))
+    return TrySettings(values=values, secret_names=tuple(secret_names), team_name=team.name,
+                       settings_url=settings_page(in_use))

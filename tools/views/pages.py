@@ -17,8 +17,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 from autocoder.runtime.invoke import INVOKE_LIMITS
 from marketplace.install_commands import TOKEN_PLACEHOLDER
 from marketplace.models import PluginVersion
+from marketplace.selectors.network import network_summary
 from projects.diffs import unified_rows
-from runs.approval_rules import activation_refusal
+from runs.approval_rules import activation_deciders, activation_refusal
 from teams.http import AuthenticatedHttpRequest
 from teams.models import Membership, Team
 from teams.permissions import get_team_for_member
@@ -67,7 +68,7 @@ def _review_context(team: Team, version: PluginVersion,
     return {
         "version": version, "plugin": version.plugin,
         "permissions": selectors.manifest_permissions(version),
-        "hosts": hosts,
+        "network": network_summary(version),  # the marketplace page's words
         "hosts_added": [host for host in hosts if before and host not in declared_hosts(before)],
         "settings_declared": declared_settings(version),
         "limits": INVOKE_LIMITS.described(),
@@ -152,8 +153,12 @@ def _decide(request: AuthenticatedHttpRequest, activation: Activation) -> HttpRe
         messages.error(request, str(exc))
         return redirect("tools:activation", activation.team.slug, activation.pk)
     if approve:
+        missing = selectors.missing_settings(activation)
+        needs = (f" It needs {len(missing)} setting{'s' if len(missing) > 1 else ''} before "
+                 "it can run: they are listed below, with where to enter them." if missing
+                 else "")
         messages.success(request, f"{activation.plugin.name} {activation.version.version} is "
-                                  "now in use by the team.")
+                                  f"now in use by the team.{needs}")
         _schedule_offered(request, activation)
         return redirect("tools:detail", activation.team.slug, activation.plugin.normalized_name)
     messages.success(request, "Refused. Whoever asked has been told.")
@@ -223,7 +228,17 @@ def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: M
         "storage": selectors.storage_of(team, activation.plugin),
         "storage_kb": INVOKE_LIMITS.storage_kb,
         "change_requests": list(plugin_change_requests(team, activation.plugin)[:10]),
+        **_missing_context(team, activation),
     }
+
+
+def _missing_context(team: Team, activation: Activation) -> dict[str, Any]:
+    """The settings still missing (calls are refused until they are entered), where an admin
+    enters them, and who may (for a member who cannot)."""
+    missing = selectors.missing_settings(activation)
+    return {"missing_settings": missing, "settings_url": selectors.settings_page(activation),
+            "setting_admins": [u.get_username() for u in activation_deciders(team=team)]
+            if missing else []}
 
 
 @login_required
@@ -242,17 +257,17 @@ def tool_run(request: AuthenticatedHttpRequest, slug: str, name: str,
         raise Http404("No such command")
     form = CommandForm(request.POST, request.FILES,
                        specs=input_specs(activation.version, command), prefix=command)
-    refusal = ""
+    refusal, refusal_url = "", ""
     if form.is_valid():
         try:
             invocation = invocation_request(activation=activation, user_id=request.user.pk,
                                             command=command, payload=form.payload())
             return redirect("tools:result", team.slug, name, invocation.pk)
         except InvocationRefused as exc:
-            refusal = str(exc)
+            refusal, refusal_url = str(exc), exc.url
     context = _detail_context(request, team, membership, activation)
     context.update(commands=_forms(activation, (command, form)), refusal=refusal,
-                   refused_command=command)
+                   refusal_url=refusal_url, refused_command=command)
     return render(request, "tools/tool_detail.html", context, status=400)
 
 
@@ -343,7 +358,8 @@ def tool_settings_page(request: AuthenticatedHttpRequest, slug: str, name: str) 
                                         version=activation.version)
     return render(request, "tools/settings.html", {
         "team": team, "activation": activation, "plugin": activation.plugin,
-        "settings": views, "has_secrets": any(view.secret for view in views)})
+        "settings": views, "has_secrets": any(view.secret for view in views),
+        "missing_count": sum(1 for view in views if view.required and not view.is_set)})
 
 
 @login_required

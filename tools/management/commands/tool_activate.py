@@ -11,7 +11,9 @@ read from the environment variable named, never from the command line. An addres
 names with the activation, as the review page's address fields do (tools/services/addresses.py),
 and the output says so. Everything is checked before anything is saved, and saved in one
 transaction: an error leaves nothing behind.
-Running it again changes nothing (the same version in use, the same values).
+Running it again changes nothing (the same version in use, the same values). Settings the
+version needs that still have no value are named at the end (JSON: `missing_settings`): calls
+are refused until they are entered.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from tools.services.activations import (
     check_may_decide,
 )
 from tools.services.addresses import address_permissions
+from tools.services.invocations import settings_missing_refusal
 from tools.services.tool_settings import SettingsError, tool_settings_save
 
 
@@ -90,8 +93,17 @@ class Command(BaseCommand):
         except SettingsError as exc:
             raise CommandError(f"the settings were refused ({exc}); nothing was saved.") from None
         result["addresses"] = _addresses(team, version)
+        in_use = selectors.active_activation(team, version.plugin)
+        missing = selectors.missing_settings(in_use) if in_use is not None else []
+        result["missing_settings"] = [item.name for item in missing]
         self._report(result, version, {d.name for d in declared_settings(version) if d.secret},
                      options["json"])
+        if missing and in_use is not None and not options["json"]:
+            # the refusal every call would meet, and how to fill them in from here
+            self.stdout.write("  still missing, so calls are refused until they are entered: "
+                              + str(settings_missing_refusal(in_use, missing)).removeprefix(
+                                  "Not run: ")
+                              + " (or here: --setting NAME=VALUE, --secret NAME=ENV_VAR)")
 
     def _report(self, result: dict[str, Any], version: PluginVersion, secret_names: set[str],
                 as_json: bool) -> None:
