@@ -21,9 +21,10 @@ redirects (at most 5) meet the same rules at every hop; limits on requests, time
 Secrets are referenced, never read: `{NAME}` in a header value, a `params` value or the URL's
 path, `auth = {"secret": NAME}` (Bearer), `auth = {"basic": [user, {"secret": NAME}]}` and
 `sign = {"secret": NAME, "header", "algorithm", "prefix"}` (an HMAC of the body) are filled in
-here, only on a request to a declared host, and dropped on a redirect to another host. Any
-secret value in what comes back is replaced by [secret]; the records hold no query values
-and no secrets.
+here, only on a request to a declared host, and dropped on a redirect to another host. In
+what comes back, every secret value and everything the host wrote from one (a filled-in
+header value or path, basic auth's base64, a signature), as it is, JSON-escaped, URL-encoded
+or in base64, is replaced by [secret]; the records hold no query values and no secrets.
 
 A ground module: it imports the plugin contract, the standard library and httpx only.
 """
@@ -56,7 +57,14 @@ from autocoder.runtime.http_addresses import (
     may_be_internal,
     private_sentence,
 )
-from autocoder.runtime.http_request import REDACTED, Outgoing, Refused, Secrets, outgoing
+from autocoder.runtime.http_request import (
+    PATH_SAFE,
+    REDACTED,
+    Outgoing,
+    Refused,
+    Secrets,
+    outgoing,
+)
 
 __all__ = ["REDACTED", "HttpGate", "HttpPolicy", "Refused"]
 
@@ -263,7 +271,7 @@ class HttpGate:
                                      f" [{declared}]); add it there{hint}")
         filled = self.secrets.fill(path, "url's path") if first else path
         return _Target(scheme=scheme, host=name, port=effective,
-                       path=quote(filled, safe="/%:@!$&'()*+,;=-._~"), query=parts.query,
+                       path=quote(filled, safe=PATH_SAFE), query=parts.query,
                        shown_path=_shown_path(path, parts.query))
 
     def _redirect_target(self, current: _Target, location: str, method: str) -> _Target:
