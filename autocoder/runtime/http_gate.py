@@ -65,6 +65,7 @@ from autocoder.runtime.http_request import (
     Secrets,
     outgoing,
 )
+from autocoder.runtime.storable import storable_text
 
 __all__ = ["REDACTED", "HttpGate", "HttpPolicy", "Refused"]
 
@@ -436,8 +437,11 @@ class HttpGate:
 
     def _record(self, method: str, host: str, path: str, status: int, size: int, ms: float,
                 refused: str) -> dict[str, Any]:
-        record = {"method": method, "host": host, "path": path, "status": status,
-                  "bytes": size, "ms": ms, "refused": refused}
+        # Words the plugin chose (a method, a parameter's name) go on the call's log: made
+        # storable here (autocoder/runtime/storable.py), as all that comes from a sandbox.
+        record = {"method": storable_text(method), "host": storable_text(host),
+                  "path": storable_text(path), "status": status, "bytes": size, "ms": ms,
+                  "refused": storable_text(refused)}
         self.records.append(record)
         return record
 

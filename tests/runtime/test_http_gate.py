@@ -523,6 +523,18 @@ def test_records_hold_no_query_values_and_no_secrets(service, dns) -> None:
         assert value not in text
 
 
+def test_records_of_words_the_plugin_chose_are_storable(service, dns) -> None:
+    """A plugin that writes to the channel itself can send any method or parameter name: what
+    goes on the call's log holds no NUL and no lone surrogate (PostgreSQL keeps neither)."""
+    http = gate(service)
+    http.perform({"method": "G\x00\ud800", "url": url(service)})
+    http.perform({"method": "GET", "url": url(service), "params": {"a\x00b": "1"}})
+    text = json.dumps(http.records, ensure_ascii=False)
+    assert "\x00" not in text and "\ud800" not in text
+    assert http.records[0]["method"] == "G\ufffd\ufffd" and http.records[1]["status"] == 200
+    assert http.records[1]["path"] == "/echo?a\ufffdb"
+
+
 # Limits.
 
 def test_too_many_requests(service, dns) -> None:
