@@ -126,7 +126,8 @@ def _schedule_start(run: ScheduleRun, rhythm: Rhythm) -> ScheduleRun:
     try:
         invocation_check(activation=activation, command=schedule.command, payload=payload)
     except InvocationRefused as exc:
-        return _not_started(run, activation, str(exc))
+        return _not_started(run, activation, str(exc),
+                            kind="settings_missing" if exc.missing else NOT_STARTED)
     invocation = invocation_queue(activation=activation, command=schedule.command,
                                   payload=payload,
                                   caller=Caller(Invocation.Caller.SCHEDULE,
