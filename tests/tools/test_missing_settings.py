@@ -29,7 +29,8 @@ from tools.services.invocations import (
     invocation_perform,
     invocation_request,
 )
-from tools.services.schedules import schedule_create, schedules_due_send
+from tools.services.schedule_runs import schedules_due_send
+from tools.services.schedules import schedule_create
 from tools.services.tokens import tool_token_create
 from tools.services.tool_settings import tool_settings_save
 
@@ -187,18 +188,22 @@ def test_tool_activate_names_what_is_still_missing(world: dict[str, Any]) -> Non
 def test_a_schedule_is_saved_but_does_not_start_until_the_setting_is_entered(
         needs_key: Activation, world: dict[str, Any]) -> None:
     schedule = schedule_create(activation=needs_key, user=world["reviewer"], name="Month end",
-                               command="totals", payload=ROWS, every="hours", interval=1)
+                               command="totals", payload=ROWS, when="every 1 hour")
 
-    def fire() -> Invocation:
+    def fire(*, starts: bool) -> Invocation:
+        """The sweep when the schedule is due: a run that cannot start is recorded as refused
+        at once (nothing queued); one that starts is queued, then performed as a worker does."""
         now = timezone.now()
         Schedule.objects.filter(pk=schedule.pk).update(next_run_at=now - timedelta(seconds=1))
-        assert schedules_due_send(now=now) == [schedule.pk]
-        queued = calls().filter(schedule=schedule).latest("pk")
-        done = invocation_perform(invocation_id=queued.pk)
+        assert schedules_due_send(now=now) == ([schedule.pk] if starts else [])
+        entry = calls().filter(schedule=schedule).latest("pk")
+        if not starts:
+            return entry
+        done = invocation_perform(invocation_id=entry.pk)
         assert done is not None
         return done
 
-    refused = fire()
+    refused = fire(starts=False)
     assert refused.status == Invocation.Status.REFUSED
     assert refused.error_kind == "settings_missing"
     assert refused.error == f"Not run: {WORDS}, {SETTINGS_PAGE}."
@@ -206,7 +211,7 @@ def test_a_schedule_is_saved_but_does_not_start_until_the_setting_is_entered(
     told = Notification.objects.get(user=world["reviewer"])
     assert WORDS in told.message and "Month end" in told.message
     enter_key(needs_key, world["admin"])
-    ran = fire()
+    ran = fire(starts=True)
     assert ran.status == Invocation.Status.OK, ran.error
     assert not Schedule.objects.get(pk=schedule.pk).failing
 
