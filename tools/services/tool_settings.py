@@ -17,6 +17,7 @@ from tools.models import Activation, ToolSetting, VersionBlock
 from tools.selectors import SettingView, setting_rows, settings_page
 from tools.services.activations import check_may_decide
 from tools.services.addresses import (
+    address_permissions,
     address_values_check,
     addresses_approve_entered,
     approved_hosts_for_call,
@@ -33,16 +34,25 @@ class SettingsError(Exception):
 
 
 def setting_views(*, team: Team, plugin: Plugin, version: PluginVersion) -> list[SettingView]:
-    """The declared settings of `version` with what the team entered (secrets: set or not)."""
+    """The declared settings of `version` with what the team entered (secrets: set or not),
+    and for an address setting its host and who approved it for the activation in use."""
     rows = setting_rows(team, plugin)
+    in_use = Activation.objects.filter(team=team, plugin=plugin, version=version,
+                                       status=Activation.Status.ACTIVE).first()
+    addresses = {item.setting: item for item in address_permissions(
+        activation=in_use, version=version,
+        values={name: row.value for name, row in rows.items() if not row.secret})}
     views = []
     for declared in declared_settings(version):
         row = rows.get(declared.name)
+        address = addresses.get(declared.name)
         views.append(SettingView(
             name=declared.name, description=declared.description, secret=declared.secret,
             is_set=bool(row and row.value),
             value="" if declared.secret or row is None else row.value,
-            required=declared.required))
+            required=declared.required, address=address is not None,
+            host=address.host if address else "",
+            approved_by=address.approved_by if address else ""))
     return views
 
 
