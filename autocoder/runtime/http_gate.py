@@ -23,9 +23,10 @@ redirects (at most 5) meet the same rules at every hop; limits on requests, time
 Secrets are referenced, never read: `{NAME}` in a header value, a `params` value or the URL's
 path, `auth = {"secret": NAME}` (Bearer), `auth = {"basic": [user, {"secret": NAME}]}` and
 `sign = {"secret": NAME, "header", "algorithm", "prefix"}` (an HMAC of the body) are filled in
-here, only on a request to a declared host, and dropped on a redirect to another host. Any
-secret value in what comes back is replaced by [secret]; the records hold no query values
-and no secrets.
+here, only on a request to a declared host, and dropped on a redirect to another host. In
+what comes back, every secret value and everything the host wrote from one (a filled-in
+header value or path, basic auth's base64, a signature), as it is, JSON-escaped, URL-encoded
+or in base64, is replaced by [secret]; the records hold no query values and no secrets.
 
 A ground module: it imports the plugin contract, the standard library and httpx only.
 """
@@ -58,7 +59,15 @@ from autocoder.runtime.http_addresses import (
     may_be_internal,
     private_sentence,
 )
-from autocoder.runtime.http_request import REDACTED, Outgoing, Refused, Secrets, outgoing
+from autocoder.runtime.http_request import (
+    PATH_SAFE,
+    REDACTED,
+    Outgoing,
+    Refused,
+    Secrets,
+    outgoing,
+)
+from autocoder.runtime.storable import storable_text
 
 __all__ = ["REDACTED", "HttpGate", "HttpPolicy", "Refused"]
 
@@ -268,7 +277,7 @@ class HttpGate:
             raise Refused("refused", self._not_reachable(scheme, shown_host, port))
         filled = self.secrets.fill(path, "url's path") if first else path
         return _Target(scheme=scheme, host=name, port=effective,
-                       path=quote(filled, safe="/%:@!$&'()*+,;=-._~"), query=parts.query,
+                       path=quote(filled, safe=PATH_SAFE), query=parts.query,
                        shown_path=_shown_path(path, parts.query))
 
     def _not_reachable(self, scheme: str, shown_host: str, port: int | None) -> str:
@@ -447,8 +456,11 @@ class HttpGate:
 
     def _record(self, method: str, host: str, path: str, status: int, size: int, ms: float,
                 refused: str) -> dict[str, Any]:
-        record = {"method": method, "host": host, "path": path, "status": status,
-                  "bytes": size, "ms": ms, "refused": refused}
+        # Words the plugin chose (a method, a parameter's name) go on the call's log: made
+        # storable here (autocoder/runtime/storable.py), as all that comes from a sandbox.
+        record = {"method": storable_text(method), "host": storable_text(host),
+                  "path": storable_text(path), "status": status, "bytes": size, "ms": ms,
+                  "refused": storable_text(refused)}
         self.records.append(record)
         return record
 

@@ -125,7 +125,7 @@ def _schedule_start(run: ScheduleRun, rhythm: Rhythm) -> ScheduleRun:
     payload = payload_fill(schedule.payload, periods)
     try:
         invocation_check(activation=activation, command=schedule.command, payload=payload)
-    except InvocationRefused as exc:  # settings missing: the kind a call refused for it has
+    except InvocationRefused as exc:
         return _not_started(run, activation, str(exc),
                             kind="settings_missing" if exc.missing else NOT_STARTED)
     invocation = invocation_queue(activation=activation, command=schedule.command,
