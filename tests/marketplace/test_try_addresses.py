@@ -162,6 +162,7 @@ def test_a_real_send_reaches_the_address_the_team_approved_and_no_other(
     assert done.result["output"] == {"status": 200, "hours": 12}  # the real service's answer
     assert bookings.paths == ["/hours?week=12"]
     entry = AuditEntry.objects.get(action="marketplace.try_sent")
+    assert entry.after is not None
     assert entry.after["hosts"] == [host] and entry.after["try"] == done.pk
     [record] = done.result["http_requests"]
     assert "rehearsal" not in record and record["host"] == "127.0.0.1"
