@@ -144,6 +144,11 @@ class SettingView:
     is_set: bool
     value: str
     required: bool = True  # calls are refused while a required one is not set
+    # An address setting (`kind = "address"`): the host its value names ("" none), and who
+    # approved that host for the activation in use ("" not approved yet).
+    address: bool = False
+    host: str = ""
+    approved_by: str = ""
 
 
 def setting_rows(team: Team, plugin: Plugin) -> dict[str, ToolSetting]:

@@ -50,11 +50,11 @@ def sample_answers(commands: Iterable[Any], command: str) -> list[dict[str, Any]
 
 def sample_settings(commands: Iterable[Any], command: str) -> dict[str, str]:
     """The settings' values the command's examples give (never a secret's: a spec refuses
-    one), the first example's value of each name winning."""
+    one), the first example's value of each name winning; then the other commands' values of
+    the names its own do not give (an address setting's example value, say)."""
     found: dict[str, str] = {}
-    for item in commands:
-        if not isinstance(item, dict) or item.get("name") != command:
-            continue
+    listed = [item for item in commands if isinstance(item, dict)]
+    for item in sorted(listed, key=lambda item: item.get("name") != command):
         for example in item.get("examples") or []:
             values = example.get("settings") if isinstance(example, dict) else None
             for name, value in (values.items() if isinstance(values, dict) else []):

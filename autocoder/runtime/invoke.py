@@ -108,7 +108,8 @@ class InvokeLimits:
             # Not "Network: none": it would read as a contradiction of "sends data to ..."
             ("Requests to other services", f"at most {http.max_requests} per call, made by the"
                                            " portal (api.http) and only to the hosts it"
-                                           " declares; each answer up to"
+                                           " declares or a team admin approved; each answer"
+                                           " up to"
                                            f" {http.max_response_bytes // 2**20} MB and"
                                            f" {http.timeout_s:g} seconds"),
         ]

@@ -8,16 +8,19 @@ plain-words error. Whatever is left waiting or running past TRY_STALL_S (a lost 
 in-process caller that died) ends the same way (`plugin_tries_stalled_end`), so the page never
 waits forever.
 
-A try of a plugin that talks to other services is a **rehearsal** unless asked otherwise: its
-api.http keeps every rule of a tool call's (the hosts the reviewed plugin.toml declares, the
-forms a secret takes, the limits) but sends nothing; each request is recorded with what it
-would send and answered from the sample answers of the version's examples
-(autocoder/runtime/http_rehearsal.py), the settings are the examples' values, and a secret's
+A try of a plugin that talks to other services (hosts declared in plugin.toml, or address
+settings, `kind = "address"`) is a **rehearsal** unless asked otherwise: its api.http keeps
+every rule of a tool call's (the hosts the reviewed plugin.toml declares, the forms a secret
+takes, the limits) but sends nothing; each request is recorded with what it would send and
+answered from the sample answers of the version's examples
+(autocoder/runtime/http_rehearsal.py), the settings are the examples' values, an address
+setting's example value lets it reach that host (nothing is sent there either), and a secret's
 place shows `[secret NAME]`. **Sending for real** is for a trier whose current team uses this
-very version as a tool: the try then gets that team's settings and secrets exactly as a tool
-call would (the tools app provides them through the "try_settings" hook, autocoder/hooks.py:
-the marketplace does not import the tools app), only after the trier confirmed it, and the
-confirmation is in the team's audit log (`marketplace.try_sent`).
+very version as a tool: the try then gets that team's settings and secrets, and reaches the
+hosts of the address settings the team's admin approved, exactly as a tool call would (the
+tools app provides them through the "try_settings" hook, autocoder/hooks.py: the marketplace
+does not import the tools app), only after the trier confirmed it, and the confirmation is in
+the team's audit log (`marketplace.try_sent`).
 """
 
 from __future__ import annotations
@@ -36,7 +39,14 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from autocoder import durable, hooks
-from autocoder.plugins import PluginManifest, read_manifest
+from autocoder.plugins import (
+    HostError,
+    HostRule,
+    PluginManifest,
+    address_rule,
+    address_url,
+    read_manifest,
+)
 from autocoder.runtime.http_gate import HttpGate, HttpPolicy
 from autocoder.runtime.http_rehearsal import HttpRehearsal, sample_answers, sample_settings
 from autocoder.runtime.invoke import InvokeLimits, PluginCall, call_plugin
@@ -81,6 +91,14 @@ SEND_UNCONFIRMED = ("Sending for real makes real requests to {hosts} with your t
                     " tick the box to confirm it, or rehearse instead (nothing is sent).")
 SEND_NO_LONGER = ("Not sent, nothing was run: your team no longer uses this version as a tool,"
                   " so its settings cannot be used. Rehearse it instead.")
+SEND_NOWHERE = ("Sending for real reaches only the addresses {team}'s admins approved for"
+                " {plugin}, and none is approved yet: {note} Rehearse instead (nothing is"
+                " sent).")
+# In words where the host is not known before a team enters it (templates/marketplace/_network.html
+# says it so too).
+ADDRESS_WORDS = "the address your team enters as “{name}”"
+REHEARSAL_NO_ADDRESS = ("{name} has no value in the plugin's examples, so a rehearsal has no"
+                        " address for it.")
 
 
 @dataclass(frozen=True)
@@ -95,6 +113,10 @@ class TrySettings:
     team_name: str = ""
     # The team's Settings page of the tool, named when api.http meets a secret with no value.
     settings_url: str = ""
+    # The hosts of the address settings the team's admin approved (a real send reaches them),
+    # and what api.http's refusal says of those not approved yet.
+    approved: tuple[HostRule, ...] = ()
+    address_note: str = ""
 
 
 class TryRateLimited(Exception):
@@ -145,10 +167,8 @@ def plugin_try_request(*, version: PluginVersion, user: User, command: str,
     this version as a tool (its settings are used) and the user must have `confirmed` it,
     which the team's audit log records."""
     _try_validate(version, command, payload)
-    hosts = try_hosts(version)
-    send = send and bool(hosts)  # a plugin that talks to nothing has nothing to send
-    if send:
-        _send_check(version, user, team_id, hosts, confirmed)
+    send = send and bool(try_hosts(version))  # a plugin that talks to nothing sends nothing
+    hosts = _send_check(version, user, team_id, confirmed) if send else []
     try_rate_limit_hit(user_id=user.pk)
     with transaction.atomic():
         TryRequest.objects.filter(created_at__lt=timezone.now() - timedelta(
@@ -165,29 +185,43 @@ def plugin_try_request(*, version: PluginVersion, user: User, command: str,
 
 
 def try_hosts(version: PluginVersion) -> list[str]:
-    """The hosts the version's reviewed plugin.toml declares ([] : it talks to nothing)."""
+    """Where the version's requests go, in words: the hosts its reviewed plugin.toml declares,
+    then each address setting's "the address your team enters as “NAME”" ([] : it talks to
+    nothing)."""
     manifest = read_manifest(version.files.get("plugin.toml", ""))
-    return [rule.text() for rule in manifest.hosts] if manifest is not None else []
+    if manifest is None:
+        return []
+    return [rule.text() for rule in manifest.hosts] + [
+        ADDRESS_WORDS.format(name=item.name) for item in manifest.address_settings]
 
 
-def try_send_refusal(*, version: PluginVersion, user_id: int, team_id: int | None) -> str:
+def try_send_terms(*, version: PluginVersion, user_id: int,
+                   team_id: int | None) -> tuple[str, list[str]]:
     """Why this user cannot send a try of `version` for real from `team_id` ("" : they can):
-    only from a team that uses this very version as a tool."""
+    only from a team that uses this very version as a tool, and only where it reaches a host;
+    and the hosts a real send reaches (declared, and the addresses the team approved)."""
     team = try_team_settings(user_id=user_id, team_id=team_id, version=version)
     if team is None:
-        return SEND_NEEDS_TOOL.format(plugin=version.plugin.name)
+        return SEND_NEEDS_TOOL.format(plugin=version.plugin.name), []
     if team.other_version:
-        return SEND_OTHER_VERSION.format(version=team.other_version)
-    return ""
+        return SEND_OTHER_VERSION.format(version=team.other_version), []
+    manifest = read_manifest(version.files.get("plugin.toml", ""))
+    hosts = [rule.text() for rule in (manifest.hosts if manifest else ())]
+    hosts += [text for text in (rule.text() for rule in team.approved) if text not in hosts]
+    if not hosts:
+        return SEND_NOWHERE.format(team=team.team_name or "your team",
+                                   plugin=version.plugin.name, note=team.address_note), []
+    return "", hosts
 
 
-def _send_check(version: PluginVersion, user: User, team_id: int | None, hosts: list[str],
-                confirmed: bool) -> None:
-    refusal = try_send_refusal(version=version, user_id=user.pk, team_id=team_id)
+def _send_check(version: PluginVersion, user: User, team_id: int | None,
+                confirmed: bool) -> list[str]:
+    refusal, hosts = try_send_terms(version=version, user_id=user.pk, team_id=team_id)
     if not refusal and not confirmed:
         refusal = SEND_UNCONFIRMED.format(hosts=", ".join(hosts))
     if refusal:
         raise PackageError([refusal])
+    return hosts
 
 
 def plugin_try_perform(*, try_id: int) -> TryRequest | None:
@@ -289,24 +323,47 @@ def _try_execute(asked: TryRequest) -> TryResult:
     manifest = read_manifest(version.files.get("plugin.toml", ""))
     team = try_team_settings(user_id=asked.user_id, team_id=asked.team_id, version=version)
     ours = team is not None and not team.other_version
-    if manifest is None or not manifest.hosts:  # it talks to nothing: the team's settings
+    if manifest is None or not (manifest.hosts or manifest.address_settings):
+        # it talks to nothing: the team's settings
         return _try_run(asked, dict(team.values) if team and ours else {},
                         tuple(team.secret_names) if team and ours else (), None)
     if not asked.send:
-        secret_names = tuple(item.name for item in manifest.settings if item.secret)
-        rehearsal = HttpRehearsal(_try_policy(manifest), secret_names=secret_names,
-                                  answers=sample_answers(version.commands, asked.command))
-        return _try_run(asked, sample_settings(version.commands, asked.command), (), rehearsal)
+        return _try_rehearse(asked, manifest)
     if team is None or not ours:  # asked while the team used it; it no longer does
         return TryResult(ok=False, error=SEND_NO_LONGER)
     secrets = {name: team.values.get(name) or "" for name in team.secret_names}
     gate = HttpGate(replace(_try_policy(manifest), secrets=secrets,
-                            settings_url=team.settings_url))
+                            settings_url=team.settings_url, approved=team.approved,
+                            address_note=team.address_note))
     return _try_run(asked, dict(team.values), tuple(team.secret_names), gate)
 
 
+def _try_rehearse(asked: TryRequest, manifest: PluginManifest) -> TryResult:
+    """The examples' settings; an address setting's example value, as the URL a call's plugin
+    gets, lets the rehearsal reach its host (nothing is sent there: the sample answers reply)."""
+    values = sample_settings(asked.version.commands, asked.command)
+    reached: list[HostRule] = []
+    notes: list[str] = []
+    for item in manifest.address_settings:
+        try:
+            rule = address_rule(values.get(item.name, ""))
+        except HostError:
+            notes.append(REHEARSAL_NO_ADDRESS.format(name=item.name))
+            values.pop(item.name, None)
+            continue
+        reached.append(rule)
+        values[item.name] = address_url(values[item.name])
+    secret_names = tuple(item.name for item in manifest.settings if item.secret)
+    rehearsal = HttpRehearsal(replace(_try_policy(manifest), approved=tuple(reached),
+                                      address_note=" ".join(notes)),
+                              secret_names=secret_names,
+                              answers=sample_answers(asked.version.commands, asked.command))
+    return _try_run(asked, values, (), rehearsal)
+
+
 def _try_policy(manifest: PluginManifest) -> HttpPolicy:
-    """A tool call's rules: only the hosts the reviewed plugin.toml declares."""
+    """A tool call's rules: only the hosts the reviewed plugin.toml declares (and, set by the
+    caller, the addresses approved)."""
     return HttpPolicy(hosts=tuple(manifest.hosts),
                       internal_hosts=frozenset(settings.TOOLS_INTERNAL_HOSTS),
                       described={item.name: item.description for item in manifest.settings})

@@ -56,7 +56,7 @@ from marketplace.services.trying import (
     TryRateLimited,
     plugin_try_request,
     try_hosts,
-    try_send_refusal,
+    try_send_terms,
 )
 from marketplace.services.uploads import plugin_upload_store
 from marketplace.services.yanking import plugin_version_unyank, plugin_version_yank
@@ -176,9 +176,10 @@ def _try_send_context(request: AuthenticatedHttpRequest,
     if not hosts:
         return {"try_hosts": []}
     team = getattr(request, "team", None)
-    refusal = try_send_refusal(version=shown, user_id=request.user.pk,
-                               team_id=team.pk if team else None) if shown else ""
-    return {"try_hosts": hosts, "try_send_refusal": refusal, "try_team": team}
+    refusal, send_hosts = try_send_terms(version=shown, user_id=request.user.pk,
+                                         team_id=team.pk if team else None) if shown else ("", [])
+    return {"try_hosts": hosts, "try_send_refusal": refusal, "try_send_hosts": send_hosts,
+            "try_team": team}
 
 
 def _try_initial(command: dict[str, Any] | None) -> dict[str, Any]:

@@ -84,10 +84,13 @@ def test_without_a_sample_it_says_so_and_an_undeclared_host_is_refused_as_by_the
 
 
 def test_the_samples_come_from_the_examples_the_commands_own_first() -> None:
-    commands = [{"name": "other", "examples": [{"http": [ANSWERS[0]]}]},
+    commands = [{"name": "other", "examples": [{"http": [ANSWERS[0]], "settings": {
+                    "week_start": "tue", "booking_address": "https://bookings.example"}}]},
                 {"name": "hours", "examples": [
                     {"http": [ANSWERS[2]], "settings": {"week_start": "mon"}},
                     {"http": [ANSWERS[1]], "settings": {"week_start": "sun", "x": "y"}}]}]
     assert sample_answers(commands, "hours") == [ANSWERS[2], ANSWERS[1], ANSWERS[0]]
-    assert sample_settings(commands, "hours") == {"week_start": "mon", "x": "y"}
+    # the command's own values first; another command's only for a name its own do not give
+    assert sample_settings(commands, "hours") == {"week_start": "mon", "x": "y",
+                                                  "booking_address": "https://bookings.example"}
     assert sample_answers([{"name": "hours"}], "hours") == []

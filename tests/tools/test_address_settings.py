@@ -13,6 +13,7 @@ subprocess on the test database.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import threading
@@ -209,7 +210,8 @@ def test_the_review_page_shows_the_address_as_a_permission_and_takes_it(
     admin = client_for(world["admin"])
     url = reverse("tools:activate", args=["acme", "bookings", "1.0.0"])
     html = admin.get(url).content.decode()
-    assert "the address your team enters for <code>booking_address</code>" in html
+    assert "<strong>the address your team enters as “booking_address”</strong>" in html
+    assert "None entered yet: whoever enters it approves it." in html
     assert '<label for="address-booking_address">The web address of our booking system' in html
     assert "Other services: none" not in html  # never "none" above "sends data to"
 
@@ -226,9 +228,50 @@ def test_the_review_page_shows_the_address_as_a_permission_and_takes_it(
         "decision": "approve", "address-booking_address": bookings.url})
     assert done.status_code == 302
     shown = admin.get(reverse("tools:activation", args=["acme", pending.pk])).content.decode()
-    assert (f"Sends data to and reads from <strong>http://127.0.0.1:{bookings.port}</strong>, "
-            "the address entered for <code>booking_address</code>") in shown
-    assert "approved by acme-admin" in shown
+    assert (f"Entered by your team: sends data to <strong>http://127.0.0.1:{bookings.port}"
+            "</strong>, approved by acme-admin") in shown
+    assert shown.count('id="address-permission-booking_address"') == 1  # one line, one list
+
+
+@pytest.mark.django_db
+def test_the_settings_page_says_saving_approves_the_address_and_which_it_approved(
+        world: dict[str, Any], version: Any) -> None:
+    activation = activation_approve(
+        activation=activation_request(team=world["acme"], version=version,
+                                      user=world["admin"]), user=world["admin"])
+    admin = client_for(world["admin"])
+    url = reverse("tools:settings", args=["acme", "bookings"])
+
+    def approval_words() -> str:
+        html = admin.get(url).content.decode()
+        found = re.search(r'<p class="small" id="setting-booking_address-approval">(.*?)</p>',
+                          html, re.S)
+        assert found, "no words next to the address field"
+        assert 'aria-describedby="setting-booking_address-help setting-booking_address-' \
+            'approval"' in html
+        return " ".join(re.sub(r"<[^>]+>", "", found.group(1)).split())
+
+    before = approval_words()
+    assert before.startswith("A web address: saving it approves it, and the tool may then send"
+                             " data to it and read from it")
+    assert before.endswith("None entered yet.")
+    saved = admin.post(url, {"booking_address": "bookings.example.org", "api_key": ""},
+                       follow=True)
+    page = saved.content.decode()
+    assert "Saved (booking_address); approved: sends data to bookings.example.org." in page
+    assert approval_words().endswith(
+        "Approved: sends data to bookings.example.org, approved by acme-admin.")
+    assert ApprovedAddress.objects.get(activation=activation).host == "bookings.example.org"
+
+    # Changed behind the admins' back: not approved, until an admin saves it (even unchanged).
+    ToolSetting.objects.filter(name="booking_address").update(value="https://other.example.org")
+    assert "Not approved yet: other.example.org;" in approval_words()
+    again = admin.post(url, {"booking_address": "https://other.example.org", "api_key": ""},
+                       follow=True)
+    assert "Saved; approved: sends data to other.example.org." in again.content.decode()
+    plain = admin.post(url, {"booking_address": "https://other.example.org", "api_key": ""},
+                       follow=True)
+    assert "Nothing changed." in plain.content.decode()
 
 
 def _tool_activate(*args: str) -> subprocess.CompletedProcess[str]:

@@ -32,7 +32,7 @@ from tools.models import Activation, Invocation
 from tools.schedule_selectors import schedule_offer
 from tools.services import activations, blocks, tokens, tool_settings
 from tools.services.address_approval import AddressesRefused, activation_approve
-from tools.services.addresses import address_permissions
+from tools.services.addresses import AddressPermission, address_permissions
 from tools.services.invocations import InvocationRefused, invocation_request
 from tools.views.schedule_parts import schedule_post, schedule_section
 
@@ -60,15 +60,16 @@ def tool_list(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         "may_decide": _may_decide(membership, team)})
 
 
-def _review_context(team: Team, version: PluginVersion,
-                    previous: Activation | None) -> dict[str, Any]:
+def _review_context(team: Team, version: PluginVersion, previous: Activation | None,
+                    addresses: list[AddressPermission]) -> dict[str, Any]:
     """What a decider sees: permissions, reports, settings, limits, and what changes."""
     before = previous.version if previous is not None else None
     hosts = declared_hosts(version)
     return {
         "version": version, "plugin": version.plugin,
         "permissions": selectors.manifest_permissions(version),
-        "network": network_summary(version),  # the marketplace page's words
+        # the marketplace page's words, each address with what the team entered
+        "network": network_summary(version, entered={item.setting: item for item in addresses}),
         "hosts_added": [host for host in hosts if before and host not in declared_hosts(before)],
         "settings_declared": declared_settings(version),
         "limits": INVOKE_LIMITS.described(),
@@ -128,7 +129,7 @@ def _review_page(request: AuthenticatedHttpRequest, team: Team, membership: Memb
         "team": team, "activation": activation, "may_decide": _may_decide(membership, team),
         "addresses": [{"permission": item, "value": (typed or values).get(item.setting, ""),
                        "error": (errors or {}).get(item.setting, "")} for item in addresses],
-        "comment": comment, **_review_context(team, version, previous)},
+        "comment": comment, **_review_context(team, version, previous, addresses)},
         status=400 if errors else 200)
 
 
@@ -345,21 +346,39 @@ def tool_settings_page(request: AuthenticatedHttpRequest, slug: str, name: str) 
     if request.method == "POST":
         values = {key: str(value) for key, value in request.POST.items()
                   if key != "csrfmiddlewaretoken"}
+        unapproved = {view.name for view in _setting_views(team, activation)
+                      if view.address and not view.approved_by}
         try:
             changed = tool_settings.tool_settings_save(
                 team=team, plugin=activation.plugin, version=activation.version,
                 user=request.user, values=values)
-            messages.success(request, f"Saved ({', '.join(changed)})." if changed
-                             else "Nothing changed.")
+            messages.success(request, _saved_words(team, activation, changed, unapproved))
             return redirect("tools:settings", team.slug, name)
         except tool_settings.SettingsError as exc:
             messages.error(request, str(exc))
-    views = tool_settings.setting_views(team=team, plugin=activation.plugin,
-                                        version=activation.version)
+    views = _setting_views(team, activation)
     return render(request, "tools/settings.html", {
         "team": team, "activation": activation, "plugin": activation.plugin,
         "settings": views, "has_secrets": any(view.secret for view in views),
         "missing_count": sum(1 for view in views if view.required and not view.is_set)})
+
+
+def _setting_views(team: Team, activation: Activation) -> list[selectors.SettingView]:
+    return tool_settings.setting_views(team=team, plugin=activation.plugin,
+                                       version=activation.version)
+
+
+def _saved_words(team: Team, activation: Activation, changed: list[str],
+                 unapproved: set[str]) -> str:
+    """"Saved (booking_address); approved: sends data to bookings.example.org." Saving an
+    address approves it (docs/safety.md, "Hosts a version may reach"), also one saved again
+    unchanged: the page says which (`unapproved`: the addresses not approved before)."""
+    approved = [view.host for view in _setting_views(team, activation)
+                if view.address and view.host and view.approved_by
+                and (view.name in changed or view.name in unapproved)]
+    said = f"Saved ({', '.join(changed)})" if changed else "Saved" if approved else \
+        "Nothing changed"
+    return said + (f"; approved: sends data to {', '.join(approved)}." if approved else ".")
 
 
 @login_required
