@@ -24,7 +24,7 @@ from django.http import Http404
 from autocoder.plugins.names import normalize_name
 from teams.models import Membership, Team
 from tools import selectors
-from tools.json_input import JsonInputError, json_input_parse
+from tools.management._options import json_object_option
 from tools.models import Activation, Invocation
 from tools.services.invocations import InvocationRefused, invocation_call
 
@@ -114,15 +114,7 @@ def _caller(team: Team, activation: Activation, username: str) -> Any:
 
 def _payload(text: str) -> dict[str, Any]:
     """The payload as the API reads its body; a CommandError (nothing run) when unusable."""
-    try:
-        payload = json_input_parse(text)
-    except JsonInputError as exc:
-        raise CommandError(f"--payload is not JSON the tool can use: {exc} Nothing was "
-                           "run.") from None
-    if not isinstance(payload, dict):
-        raise CommandError('--payload must be a JSON object, like {"text": "hello"}. Nothing '
-                           "was run.")
-    return payload
+    return json_object_option(text, option="--payload", nothing="Nothing was run.")
 
 
 def _result(invocation: Invocation) -> dict[str, Any]:

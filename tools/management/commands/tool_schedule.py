@@ -24,7 +24,7 @@ from django.http import Http404
 from autocoder.plugins.names import normalize_name
 from teams.models import Team
 from tools import selectors
-from tools.json_input import JsonInputError, json_input_parse
+from tools.management._options import json_object_option
 from tools.schedule_selectors import schedule_preview
 from tools.services.schedules import ScheduleError, describe, schedule_create
 
@@ -94,12 +94,4 @@ class Command(BaseCommand):
 
 
 def _input(text: str) -> dict[str, Any]:
-    try:
-        value = json_input_parse(text)
-    except JsonInputError as exc:
-        raise CommandError(f"--input is not JSON the tool can use: {exc} Nothing was "
-                           "saved.") from None
-    if not isinstance(value, dict):
-        raise CommandError('--input must be a JSON object, like {"text": "hello"}. Nothing '
-                           "was saved.")
-    return value
+    return json_object_option(text, option="--input", nothing="Nothing was saved.")
