@@ -10,7 +10,11 @@ It starts the whole stack with `manage.py up` on its own embedded PostgreSQL and
   writes code is reachable here) and expects the run to succeed, its tests having run in the
   sandbox on the plugin runtime;
 - publishes it with `manage.py plugin_publish` through the marketplace's checks;
-- installs it with pip from the running portal's /simple/ index into a bare venv and calls it.
+- installs it with pip from the running portal's /simple/ index into a bare venv and calls it;
+- makes a recurring automation between two systems and runs it on a calendar
+  (automation_stages.py: generate, publish, activate with an address and a secret, schedule
+  Mondays 08:00 Europe/Berlin for last week, run what is due on the Monday after the clock
+  change, and check the secret stays on the host).
 Standard library only: this interpreter has no test tools, like a user's.
 """
 
@@ -27,6 +31,8 @@ import time
 import urllib.request
 from collections.abc import Callable
 from pathlib import Path
+
+from automation_stages import automation_stages  # beside this file (.ci/)
 
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "docs" / "examples" / "weekly-scheduler.spec.json"
@@ -83,7 +89,10 @@ def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="autocoder-user-install-"))
     port = free_port()
     url = f"http://127.0.0.1:{port}/"
-    env = {**os.environ, "AUTOCODER_VAR_DIR": str(scratch / "var"), "PYTHONUNBUFFERED": "1"}
+    # TOOLS_INTERNAL_HOSTS: the automation's booking system and chat are loopback servers of
+    # this script (automation_stages.py), which an install would list as internal services.
+    env = {**os.environ, "AUTOCODER_VAR_DIR": str(scratch / "var"), "PYTHONUNBUFFERED": "1",
+           "TOOLS_INTERNAL_HOSTS": "127.0.0.1"}
     for name in ("DATABASE_URL", "REDIS_URL", "LLM_PROVIDER", "LLM_SCRIPT"):
         env.pop(name, None)
     log = (scratch / "up.log").open("wb")
@@ -114,13 +123,16 @@ def run_stages(url: str, env: dict[str, str], scratch: Path,
         return f"{url}healthz answered 200 after {time.monotonic() - started:.0f} s"
 
     def _generate() -> str:
+        # A fresh runtime's first reference load embeds for minutes: the run's exit code must
+        # be 0 whether the load finished or was stopped at the bound (and the JSON says which).
         out = manage("generate", str(SPEC), "--provider", "scripted", "--script", str(SCRIPT),
-                     "--out", str(plugin_dir), "--json", env=env)
+                     "--out", str(plugin_dir), "--reference-wait", "300", "--json", env=env)
         summary = json.loads(out.strip().splitlines()[-1])
         if summary["status"] != "succeeded":
             raise RuntimeError(f"the run ended {summary['status']}: {summary}")
-        return (f"run {summary['run_id']} succeeded in {summary['iterations']} iteration(s), "
-                f"pass rate {summary['pass_rate']:.0%}")
+        return (f"run {summary['run_id']} succeeded in {summary['iterations']} attempt(s), "
+                f"pass rate {summary['pass_rate']:.0%}; reference docs: "
+                f"{summary['reference']['detail']}")
 
     def _publish() -> str:
         out = manage("plugin_publish", str(plugin_dir), "--team", "demo", "--visibility",
@@ -152,6 +164,7 @@ def run_stages(url: str, env: dict[str, str], scratch: Path,
     stage("the bundled demo is generated", _generate)
     stage("the plugin is published through the marketplace's checks", _publish)
     stage("pip installs it from the portal's /simple/ index and it answers", _install)
+    automation_stages(stage, manage, env, scratch, scratch / "up.log")
 
 
 def stop(up: subprocess.Popen[bytes]) -> None:

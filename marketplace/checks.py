@@ -173,7 +173,7 @@ def tests_run(files: Mapping[str, str],
     from autocoder.quality.pages import page_dict
     from autocoder.quality.strategies import default_strategy
 
-    strategy = default_strategy(talks_to_hosts=bool(manifest.hosts),
+    strategy = default_strategy(talks_to_hosts=bool(manifest.hosts or manifest.address_settings),
                                 has_secrets=any(s.secret for s in manifest.settings))
     try:
         quality = run_quality(dict(files), strategy=strategy, limits=TEST_LIMITS)

@@ -99,6 +99,11 @@ class TryForm(forms.Form):
         max_length=20_000, initial="{}", label="Input", required=False,
         help_text="JSON, like the example; for a command with one input, the text itself or a "
                   "table (CSV, or copied from a spreadsheet) works too.")
+    # For a plugin that talks to other services: a rehearsal (nothing sent) unless "send",
+    # which needs the box ticked (marketplace/services/trying.py).
+    mode = forms.ChoiceField(choices=[("rehearse", "Rehearse"), ("send", "Send for real")],
+                             required=False, initial="rehearse")
+    confirm = forms.BooleanField(required=False)
 
     def __init__(self, *args: Any, commands: list[dict[str, Any]] | None = None,
                  **kwargs: Any) -> None:

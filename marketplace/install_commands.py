@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-TOKEN_PLACEHOLDER = "YOUR-TOKEN"  # noqa: S105 - the words a person replaces, not a secret
+from autocoder.plugins.api_calls import TOKEN_PLACEHOLDER  # one set of words to replace
 
 
 def index_url_with_token(index_url: str, token: str = TOKEN_PLACEHOLDER) -> str:

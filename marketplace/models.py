@@ -302,6 +302,9 @@ class TryRequest(models.Model):
                              related_name="+")
     command = models.CharField(max_length=64)
     payload = models.JSONField(default=dict)
+    # A try of a plugin that talks to other services is a rehearsal (nothing is sent) unless
+    # the trier confirmed sending for real with their team's settings (in its audit log).
+    send = models.BooleanField(default=False)
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
     result = models.JSONField(default=dict, blank=True, help_text="ok, output, error, stdout,"
                               " duration_ms")

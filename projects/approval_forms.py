@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any, cast
 
 from django import forms
+from django.contrib.auth.models import User
 
-from projects.approval_extras import ApprovalExtra
+from projects.approval_extras import ApprovalExtra, approval_extra
 from runs.approval_rules import decisions_allowed
 from runs.models import ApprovalRequest, ApprovalVote
+from runs.services.approvals import VoteOutcome, approval_vote_cast
+from runs.services.outbox import Dispatch, enqueue_step
 
 Decision = ApprovalVote.Decision
 LABELS = {
@@ -103,6 +106,31 @@ class ApprovalDecisionForm(forms.Form):
             self.add_error("comment", "Write what the run should do differently; the model "
                                       "reads this comment.")
         return data
+
+
+def decision_form(approval: ApprovalRequest, data: Any = None,
+                  **kwargs: Any) -> ApprovalDecisionForm:
+    """The decision form of `approval`; a pending publish request's also chooses what approving
+    publishes (what an app adds to a kind of request: projects/approval_extras.py). The review
+    page and `manage.py approve` both decide through it."""
+    extra = approval_extra(approval.kind)
+    pending = approval.status == ApprovalRequest.Status.PENDING
+    choice = extra.choice(approval) if extra and pending else None
+    return ApprovalDecisionForm(data, approval=approval, extra=extra, choice=choice, **kwargs)
+
+
+def decision_cast(*, approval: ApprovalRequest, user: User, form: ApprovalDecisionForm,
+                  dispatch: Dispatch | None = enqueue_step) -> VoteOutcome:
+    """Carry out a valid decision form: approving a form with a choice does what its extra
+    does (a run's publish request: submit the version and publish it, in one step), anything
+    else is a vote. Raises what the approval rules and the extra raise (ApprovalRefused,
+    ChoiceRefused). `dispatch` as in approval_vote_cast (a publish request moves no run)."""
+    data = form.cleaned_data
+    if form.extra and form.publishes and data["decision"] == Decision.APPROVE:
+        return form.extra.approve(approval=approval, user=user, data=data)
+    return approval_vote_cast(approval=approval, user=user, decision=data["decision"],
+                              comment=data["comment"], candidate=data["candidate"],
+                              dispatch=dispatch)
 
 
 class AuditFilterForm(forms.Form):

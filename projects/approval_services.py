@@ -2,6 +2,9 @@
 shows them (issue 27): each host it sends data to, the settings the team must enter (secrets
 marked), and the hosts a permissions request adds.
 
+The systems in the requester's words (spec `services.systems`) and the address settings, whose
+host the team's admin enters and approves at activation, are listed too.
+
 The gates write them into the request (`payload["services"]`: the plan and change gates from the
 spec and the plugin.toml at hand, the publish gate from the plugin.toml it publishes); a request
 made before that is read from its attempt's plugin.toml.
@@ -26,10 +29,29 @@ class Host:
 
 
 @dataclass(frozen=True)
+class System:
+    """One other system in the requester's words, as a gate lists it."""
+
+    name: str
+    does: str  # "reads from it", "sends to it", ...
+    where: str  # "at bookings.example.org", "at the address the team's admin enters ..."
+
+
+_DOES = {"reads": "reads from it", "sends": "sends data to it",
+         "both": "reads from it and sends data to it"}
+
+
+@dataclass(frozen=True)
 class OtherServices:
     hosts: list[Host] = field(default_factory=list)
     settings: list[dict[str, Any]] = field(default_factory=list)  # {name, description, secret}
     dropped: list[str] = field(default_factory=list)  # hosts the change stops reaching
+    systems: list[System] = field(default_factory=list)
+
+    @property
+    def addresses(self) -> list[dict[str, Any]]:
+        """The address settings: hosts the team's admin enters and approves at activation."""
+        return [s for s in self.settings if s.get("kind") == "address"]
 
     @property
     def new_hosts(self) -> list[str]:
@@ -37,7 +59,7 @@ class OtherServices:
 
     @property
     def empty(self) -> bool:
-        return not (self.hosts or self.settings)
+        return not (self.hosts or self.settings or self.systems)
 
 
 def other_services(approval: ApprovalRequest, iteration: Iteration | None) -> OtherServices | None:
@@ -57,7 +79,22 @@ def other_services(approval: ApprovalRequest, iteration: Iteration | None) -> Ot
     return OtherServices(
         hosts=[Host(name, _note(name), new=bool(change) and name not in before) for name in names],
         settings=[s for s in services.get("settings") or [] if isinstance(s, dict)],
-        dropped=[name for name in before if name not in after] if change else [])
+        dropped=[name for name in before if name not in after] if change else [],
+        systems=_systems(services.get("systems")))
+
+
+def _systems(raw: object) -> list[System]:
+    found = []
+    for item in raw if isinstance(raw, list) else []:
+        if not isinstance(item, dict) or not isinstance(item.get("name"), str):
+            continue
+        where = (f"at {item['host']}" if item.get("host") else
+                 "at the address the team's admin enters when activating it"
+                 + (f" ({item['address_setting']})" if item.get("address_setting") else "")
+                 + " and approves then")
+        found.append(System(name=item["name"], does=_DOES.get(str(item.get("does")), ""),
+                            where=where))
+    return found
 
 
 def _from_files(files: dict[str, str]) -> dict[str, Any]:
@@ -65,8 +102,8 @@ def _from_files(files: dict[str, str]) -> dict[str, Any]:
     if manifest is None:
         return {}
     return {"hosts": [rule.text() for rule in manifest.hosts],
-            "settings": [{"name": s.name, "description": s.description, "secret": s.secret}
-                         for s in manifest.settings]}
+            "settings": [{"name": s.name, "description": s.description, "secret": s.secret,
+                          **({"kind": s.kind} if s.kind else {})} for s in manifest.settings]}
 
 
 def _note(name: str) -> str:

@@ -1,4 +1,5 @@
-"""The curl command the tool's pages show, built so that it works as copied.
+"""The curl command the tool's pages show, built so that it works as copied (the builder,
+`curl_command`, is autocoder/plugins/api_calls.py's: a generated README prints the same).
 
 Its address is the one the page was asked for (`request.build_absolute_uri`: an `http://`
 portal gets `http://`), the token's place is named plainly (YOUR-TOKEN) unless the page has
@@ -11,14 +12,14 @@ docs/tools.md ("Calling a tool from another system") shows one.
 
 from __future__ import annotations
 
-import json
-import shlex
 from typing import Any
 
+from autocoder.plugins.api_calls import curl_command
 from autocoder.plugins.declarations import InputField
-from marketplace.install_commands import TOKEN_PLACEHOLDER
 from marketplace.models import PluginVersion
 from tools.declared import command_info, command_names, declared_inputs
+
+__all__ = ["api_example", "curl_command", "example_known", "first_example"]
 
 
 def first_example(version: PluginVersion, command: str) -> dict[str, Any] | None:
@@ -64,12 +65,3 @@ def _sample(field: InputField) -> Any:
         return {"name": "file.txt", "content_base64": ""}
     return _SAMPLES.get(field.type, "")
 
-
-def curl_command(*, url: str, payload: dict[str, Any],
-                 token: str = TOKEN_PLACEHOLDER) -> str:
-    """`curl -X POST URL` with the token and the JSON body, quoted for a POSIX shell."""
-    body = shlex.quote(json.dumps(payload, ensure_ascii=False))
-    return (f"curl -X POST {shlex.quote(url)} \\\n"
-            f'  -H "Authorization: Bearer {token}" \\\n'
-            f'  -H "Content-Type: application/json" \\\n'
-            f"  -d {body}")

@@ -14,11 +14,11 @@ class ToolsConfig(AppConfig):
         from projects.selectors.insights import INSIGHT_SECTION
         from tools import insights, receivers, tasks  # noqa: F401  (signals, actors)
         from tools.inbox import INBOX_CHANGES
-        from tools.services import invocations, schedules, suggestions, tool_settings
+        from tools.services import invocations, schedule_runs, suggestions, tool_settings
 
         # Due schedules are sent every heartbeat (a few seconds); the invocation log is pruned
         # by the slow sweep (once a minute for the whole installation).
-        heartbeat.sweep_register(schedules.schedules_due_send, quick=True)
+        heartbeat.sweep_register(schedule_runs.schedules_due_send, quick=True)
         heartbeat.sweep_register(invocations.invocations_prune, quick=False)
         # A tool that keeps failing is told to the team that uses it (every 15 minutes).
         heartbeat.sweep_register(suggestions.failing_tools_tell, quick=False)

@@ -64,6 +64,28 @@ class Activation(models.Model):
         return f"{self.plugin.name} {self.version.version}"
 
 
+class ApprovedAddress(models.Model):
+    """A host an address setting names (`kind = "address"` in plugin.toml), approved by a team
+    admin for one activation: that activation's api.http may reach it while the setting still
+    names it (docs/safety.md, "Hosts a version may reach"). Also in the audit log."""
+
+    activation = models.ForeignKey(Activation, on_delete=models.CASCADE,
+                                   related_name="approved_addresses")
+    setting = models.CharField(max_length=64)
+    host = models.CharField(max_length=300, help_text="As plugin.toml would write it.")
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    approved_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["setting", "approved_at"]
+        constraints = [models.UniqueConstraint(fields=["activation", "setting", "host"],
+                                               name="one_approval_per_address")]
+
+    def __str__(self) -> str:
+        return f"{self.host} ({self.setting}) for activation {self.activation_id}"
+
+
 class ToolSetting(models.Model):
     """A value a plugin declares in plugin.toml (`[[settings]]`), entered by a team admin.
 
@@ -132,12 +154,8 @@ class ToolToken(models.Model):
 
 
 class Schedule(models.Model):
-    """A command with a fixed payload, run every N minutes or hours, or daily at a time (UTC)."""
-
-    class Every(models.TextChoices):
-        MINUTES = "minutes", "Every few minutes"
-        HOURS = "hours", "Every few hours"
-        DAY = "day", "Every day at a set time"
+    """A command with an input (which may hold period placeholders), run on a calendar rule in
+    a time zone: the `when` words (tools/services/calendar.py) or a cron expression."""
 
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
     plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
@@ -145,10 +163,13 @@ class Schedule(models.Model):
                               related_name="+")
     name = models.CharField(max_length=80)
     command = models.CharField(max_length=64)
+    # The input as saved, placeholders ({{last_week.start}}, ...) and all; each run fills them.
     payload = models.JSONField(default=dict)
-    every = models.CharField(max_length=8, choices=Every.choices)
-    interval = models.PositiveSmallIntegerField(default=1)
-    at_time = models.TimeField(null=True, blank=True)
+    # The rhythm: `when` in the words of calendar.py ("weekly mon 08:00"), or, when `cron` is
+    # set, that cron expression; both in `time_zone` (an IANA name).
+    when = models.CharField(max_length=80, blank=True)
+    cron = models.CharField(max_length=120, blank=True)
+    time_zone = models.CharField(max_length=64, default="UTC")
     enabled = models.BooleanField(default=True)
     # Why a schedule that is not enabled was paused, in words for the tool's page (its owner
     # left the team, ...).
@@ -197,6 +218,10 @@ class Invocation(models.Model):
                               related_name="+")
     schedule = models.ForeignKey(Schedule, null=True, blank=True, on_delete=models.SET_NULL,
                                  related_name="+")
+    # A schedule's run: the moment it stands for (its periods are computed from it), and what
+    # the page says of it when it ran late or stood for missed runs (the catch-up rule).
+    scheduled_for = models.DateTimeField(null=True, blank=True)
+    schedule_note = models.CharField(max_length=300, blank=True)
     status = models.CharField(max_length=8, choices=Status.choices, default=Status.PENDING)
     # The payload waits here for the worker; output is kept (cut to a size) for the person who
     # asked, so recent results stay with them.

@@ -22,11 +22,14 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, RowNumber
 from django.http import Http404
+from django.urls import reverse
 
+from autocoder.plugins import SettingDecl
 from marketplace.models import Plugin, PluginVersion
 from marketplace.selectors.tokens import token_hash
 from marketplace.selectors.visibility import can_see, viewer_for
 from teams.models import Membership, Team
+from tools.declared import declared_settings
 from tools.models import (
     Activation,
     Invocation,
@@ -140,10 +143,36 @@ class SettingView:
     secret: bool
     is_set: bool
     value: str
+    required: bool = True  # calls are refused while a required one is not set
+    # An address setting (`kind = "address"`): the host its value names ("" none), and who
+    # approved that host for the activation in use ("" not approved yet).
+    address: bool = False
+    host: str = ""
+    approved_by: str = ""
 
 
 def setting_rows(team: Team, plugin: Plugin) -> dict[str, ToolSetting]:
     return {row.name: row for row in ToolSetting.objects.filter(team=team, plugin=plugin)}
+
+
+def missing_settings(activation: Activation) -> list[SettingDecl]:
+    """The settings the activated version needs (declared, not `required = false`) that the
+    team has not entered yet, in plugin.toml's order: calls are refused until they are
+    (tools/services/invocations.py, `invocation_check`). One query."""
+    needed = [item for item in declared_settings(activation.version) if item.required]
+    if not needed:
+        return []
+    entered = set(ToolSetting.objects.filter(
+        team_id=activation.team_id, plugin_id=activation.plugin_id,
+        name__in=[item.name for item in needed]).exclude(value="").values_list("name",
+                                                                               flat=True))
+    return [item for item in needed if item.name not in entered]
+
+
+def settings_page(activation: Activation) -> str:
+    """The address (site-relative) of the tool's Settings page, where a team admin enters them."""
+    return reverse("tools:settings", args=[activation.team.slug,
+                                           activation.plugin.normalized_name])
 
 
 def storage_of(team: Team | int, plugin: Plugin | int) -> ToolStorage | None:

@@ -132,22 +132,26 @@ def _role_template(role: str, spec: Spec, iteration: int) -> tuple[str, str]:
 
 def services_text(spec: Spec) -> str:
     """What the contract says about other services: how this plugin reaches the ones its spec
-    names (docs/plugins.md, "Host API"), or that it reaches none."""
+    names (docs/plugins.md, "Host API"), or that it reaches none; and, for a plugin that runs
+    on a schedule, the period each run covers."""
     services = spec.services
     if not services:
-        return ("- This plugin talks to no other service: it works only on the payload it is"
-                " given.")
-    hosts = ", ".join(rule.text() for rule in services.hosts) or "none"
+        return "\n".join(["- This plugin talks to no other service: it works only on the payload"
+                          " it is given.", *_schedule_lines(spec)])
+    hosts = ", ".join(rule.text() for rule in services.hosts) or "none of its own"
     lines = [
         "- This plugin talks to other services, only through the host's API, which",
         "  `on_initialize(self, api)` receives: keep it (`self.api = api`). Never import",
         "  socket, urllib.request, http.client or requests: the sandbox has no network.",
         f"  - `api.http.get/post/put/patch/delete(url, params=, headers=, json=, data=,"
-        f" timeout=, auth=)` reaches only these hosts: {hosts}. It returns a response with"
+        f" timeout=, auth=)` reaches only these hosts: {hosts}"
+        + (", and the addresses of the address settings below" if services.address_settings
+           else "") + ". It returns a response with"
         " `.status`, `.ok`, `.text`, `.json()`, `.headers`, `.raise_for_status()`; a refused"
         " or failed request raises `api.http.HttpError`.",
     ]
-    plain = [s.name for s in services.settings if not s.secret]
+    lines += _systems_lines(spec)
+    plain = [s.name for s in services.settings if not s.secret and s.kind != "address"]
     secret = [s.name for s in services.settings if s.secret]
     if plain:
         lines.append(f"  - Settings the team enters: {', '.join(plain)}; read them as"
@@ -167,7 +171,55 @@ def services_text(spec: Spec) -> str:
         "    `plugin = Plugin(); plugin.on_initialize(plugin_api)`, and assert on",
         "    `plugin_api.http.requests[i]` (`.method`, `.url`, `.json`, `.headers`, `.auth`).",
     ]
-    return "\n".join(lines)
+    return "\n".join(lines + _schedule_lines(spec))
+
+
+_DOES = {"reads": "reads from it", "sends": "sends to it", "both": "reads from it and sends to it"}
+
+
+def _systems_lines(spec: Spec) -> list[str]:
+    """The systems in the requester's words, and how the plugin finds the address of one whose
+    address the team's admin enters (an address setting)."""
+    services = spec.services
+    lines = []
+    if services.systems:
+        described = "; ".join(
+            f"{system.name} ({_DOES.get(system.does, system.does)}, "
+            + (f"at {system.host.text()}" if system.host is not None
+               else f"its address is the setting `{system.address_setting}`") + ")"
+            for system in services.systems)
+        lines.append(f"  - The systems it works with, in the requester's words: {described}.")
+    for setting in services.address_settings:
+        lines.append(
+            f"  - `api.settings[\"{setting.name}\"]` holds a web address the team's admin enters"
+            f" ({setting.description}), a URL such as `https://bookings.example.org/api`"
+            " without a trailing /: build every request to that system from it (that URL, or"
+            " it plus a path the API documentation gives) and never write that system's host"
+            " in the code. The examples give it a placeholder address (`https://....example`);"
+            " their answers come from there.")
+    return lines
+
+
+def _schedule_lines(spec: Spec) -> list[str]:
+    """For a plugin that runs by itself: when, and the period input each run gives."""
+    schedule = spec.schedule
+    if schedule is None:
+        return []
+    when = schedule.when or "a rhythm its team sets"
+    words = f" (\u201c{schedule.words}\u201d)" if schedule.words else ""
+    lines = [f"- The command `{schedule.command}` also runs by itself on a schedule: {when}"
+             f"{words}."]
+    if schedule.input_fields == ("since",):
+        lines.append("  Each run covers the time since the last successful run: its input has"
+                     " `since`, an ISO date-time (`2025-03-03T08:00:00+01:00`); handle only what"
+                     " happened from then on. When a call gives no `since`, cover today.")
+    elif schedule.input_fields:
+        lines.append(f"  Each run covers a period ({schedule.period}): its input has `start` and"
+                     " `end`, ISO dates (`2025-03-03`), the first and last day of the period,"
+                     " both included; ask the systems for exactly that period and use it in"
+                     " what the plugin returns or sends. When a call gives neither, compute the"
+                     " same period from today's date.")
+    return lines
 
 
 def testing_text(spec: Spec) -> str:

@@ -20,7 +20,8 @@ def retrieve(*, query: str, api_docs: str = "", k: int = 5) -> str:
     if not query.strip():
         return ""
     # Imported here: the embedder loads a model, which prompts without reference should not pay.
-    from autocoder.reference.loading import ensure_loaded, reference_loaded
+    from autocoder.reference.background import ensure_loaded
+    from autocoder.reference.loading import reference_loaded
     from autocoder.reference.retrieval import prompt_block, reference_for
 
     try:

@@ -19,6 +19,13 @@ from autocoder.plugins import (
     SettingDecl,
     render_manifest,
 )
+from autocoder.plugins.api_calls import (
+    PORTAL_PLACEHOLDER,
+    TEAM_PLACEHOLDER,
+    TOKEN_PLACEHOLDER,
+    curl_command,
+    tool_api_url,
+)
 
 ACCEPTANCE_TEST_PATH = "tests/test_acceptance.py"
 PLUGIN_VERSION = "0.1.0"
@@ -91,8 +98,8 @@ def scaffold_manifest(spec: Spec, *, permissions: Permissions | None = None,
         libraries=tuple(libraries),
         commands=tuple(CommandDecl(name=command.name, description=command.description)
                        for command in spec.commands),
-        settings=tuple(SettingDecl(name=s.name, description=s.description, secret=s.secret)
-                       for s in spec.services.settings))
+        settings=tuple(SettingDecl(name=s.name, description=s.description, secret=s.secret,
+                                   kind=s.kind) for s in spec.services.settings))
 
 
 # -- the package ---------------------------------------------------------------------------------
@@ -264,8 +271,7 @@ def _readme(spec: Spec) -> str:
                                  command=first.name if first else "COMMAND",
                                  payload=json.dumps(payload, ensure_ascii=False),
                                  services=_services_words(spec)))
-    parts.append(_TEAM_TOOL.format(name=spec.name, command=first.name if first else "COMMAND",
-                                   payload=json.dumps(payload, ensure_ascii=False)))
+    parts.append(_team_tool(spec.name, first.name if first else "COMMAND", payload))
     return "\n".join(parts)
 
 
@@ -288,23 +294,31 @@ An unknown command raises `ValueError`. {services}
 """
 
 
-_TEAM_TOOL = """## Using it as a team tool
+def _team_tool(name: str, command: str, payload: dict[str, Any]) -> str:
+    """How a team uses the plugin; its curl command is the one the tool's page shows
+    (autocoder/plugins/api_calls.py), with the words to replace, in a fenced block of its own
+    at the top level: a fence inside a list item renders as one line of inline code in the
+    portal's Markdown (and `sh curl ...` pasted from it fails)."""
+    url = tool_api_url(portal=PORTAL_PLACEHOLDER, team=TEAM_PLACEHOLDER, plugin=name,
+                       command=command)
+    return f"""## Using it as a team tool
 
 Once a team activates it in the portal (*Tools*), anyone in the team can use it:
 
 - **From a form**: open the tool's page, pick a command, fill in its fields and press *Run*.
-- **From another system**: a team admin creates an API token on the tool's page; then
-
-  ```sh
-  curl -X POST https://YOUR-PORTAL/api/tools/YOUR-TEAM/{name}/{command} \\
-    -H "Authorization: Bearer YOUR-TOKEN" \\
-    -H "Content-Type: application/json" \\
-    -d '{payload}'
-  ```
-
-  answers `{{"ok": true, "output": ...}}`.
 - **On a schedule**: the tool's *Schedules* page runs a command with a fixed input every few
   minutes or hours, or daily at a set time (UTC), and keeps each result.
+
+**From another system**: a team admin creates an API token on the tool's page, which also
+shows this command ready to paste. Here, put your portal's address in place of
+`{PORTAL_PLACEHOLDER}`, your team's short name in place of `{TEAM_PLACEHOLDER}` and the token in
+place of `{TOKEN_PLACEHOLDER}`:
+
+```sh
+{curl_command(url=url, payload=payload)}
+```
+
+It answers `{{"ok": true, "output": ...}}`.
 """
 
 
@@ -317,6 +331,10 @@ def _services_words(spec: Spec) -> str:
         hosts = ", ".join(rule.text() for rule in services.hosts)
         words.append(f"It sends requests to {hosts}, through the portal's `api.http`, so it"
                      " runs as a team tool of the portal (activate it there), not on its own.")
+    if services.address_settings:
+        names = ", ".join(f"`{s.name}`" for s in services.address_settings)
+        words.append(f"It also reaches the address the team enters in {names}, once the admin"
+                     " who activates it approves that address.")
     if services.settings:
         names = ", ".join(f"`{s.name}`" + (" (secret)" if s.secret else "")
                           for s in services.settings)

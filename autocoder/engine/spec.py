@@ -15,6 +15,7 @@ from typing import Any
 
 # Names: letters, digits, - and _, with at least one letter or digit (so the package name means
 # something); the plugin contract's rule, which plugin.toml follows too.
+from autocoder.engine.spec_schedule import ScheduleSpec, check_schedule
 from autocoder.engine.spec_services import Services, check_example_services, check_services
 from autocoder.plugins.names import NAME_PATTERN, package_name
 from autocoder.quality.strategies import STRATEGIES, default_strategy
@@ -43,7 +44,7 @@ _SHADOWED = frozenset(sys.stdlib_module_names) | {
 NUL = "\x00"
 _NAME_RULE = "must be 1-64 characters: letters, digits, - and _ (at least one letter or digit)"
 _TOP_FIELDS = ("name", "summary", "commands", "constraints", "autonomy", "quality_threshold",
-               "max_iterations", "services", "testing_strategy", "api_docs")
+               "max_iterations", "services", "testing_strategy", "api_docs", "schedule")
 _COMMAND_FIELDS = ("name", "description", "examples")
 _EXAMPLE_FIELDS = ("input", "output", "http", "settings")
 
@@ -87,6 +88,8 @@ class Spec:
     # for what the plugin touches, filled in when the Spec is made.
     testing_strategy: str = ""
     api_docs: str = ""  # the services' API documentation, as the requester gave it
+    # When it runs by itself (autocoder/engine/spec_schedule.py); None: only when called.
+    schedule: ScheduleSpec | None = None
 
     def __post_init__(self) -> None:
         if not self.testing_strategy:
@@ -117,13 +120,14 @@ class Spec:
             **({"services": self.services.as_dict()} if self.services else {}),
             "testing_strategy": self.testing_strategy,
             **({"api_docs": self.api_docs} if self.api_docs else {}),
+            **({"schedule": self.schedule.as_dict()} if self.schedule is not None else {}),
         }
 
 
 def spec_default_strategy(services: Services) -> str:
     """The testing strategy of a spec that names none: comprehensive for one that reaches
     another service or holds secrets, else basic."""
-    return default_strategy(talks_to_hosts=bool(services.hosts),
+    return default_strategy(talks_to_hosts=bool(services.hosts or services.address_settings),
                             has_secrets=any(s.secret for s in services.settings))
 
 
@@ -168,11 +172,13 @@ def spec_from_dict(data: object) -> Spec:
                       f"(got {strategy!r})")
     api_docs = _check_text(data, "api_docs", "api_docs", MAX_API_DOCS_CHARS, errors,
                            required=False)
+    schedule = check_schedule(data.get("schedule"), [c.name for c in commands if c.name], errors)
     if errors:
         raise SpecError(errors)
     return Spec(name=name, summary=summary, commands=commands, constraints=constraints,
                 autonomy=autonomy, quality_threshold=threshold, max_iterations=iterations,
-                services=services, testing_strategy=strategy, api_docs=api_docs)
+                services=services, testing_strategy=strategy, api_docs=api_docs,
+                schedule=schedule)
 
 
 def _nul_errors(data: dict[Any, Any], limit: int = 20) -> list[str]:

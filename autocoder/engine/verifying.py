@@ -248,9 +248,11 @@ def permissions_request_words(before: dict[str, Any], after: dict[str, Any]) -> 
 
 def services_for_review(spec: Spec, manifest_text: str) -> dict[str, Any]:
     """The other services the plugin reaches, for the person at a gate: the hosts its
-    plugin.toml grants (the spec's when there is none to read yet) and the settings the team
-    enters when it activates the plugin, as the spec declares them."""
+    plugin.toml grants (the spec's when there is none to read yet), the settings the team
+    enters when it activates the plugin (address settings marked), and the systems in the
+    requester's words, as the spec declares them."""
     permissions = permissions_or_none(manifest_text) if manifest_text else None
     hosts = permissions.hosts if permissions is not None else spec.services.hosts
-    return {"hosts": [rule.text() for rule in hosts],
-            "settings": spec.services.as_dict()["settings"]}
+    described = spec.services.as_dict()
+    return {"hosts": [rule.text() for rule in hosts], "settings": described["settings"],
+            "systems": described.get("systems", [])}

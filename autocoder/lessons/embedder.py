@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,6 +32,16 @@ HTTP_TIMEOUT_S = 30.0
 
 class EmbedderError(RuntimeError):
     """Embedding failed; the message says what to check."""
+
+
+class EmbeddingStopped(EmbedderError):
+    """A bulk embedding was asked to stop (its caller is going away) and did, between two
+    slices: nothing of it is kept."""
+
+
+# A bulk embedding looks at its stop flag between slices of this many texts: a few seconds of
+# work on a busy 2-core machine, so a process that exits waits at most that long for it.
+BULK_SLICE = BATCH_SIZE * 2
 
 
 class Embedder(Protocol):
@@ -241,14 +251,27 @@ def embed_texts(texts: Sequence[str]) -> np.ndarray:
     return get_embedder().embed(texts)
 
 
-def bulk_embed_texts(texts: Sequence[str]) -> np.ndarray:
+def bulk_embed_texts(texts: Sequence[str], *,
+                     should_stop: Callable[[], bool] | None = None) -> np.ndarray:
     """Thousands of texts at once (loading the reference docs): the bundled model runs on
     every core, in a copy of its own dropped afterwards, as the shared one keeps to
-    EMBEDDER_THREADS for short queries; any other embedder as usual."""
-    if _config()[0] != "minilm":
-        return embed_texts(texts)
-    threads = max(os.cpu_count() or 1, int(getattr(settings, "EMBEDDER_THREADS", 1)))
-    return MiniLMEmbedder(threads=threads).embed(texts)
+    EMBEDDER_THREADS for short queries; any other embedder as usual.
+
+    `should_stop` is asked between slices of BULK_SLICE texts; EmbeddingStopped when it says
+    yes. A thread that embeds must never still be inside the model's native code when its
+    process exits (docs/engine.md, "Reference docs")."""
+    embed: Callable[[Sequence[str]], np.ndarray] = embed_texts
+    if _config()[0] == "minilm":
+        threads = max(os.cpu_count() or 1, int(getattr(settings, "EMBEDDER_THREADS", 1)))
+        embed = MiniLMEmbedder(threads=threads).embed
+    if should_stop is None:
+        return embed(texts)
+    parts = []
+    for start in range(0, len(texts), BULK_SLICE):
+        if should_stop():
+            raise EmbeddingStopped(f"stopped after {start} of {len(texts)} texts")
+        parts.append(embed(texts[start:start + BULK_SLICE]))
+    return np.vstack(parts) if parts else np.zeros((0, DIMENSIONS), dtype=np.float32)
 
 
 def embed_text(text: str) -> np.ndarray:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -339,6 +340,31 @@ def model_health(*, live: bool = True) -> Health:
     return _probes_health(model_probes(load_local=False))
 
 
+def model_set_by_environment() -> bool:
+    """Whether the environment sets any part of the model (LLM_PROVIDER, LLM_BASE_URL,
+    LLM_API_KEY, LLM_MODEL or a role's LLM_<FIELD>_<ROLE>), which no page has checked."""
+    from django.conf import settings
+
+    from autocoder.llm.env import ENV_SETTINGS
+
+    return (any(getattr(settings, name) for name in ENV_SETTINGS.values())
+            or any(field in ENV_SETTINGS for fields in settings.LLM_ROLE_OVERRIDES.values()
+                   for field in fields))
+
+
+def model_start_check() -> Health | None:
+    """`up`'s check, once at start, of a model the environment sets: the Model page's check
+    on saving (`model_probes`: one word per distinct remote model), whose outcome is kept as
+    the page's is, so /healthz, the admins' banner and new runs (held) treat a model that does
+    not answer alike wherever it was set up. None when there is nothing to call: no model set
+    by the environment, only local or scripted ones, or a set-up that cannot work, which
+    `model_fault` says without a call."""
+    if not model_set_by_environment() or model_fault() is not None:
+        return None
+    results = model_probes(load_local=False)
+    return _probes_health(results) if results else None
+
+
 def _probes_health(results: list[ProbeResult]) -> Health:
     failed = [result for result in results if not result.ok]
     if not results:
@@ -498,15 +524,37 @@ def reach_recorded(config: ProviderConfig) -> dict[str, str] | None:
 
 def site_reach_fault() -> InstallationFault | None:
     """A failure recorded for a model the site's roles use (None: none known); no call."""
-    for config in {(c.provider, c.base_url, c.api_key, c.model): c
-                   for c in site_role_configs().values()}.values():
+    found = _recorded(site_role_configs().values())
+    if found is None:
+        return None
+    since = found["at"][:19].replace("T", " ")
+    return InstallationFault(REACH, f"the model is set up but does not answer: "
+                             f"{found['problem']} (since {since} UTC)", found["fix"])
+
+
+def team_reach_fault(*, team_id: int) -> InstallationFault | None:
+    """A failure recorded for a model `team_id`'s roles use (its overrides included), without
+    calling it: a new run is held for such a model at once, in the words a run that met it is
+    held with (one notice for both), and goes on with the held runs once a real call works
+    (docs/llm.md, "A model that does not answer")."""
+    from autocoder.llm.config import role_config
+
+    try:
+        configs = [role_config(role, team_id=team_id) for role in ROLES]
+    except LLMConfigError:
+        return None  # model_fault says so; the run's own call would too
+    found = _recorded(configs)
+    return InstallationFault(REACH, found["problem"], found["fix"]) if found else None
+
+
+def _recorded(configs: Iterable[ProviderConfig]) -> dict[str, str] | None:
+    """The failure recorded for the first of `configs`' remote models that has one."""
+    for config in {(c.provider, c.base_url, c.api_key, c.model): c for c in configs}.values():
         if normalize_provider(config.provider) in ("llamacpp", "scripted"):
             continue
         found = reach_recorded(config)
         if found is not None:
-            since = found["at"][:19].replace("T", " ")
-            return InstallationFault(REACH, f"the model is set up but does not answer: "
-                                     f"{found['problem']} (since {since} UTC)", found["fix"])
+            return found
     return None
 
 

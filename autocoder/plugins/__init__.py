@@ -21,7 +21,13 @@ from autocoder.plugins.declarations import (
     settings_declared,
 )
 from autocoder.plugins.errors import ManifestError
-from autocoder.plugins.hosts import HostError, HostRule, parse_host_rule
+from autocoder.plugins.hosts import (
+    HostError,
+    HostRule,
+    address_rule,
+    address_url,
+    parse_host_rule,
+)
 from autocoder.plugins.manifest import (
     CommandDecl,
     PluginManifest,
@@ -42,7 +48,8 @@ from autocoder.plugins.render import render_manifest
 __all__ = [
     "FILESYSTEM_MODES", "NAME_PATTERN", "CommandDecl", "DeclarationError", "HostError",
     "HostRule", "InputField", "ManifestError", "Permissions", "PluginManifest", "SettingDecl",
-    "clean_tags", "declaration_errors", "input_fields", "load_toml", "normalize_name",
-    "package_name", "parse_host_rule", "parse_manifest", "permissions_from_text",
-    "permissions_or_none", "read_manifest", "render_manifest", "settings_declared",
+    "address_rule", "address_url", "clean_tags", "declaration_errors", "input_fields",
+    "load_toml", "normalize_name", "package_name", "parse_host_rule", "parse_manifest",
+    "permissions_from_text", "permissions_or_none", "read_manifest", "render_manifest",
+    "settings_declared",
 ]

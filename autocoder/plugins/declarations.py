@@ -6,6 +6,7 @@ command, an optional input schema (docs/plugins.md, "Settings" and "Input schema
 name = "api_base"
 description = "The address of your accounting system"
 secret = false
+kind = "address"        # optional: its value is the address api.http may reach (below)
 
 [[commands]]
 name = "monthly_totals"
@@ -13,6 +14,11 @@ description = "Add up expenses per month"
 [commands.input]
 csv = { type = "table", description = "Your expenses CSV" }
 ```
+
+A setting of `kind = "address"` holds a web address (`bookings.example.org` or
+`https://bookings.example.org/api`) entered by the team admin who activates the plugin: the
+host it names is one api.http may reach once that admin approves it (docs/safety.md, "Hosts a
+version may reach"). It is never a secret. Without `kind`, a setting is a plain value.
 
 The rules of these tables, over the parsed TOML: autocoder/plugins/manifest.py builds a
 manifest's `settings` and each command's `inputs` with them, and the functions here answer
@@ -34,7 +40,8 @@ IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
 MAX_SETTINGS = 50
 MAX_INPUT_FIELDS = 50
 MAX_CHOICES = 100
-SETTING_KEYS = ("name", "description", "secret")
+SETTING_KEYS = ("name", "description", "secret", "kind", "required")
+SETTING_KINDS = ("", "address")  # "": a plain value (or a secret)
 FIELD_KEYS = ("type", "description", "choices", "required")
 
 
@@ -49,6 +56,14 @@ class SettingDecl:
     name: str
     description: str
     secret: bool = False
+    kind: str = ""  # one of SETTING_KINDS; "address": a web address api.http may reach
+    # False: the plugin works without it (a default of its own); a required setting with no
+    # value keeps the tool from being called until an admin enters it (docs/tools.md).
+    required: bool = True
+
+    @property
+    def is_address(self) -> bool:
+        return self.kind == "address"
 
 
 @dataclass(frozen=True)
@@ -106,11 +121,28 @@ def collect_settings(manifest: Mapping[str, Any], errors: list[str]) -> list[Set
         if not isinstance(secret, bool):
             errors.append(f"{where} secret must be true or false (got {secret!r})")
             secret = True  # when in doubt, never show it again
+        kind = _setting_kind(item, where, secret, errors)
+        required = item.get("required", True)
+        if not isinstance(required, bool):
+            errors.append(f"{where} required must be true or false (got {required!r})")
+            required = True
         if any(other.name == name for other in found):
             errors.append(f"{where} is declared twice")
             continue
-        found.append(SettingDecl(name=name, description=description.strip(), secret=secret))
+        found.append(SettingDecl(name=name, description=description.strip(), secret=secret,
+                                 kind=kind, required=required))
     return found
+
+
+def _setting_kind(item: Mapping[str, Any], where: str, secret: bool, errors: list[str]) -> str:
+    kind = item.get("kind", "")
+    if kind not in SETTING_KINDS:
+        errors.append(f"{where} kind must be \"address\" or left out (got {kind!r})")
+        return ""
+    if kind == "address" and secret is not False:
+        errors.append(f"{where} is an address (kind = \"address\"): the team admin sees it and"
+                      " approves it as a host the plugin reaches, so it cannot be a secret")
+    return str(kind)
 
 
 # -- input schema -------------------------------------------------------------------------

@@ -225,3 +225,42 @@ def host_rules(value: object, errors: list[str]) -> tuple[HostRule, ...]:
             rules.append(rule)
     return tuple(rules)
 
+
+
+def address_rule(value: str) -> HostRule:
+    """The one host an address setting's value lets api.http reach (docs/plugins.md, "Settings a
+    plugin needs"): a host (`bookings.example.org`, `bookings.example.org:8443`) or a URL
+    (`https://bookings.example.org/api`; `http://...` only when written so). Never a wildcard;
+    HostError says why the value is not an address."""
+    text = value.strip() if isinstance(value, str) else ""
+    if not text:
+        raise HostError("is empty: enter the web address, like https://bookings.example.org")
+    if "://" in text:
+        scheme, _, rest = text.partition("://")
+        entry = f"{scheme}://{rest.split('/', 1)[0].split('?', 1)[0].split('#', 1)[0]}"
+        entry = entry.removeprefix("https://") if scheme.lower() == "https" else entry
+    else:
+        entry = text.split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    if "*" in entry:
+        raise HostError("must name one host, not a *. pattern")
+    rule = parse_host_rule(entry)
+    if not rule.is_ip and "." not in rule.host and rule.scheme == "https" and "://" not in text:
+        raise HostError(f"{text!r} is not a whole web address: write it with its dots, like"
+                        " bookings.example.org")
+    return rule
+
+
+def address_url(value: str) -> str:
+    """The base URL an address setting's value stands for (`bookings.example.org` ->
+    `https://bookings.example.org`), as a plugin would use it; "" when it is no address."""
+    try:
+        rule = address_rule(value)
+    except HostError:
+        return ""
+    text = value.strip()
+    if "://" in text:
+        return text.rstrip("/")
+    rest = text.split("/", 1)[1] if "/" in text else ""
+    host = f"[{rule.host}]" if ":" in rule.host else rule.host
+    port = f":{rule.port}" if rule.port is not None else ""
+    return f"{rule.scheme}://{host}{port}" + (f"/{rest}".rstrip("/") if rest else "")

@@ -98,6 +98,12 @@ class PluginManifest:
         return self.permissions.hosts
 
     @property
+    def address_settings(self) -> tuple[SettingDecl, ...]:
+        """The settings of `kind = "address"`: where else api.http may connect, once a team
+        admin enters and approves the address (docs/safety.md, "Hosts a version may reach")."""
+        return tuple(setting for setting in self.settings if setting.is_address)
+
+    @property
     def normalized_name(self) -> str:
         return normalize_name(self.name)
 

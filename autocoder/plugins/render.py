@@ -56,7 +56,9 @@ def render_manifest(manifest: PluginManifest) -> str:
 def _setting_lines(setting: SettingDecl) -> list[str]:
     return ["[[settings]]", f"name = {toml_string(setting.name)}",
             f"description = {toml_string(setting.description)}",
-            f"secret = {toml_value(setting.secret)}"]
+            f"secret = {toml_value(setting.secret)}",
+            *([f"kind = {toml_string(setting.kind)}"] if setting.kind else []),
+            *([] if setting.required else ["required = false"])]
 
 
 def _command_lines(command: CommandDecl) -> list[str]:

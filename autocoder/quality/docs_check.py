@@ -8,17 +8,12 @@ import ast
 import re
 
 from autocoder.plugins.manifest import PluginManifest
+from autocoder.quality.readme_names import Mentions, read_mentions
 from autocoder.quality.report import Finding
 
 README = "README.md"
+# The code blocks whose language is given (the Python ones are run)
 _FENCE = re.compile(r"^```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^```", re.M | re.S)
-# Where a README names a command: a heading or an on_command call, or a "command": "x" in JSON
-_NAMED_COMMANDS = (re.compile(r"^#{2,4}\s+`([a-z0-9][a-z0-9_-]*)`\s*$", re.M),
-                   re.compile(r"on_command\(\s*[\"']([^\"']+)[\"']"),
-                   re.compile(r"/commands/([a-z0-9][a-z0-9_-]*)"))
-_SECTION_WORDS = {"commands", "examples", "installing", "install", "usage", "settings",
-                  "constraints", "schedule", "api", "form", "team-tool", "limits", "hosts",
-                  "development", "tests", "license", "notes", "errors", "inputs", "outputs"}
 
 
 def readme_text(files: dict[str, str | bytes]) -> str | None:
@@ -47,32 +42,17 @@ def runnable_blocks(readme: str) -> list[str]:
 
 
 def check_readme(readme: str | None, manifest: PluginManifest | None) -> list[Finding]:
+    """The README against plugin.toml, both ways: what the manifest declares and the README
+    does not describe, and what the README mentions that the manifest does not have."""
     if readme is None or not readme.strip():
         return [Finding("there is no README.md: write one from plugin.toml", README)]
     if manifest is None:
         return [Finding("plugin.toml cannot be read, so the README cannot be checked against "
                         "it", "plugin.toml")]
-    findings: list[Finding] = []
+    mentions = read_mentions(readme)
+    findings = _undescribed(readme.lower(), mentions.prose.lower(), manifest)
+    findings += _unknown(mentions, manifest)
     text = readme.lower()
-    for command in manifest.commands:
-        if not _names(text, command.name):
-            findings.append(Finding(f"the README does not name the command `{command.name}`",
-                                    README))
-        for field in command.inputs:
-            if not _names(text, field.name):
-                findings.append(Finding(f"the README does not name `{field.name}`, an input "
-                                        f"of `{command.name}`", README))
-    declared = {c.name for c in manifest.commands}
-    claimed = sorted({name for pattern in _NAMED_COMMANDS for name in pattern.findall(readme)
-                      if name not in declared and name.lower() not in _SECTION_WORDS
-                      and name != manifest.name and name != manifest.package})
-    for name in claimed:
-        findings.append(Finding(f"the README describes a command `{name}` that plugin.toml "
-                                "does not declare", README))
-    for setting in manifest.settings:
-        if not _names(text, setting.name):
-            findings.append(Finding(f"the README does not name the setting `{setting.name}` "
-                                    "the team enters", README))
     for rule in manifest.hosts:
         if rule.host.lower() not in text:
             findings.append(Finding(f"the README does not say the plugin talks to "
@@ -83,6 +63,44 @@ def check_readme(readme: str | None, manifest: PluginManifest | None) -> list[Fi
     if "schedule" not in text:
         findings.append(Finding("the README does not say how to run the plugin on a schedule "
                                 "as a team tool", README))
+    return findings
+
+
+def _undescribed(text: str, prose: str, manifest: PluginManifest) -> list[Finding]:
+    """Commands and settings plugin.toml declares that the README's words (not only its code
+    blocks) never name, and command inputs it names nowhere."""
+    findings: list[Finding] = []
+    for command in manifest.commands:
+        if not _names(prose, command.name):
+            findings.append(Finding(f"the README does not describe the command "
+                                    f"`{command.name}` that plugin.toml declares: give it a "
+                                    "section saying what it does", README))
+        for field in command.inputs:
+            if not _names(text, field.name):
+                findings.append(Finding(f"the README does not name `{field.name}`, an input "
+                                        f"of `{command.name}`", README))
+    for setting in manifest.settings:
+        if not _names(prose, setting.name):
+            findings.append(Finding(f"the README does not name the setting `{setting.name}` "
+                                    "the team enters", README))
+    return findings
+
+
+def _unknown(mentions: Mentions, manifest: PluginManifest) -> list[Finding]:
+    """Commands and settings the README mentions that plugin.toml does not declare."""
+    commands = {c.name.lower() for c in manifest.commands}
+    inputs = {f.name.lower() for c in manifest.commands for f in c.inputs}
+    settings = {s.name.lower() for s in manifest.settings}
+    ours = {manifest.name.lower(), manifest.package.lower(), *(t.lower() for t in manifest.tags)}
+    findings = [Finding(f"the README describes a command `{name}` that plugin.toml does not "
+                        "declare: remove it from the README or add the command", README)
+                for name in sorted(mentions.commands)
+                if name.lower() not in commands | ours | settings | inputs]
+    findings += [Finding(f"the README mentions a setting `{name}` that plugin.toml does not "
+                         "declare: remove it from the README or declare it in [[settings]]",
+                         README)
+                 for name in sorted(mentions.settings)
+                 if name.lower() not in settings | inputs | commands | ours]
     return findings
 
 

@@ -29,6 +29,9 @@ from typing import Any
 JOB = ".autocoder/quality-job.json"
 RESULT = ".autocoder/quality-result.json"
 FIX_DIR = ".autocoder/fix"
+# The test run's report plugin notes the commands the tests call (pytest_report_plugin.py).
+COMMANDS_ENV = "AUTOCODER_RECORD_COMMANDS"
+COMMANDS_CALLED = ".autocoder/commands-called.json"
 
 
 PERF_MARK = "QUALITY-PERF "
@@ -36,11 +39,12 @@ PERF_MARK = "QUALITY-PERF "
 _SOURCE = open(__file__, encoding="utf-8").read() if "__file__" in globals() else ""  # noqa: SIM115
 
 
-def _run(argv: list[str], timeout: float, given: str | None = None) -> dict[str, Any]:
+def _run(argv: list[str], timeout: float, given: str | None = None,
+         env: dict[str, str] | None = None) -> dict[str, Any]:
     started = time.perf_counter()
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=max(timeout, 1),
-                              errors="replace", input=given)
+                              errors="replace", input=given, env=env)
         out = {"exit_code": done.returncode, "stdout": done.stdout[-200_000:],
                "stderr": done.stderr[-50_000:], "timed_out": False}
     except subprocess.TimeoutExpired as exc:
@@ -66,8 +70,9 @@ def tests(job: dict[str, Any]) -> dict[str, Any]:
         handle.write("[run]\nbranch = True\n[report]\nexclude_lines =\n"
                      "    __autocoder_never_excluded__\n")
     run = _run([sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", f"--data-file={data}",
-                f"--source={job['package']}", *job["pytest_argv"]], job["tests_timeout"])
-    report: dict[str, Any] = {"run": run}
+                f"--source={job['package']}", *job["pytest_argv"]], job["tests_timeout"],
+               env={**os.environ, COMMANDS_ENV: job["entry"]})
+    report: dict[str, Any] = {"run": run, "commands_called": _commands_called()}
     if os.path.exists(data):
         done = _run([sys.executable, "-m", "coverage", "json", f"--rcfile={rc}",
                      f"--data-file={data}", "-o", ".autocoder/coverage.json", "-q"], 20)
@@ -83,6 +88,18 @@ def tests(job: dict[str, Any]) -> dict[str, Any]:
         except (OSError, ValueError):
             report["coverage_error"] = done["stderr"][-2000:] or "no coverage report"
     return report
+
+
+def _commands_called() -> Any:
+    """What the tests' own process noted of their on_command calls (None when nothing was
+    written); the host checks its shape."""
+    try:
+        if os.path.getsize(COMMANDS_CALLED) > 100_000:
+            return None
+        with open(COMMANDS_CALLED, encoding="utf-8") as handle:
+            return json.load(handle)
+    except (OSError, ValueError):
+        return None
 
 
 def ruff(job: dict[str, Any]) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from autocoder.quality.stages import (
     types_stage,
 )
 from autocoder.quality.strategies import strategy as strategy_named
+from autocoder.runtime.storable import storable_loads
 from autocoder.sandbox.pytest_runner import (
     _HARNESS_FILES,
     _PLUGIN_SOURCE,
@@ -148,8 +149,10 @@ def _job(files: dict[str, str | bytes], manifest: PluginManifest | None, package
 
 
 def _load(raw: bytes | None) -> dict[str, Any]:
+    """The driver's result, made storable: it quotes the plugin's own words (an example's
+    error, a README block's stderr, its tests' output), which may hold a NUL."""
     try:
-        data = json.loads(raw) if raw else {}
+        data = storable_loads(raw) if raw else {}
     except ValueError:
         return {}
     return data if isinstance(data, dict) else {}

@@ -92,8 +92,8 @@ def coverage_stage(raw: dict[str, Any], files: dict[str, str | bytes],
     branch_rate = int(totals.get("covered_branches", 0)) / branches if branches else 1.0
     executed = {name: set(info.get("executed_lines", []))
                 for name, info in data.get("files", {}).items()}
-    uncovered = [c.name for c in commands
-                 if not _command_covered(c.name, files, executed, package)]
+    uncovered = commands_not_run([c.name for c in commands], called=calls_recorded(raw),
+                                 files=files, executed=executed, package=package)
     findings = [Finding(f"no test runs the command `{name}`: add tests for it", name)
                 for name in uncovered]
     if line_rate < rule.coverage_min:
@@ -108,36 +108,84 @@ def coverage_stage(raw: dict[str, Any], files: dict[str, str | bytes],
     return StageResult("coverage", not findings, findings, seconds, detail)
 
 
-def _command_covered(command: str, files: dict[str, str | bytes],
-                     executed: dict[str, set[int]], package: str) -> bool:
-    """Whether the tests ran the command's own code: its handler method (`count-words` ->
-    `count_words`), else the branch that compares the name; if neither is found, whether any
-    test names it."""
-    handler = package_name(command)
+def calls_recorded(raw: dict[str, Any]) -> set[str] | None:
+    """The command names the tests called through the plugin's `on_command`, as their own
+    process noted them (pytest_report_plugin.py); None when they could not be noted."""
+    noted = raw.get("commands_called")
+    if not isinstance(noted, dict) or noted.get("recorded") is not True:
+        return None
+    called = noted.get("called")
+    if not isinstance(called, list):
+        return None
+    return {name for name in called if isinstance(name, str)}
+
+
+def commands_not_run(commands: list[str], *, called: set[str] | None,
+                     files: dict[str, str | bytes], executed: dict[str, set[int]],
+                     package: str) -> list[str]:
+    """The commands no test runs. A test runs a command when it calls it through
+    `on_command` (in any way: the class itself, a fixture, a parametrized name), or when the
+    command's handler method ran (`count-words` -> `count_words`, called by a test itself).
+    When the calls could not be noted (the entry has no plain `on_command` method), a command
+    without a handler method counts as run when a test names it."""
+    handlers = _handler_lines(files, package)
+    tests = _test_strings(files)
+    not_run = []
+    for command in commands:
+        if called is not None and command in called:
+            continue
+        handler = handlers.get(package_name(command))
+        if handler is not None and any(lines & executed.get(path, set())
+                                       for path, lines in handler.items()):
+            continue
+        if called is None and handler is None and command in tests:
+            continue
+        not_run.append(command)
+    return not_run
+
+
+def _handler_lines(files: dict[str, str | bytes],
+                   package: str) -> dict[str, dict[str, set[int]]]:
+    """Each handler-like function of the package (`count_words`, `_count_words`,
+    `cmd_count_words`, `command_count_words`) by its command's method name: the lines of its
+    body, by file."""
+    found: dict[str, dict[str, set[int]]] = {}
     for path, content in files.items():
         if not (path.startswith(package + "/") and path.endswith(".py")):
             continue
-        text = content.decode("utf-8", "replace") if isinstance(content, bytes) else content
         try:
-            tree = ast.parse(text)
+            tree = ast.parse(_text(content))
         except SyntaxError:
             continue
-        ran = executed.get(path, set())
         for node in ast.walk(tree):
-            body: list[ast.stmt] = []
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in (
-                    handler, f"_{handler}", f"cmd_{handler}", f"command_{handler}"):
-                body = node.body
-            elif isinstance(node, ast.If) and any(
-                    isinstance(c, ast.Constant) and c.value == command
-                    for c in ast.walk(node.test)):
-                body = node.body
-            if body:
-                lines = {n.lineno for s in body for n in ast.walk(s) if isinstance(n, ast.stmt)}
-                return bool(lines & ran)
-    tests = [c.decode("utf-8", "replace") if isinstance(c, bytes) else c
-             for p, c in files.items() if p.startswith("tests/") and p.endswith(".py")]
-    return any(f'"{command}"' in t or f"'{command}'" in t for t in tests)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                name = node.name.lstrip("_")
+                for prefix in ("cmd_", "command_"):
+                    name = name.removeprefix(prefix)
+                lines = {n.lineno for s in node.body for n in ast.walk(s)
+                         if isinstance(n, ast.stmt)}
+                found.setdefault(name, {}).setdefault(path, set()).update(lines)
+    return found
+
+
+def _test_strings(files: dict[str, str | bytes]) -> set[str]:
+    """Every string constant of the tests (a command named in a call, a parametrize list, a
+    fixture); the whole text of a test file that does not parse."""
+    found: set[str] = set()
+    for path, content in files.items():
+        if not (path.startswith("tests/") and path.endswith(".py")):
+            continue
+        text = _text(content)
+        try:
+            found |= {node.value for node in ast.walk(ast.parse(text))
+                      if isinstance(node, ast.Constant) and isinstance(node.value, str)}
+        except SyntaxError:
+            found |= set(re.findall(r"[\"']([^\"'\n]+)[\"']", text))
+    return found
+
+
+def _text(content: str | bytes) -> str:
+    return content.decode("utf-8", "replace") if isinstance(content, bytes) else content
 
 
 def growth(curve: list[list[float]]) -> float | None:

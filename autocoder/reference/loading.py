@@ -2,6 +2,7 @@
 PostgreSQL with pgvector: once per library version and embedder, on first need or through
 `manage.py reference_load`. See docs/engine.md ("Reference docs").
 
+A load on first need runs in a background thread (autocoder/reference/background.py).
 Embedding a few thousand entries takes minutes on a busy 2-core machine, so the vectors are
 kept in a file beside reference.json (or under VAR_DIR when the runtime is read-only), named by
 the file's digest and the embedder: a second load, in another database, only inserts rows.
@@ -14,9 +15,9 @@ import json
 import logging
 import os
 import re
-import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ import numpy as np
 from django.conf import settings
 from django.db import transaction
 
-from autocoder.lessons.embedder import bulk_embed_texts, embedder_identity
+from autocoder.lessons.embedder import EmbeddingStopped, bulk_embed_texts, embedder_identity
 from autocoder.reference.models import ReferenceEntry, ReferenceSet
 from autocoder.runtime import LIBRARIES, runtime_dir
 from autocoder.runtime.build import REFERENCE_NAME
@@ -68,10 +69,16 @@ def embedding_text(entry: dict[str, Any]) -> str:
     return f"{text} [{purpose}]" if purpose else text
 
 
+class LoadStopped(Exception):
+    """The load was asked to stop and did; nothing of it was kept (one transaction)."""
+
+
 def load_reference(*, path: Path | None = None, force: bool = False,
-                   libraries: set[str] | None = None) -> LoadReport:
+                   libraries: set[str] | None = None,
+                   should_stop: Callable[[], bool] | None = None) -> LoadReport:
     """Load what is not loaded yet for the current embedder; `libraries` limits it to those
-    (distribution names, "python" for the standard library)."""
+    (distribution names, "python" for the standard library). `should_stop` is asked between
+    slices of the work (autocoder/reference/background.py); LoadStopped when it says yes."""
     started = time.monotonic()
     path = path or reference_path()
     data = read_reference(path)
@@ -90,8 +97,12 @@ def load_reference(*, path: Path | None = None, force: bool = False,
         report.seconds = time.monotonic() - started
         return report
     indices = sorted(i for rows in wanted.values() for i in rows)
-    vectors, report.embedded = _vectors(path, entries, indices, identity,
-                                        whole=len(indices) == len(entries))
+    try:
+        vectors, report.embedded = _vectors(path, entries, indices, identity,
+                                            whole=len(indices) == len(entries),
+                                            should_stop=should_stop)
+    except EmbeddingStopped as stopped:
+        raise LoadStopped(str(stopped)) from None
     row_of = {index: row for row, index in enumerate(indices)}
     with transaction.atomic():
         # One version of a library at a time: the runtime holds one.
@@ -100,9 +111,12 @@ def load_reference(*, path: Path | None = None, force: bool = False,
         for (lib, version), rows in sorted(wanted.items()):
             reference_set = ReferenceSet.objects.create(library=lib, version=version,
                                                         embedded_with=identity, entries=len(rows))
-            ReferenceEntry.objects.bulk_create(
-                [_entry(reference_set, entries[i], vectors[row_of[i]]) for i in rows],
-                batch_size=INSERT_BATCH)
+            for start in range(0, len(rows), INSERT_BATCH):
+                if should_stop is not None and should_stop():
+                    raise LoadStopped(f"stopped while storing {lib}")  # rolls back
+                ReferenceEntry.objects.bulk_create(
+                    [_entry(reference_set, entries[i], vectors[row_of[i]])
+                     for i in rows[start:start + INSERT_BATCH]])
             report.loaded.append(f"{lib} {version}")
             report.entries += len(rows)
     report.seconds = time.monotonic() - started
@@ -119,7 +133,8 @@ def _entry(reference_set: ReferenceSet, entry: dict[str, Any], vector: np.ndarra
 
 
 def _vectors(path: Path, entries: list[dict[str, Any]], indices: list[int], identity: str,
-             *, whole: bool) -> tuple[np.ndarray, int]:
+             *, whole: bool, should_stop: Callable[[], bool] | None = None
+             ) -> tuple[np.ndarray, int]:
     """Vectors for entries[indices], from the cache when it holds them."""
     texts = [embedding_text(entry) for entry in entries]
     cache = _cache_file(path, texts, identity)
@@ -133,7 +148,7 @@ def _vectors(path: Path, entries: list[dict[str, Any]], indices: list[int], iden
     wanted = [texts[i] for i in (indices if not whole else range(len(entries)))]
     # Shortest first: a batch is padded to its longest text, so like lengths embed fastest.
     order = sorted(range(len(wanted)), key=lambda k: len(wanted[k]))
-    embedded = bulk_embed_texts([wanted[k] for k in order])
+    embedded = bulk_embed_texts([wanted[k] for k in order], should_stop=should_stop)
     vectors = np.empty_like(embedded)
     vectors[order] = embedded
     if whole:
@@ -161,46 +176,6 @@ def _save(cache: Path, vectors: np.ndarray) -> None:
         partial.replace(cache)
     except OSError:
         logger.warning("could not keep the reference vectors at %s", cache)
-
-
-_attempted: set[tuple[str, str]] = set()
-_attempt_lock = threading.Lock()
-
-
-def ensure_loaded() -> None:
-    """Start loading the reference on first need, once per process, in a background thread
-    (REFERENCE_AUTOLOAD=False leaves it to `manage.py reference_load`): the first embedding of
-    a new runtime takes minutes, and a run must not wait for it; its prompts go without
-    reference docs until they are there. Never raises."""
-    if not getattr(settings, "REFERENCE_AUTOLOAD", True):
-        return
-    path = reference_path()
-    key = (str(path), embedder_identity())
-    with _attempt_lock:
-        if key in _attempted:
-            return
-        _attempted.add(key)
-    if not path.exists():
-        logger.info("no reference docs at %s (the runtime's build writes them)", path)
-        return
-    threading.Thread(target=_load_in_background, args=(path,), daemon=True,
-                     name="reference-load").start()
-
-
-def _load_in_background(path: Path) -> None:
-    from django.db import close_old_connections
-
-    try:
-        report = load_reference(path=path)
-    except Exception as exc:
-        logger.warning("loading the reference docs failed (%s: %s); prompts go without "
-                       "them", type(exc).__name__, exc)
-        return
-    finally:
-        close_old_connections()
-    if report.loaded:
-        logger.info("reference docs loaded: %s (%d entries, %.1f s)",
-                    ", ".join(report.loaded), report.entries, report.seconds)
 
 
 def reference_loaded() -> bool:

@@ -11,7 +11,9 @@ it through `HttpGate(policy).perform(request)` and hands back a JSON answer:
              {"ok": False, "error": <a sentence>, "error_kind": refused|limit|timeout|
                                                                  unreachable|too_large}
 
-The rules: only the hosts of `[permissions] hosts` (scheme, host and port); the name is
+The rules: only the hosts of `[permissions] hosts` and the hosts of address settings a team
+admin approved at activation (`HttpPolicy.approved`; docs/safety.md, "Hosts a version may
+reach"), matched on scheme, host and port; the name is
 resolved here and every address must be public (loopback, private, link-local, CGNAT,
 multicast, reserved, metadata addresses and their IPv6 disguises are refused) unless a site
 admin listed the host in TOOLS_INTERNAL_HOSTS; the connection goes to the address checked
@@ -21,9 +23,10 @@ redirects (at most 5) meet the same rules at every hop; limits on requests, time
 Secrets are referenced, never read: `{NAME}` in a header value, a `params` value or the URL's
 path, `auth = {"secret": NAME}` (Bearer), `auth = {"basic": [user, {"secret": NAME}]}` and
 `sign = {"secret": NAME, "header", "algorithm", "prefix"}` (an HMAC of the body) are filled in
-here, only on a request to a declared host, and dropped on a redirect to another host. Any
-secret value in what comes back is replaced by [secret]; the records hold no query values
-and no secrets.
+here, only on a request to a declared host, and dropped on a redirect to another host. In
+what comes back, every secret value and everything the host wrote from one (a filled-in
+header value or path, basic auth's base64, a signature), as it is, JSON-escaped, URL-encoded
+or in base64, is replaced by [secret]; the records hold no query values and no secrets.
 
 A ground module: it imports the plugin contract, the standard library and httpx only.
 """
@@ -56,7 +59,15 @@ from autocoder.runtime.http_addresses import (
     may_be_internal,
     private_sentence,
 )
-from autocoder.runtime.http_request import REDACTED, Outgoing, Refused, Secrets, outgoing
+from autocoder.runtime.http_request import (
+    PATH_SAFE,
+    REDACTED,
+    Outgoing,
+    Refused,
+    Secrets,
+    outgoing,
+)
+from autocoder.runtime.storable import storable_text
 
 __all__ = ["REDACTED", "HttpGate", "HttpPolicy", "Refused"]
 
@@ -87,10 +98,18 @@ class HttpPolicy:
 
     hosts: tuple[HostRule, ...]
     internal_hosts: frozenset[str]  # settings.TOOLS_INTERNAL_HOSTS: names or IP addresses
+    # The hosts of address settings the team's admin approved for this activation (each an
+    # exact host, never a wildcard), and what a refusal adds about the ones not approved yet.
+    approved: tuple[HostRule, ...] = ()
+    address_note: str = ""
     secrets: Mapping[str, str] = field(default_factory=dict, repr=False)
     max_requests: int = 20
     max_response_bytes: int = 5 * 1024 * 1024
     timeout_s: float = 10.0
+    # Where a team admin enters a secret that has no value yet, and the secrets' descriptions:
+    # api.http's refusal says so in the words of a refused call (setting_words.py).
+    settings_url: str = ""
+    described: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -124,7 +143,8 @@ class HttpGate:
         self.records: list[dict[str, Any]] = []
         self.performed = 0
         self._internal = internal_set(policy.internal_hosts)
-        self.secrets = Secrets(policy.secrets)
+        self.secrets = Secrets(policy.secrets, settings_url=policy.settings_url,
+                               described=policy.described)
         self.blank = self.secrets.blank
 
     def perform(self, request: dict[str, Any]) -> dict[str, Any]:
@@ -252,19 +272,27 @@ class HttpGate:
         shown_host = f"[{name}]" if ":" in name else name
         effective = port if port is not None else DEFAULT_PORTS[scheme]
         path = parts.path or "/"
-        if not any(rule.matches(scheme, name, effective) for rule in self.policy.hosts):
-            declared = ", ".join(f'"{rule.text()}"' for rule in self.policy.hosts)
-            where = (f"{scheme}://{shown_host}" if scheme == "http" else shown_host) + (
-                "" if port in (None, DEFAULT_PORTS[scheme]) else f":{port}")
-            hint = (" (plain http only when declared as \"http://...\")"
-                    if scheme == "http" else "")
-            raise Refused("refused", f"api.http: {where} is not one of the hosts this plugin"
-                                     f" declared in plugin.toml ([permissions] hosts ="
-                                     f" [{declared}]); add it there{hint}")
+        reachable = self.policy.hosts + self.policy.approved
+        if not any(rule.matches(scheme, name, effective) for rule in reachable):
+            raise Refused("refused", self._not_reachable(scheme, shown_host, port))
         filled = self.secrets.fill(path, "url's path") if first else path
         return _Target(scheme=scheme, host=name, port=effective,
-                       path=quote(filled, safe="/%:@!$&'()*+,;=-._~"), query=parts.query,
+                       path=quote(filled, safe=PATH_SAFE), query=parts.query,
                        shown_path=_shown_path(path, parts.query))
+
+    def _not_reachable(self, scheme: str, shown_host: str, port: int | None) -> str:
+        declared = ", ".join(f'"{rule.text()}"' for rule in self.policy.hosts)
+        where = (f"{scheme}://{shown_host}" if scheme == "http" else shown_host) + (
+            "" if port in (None, DEFAULT_PORTS[scheme]) else f":{port}")
+        hint = " (plain http only when declared as \"http://...\")" if scheme == "http" else ""
+        if not (self.policy.approved or self.policy.address_note):
+            return (f"api.http: {where} is not one of the hosts this plugin declared in"
+                    f" plugin.toml ([permissions] hosts = [{declared}]); add it there{hint}")
+        approved = ", ".join(rule.text() for rule in self.policy.approved) or "none yet"
+        note = f" {self.policy.address_note}" if self.policy.address_note else ""
+        return (f"api.http: {where} is neither one of the hosts this plugin declared in"
+                f" plugin.toml ([permissions] hosts = [{declared}]) nor an address a team admin"
+                f" approved for it (approved: {approved}){hint}.{note}")
 
     def _redirect_target(self, current: _Target, location: str, method: str) -> _Target:
         url = urljoin(current.name_url(), location)
@@ -428,8 +456,11 @@ class HttpGate:
 
     def _record(self, method: str, host: str, path: str, status: int, size: int, ms: float,
                 refused: str) -> dict[str, Any]:
-        record = {"method": method, "host": host, "path": path, "status": status,
-                  "bytes": size, "ms": ms, "refused": refused}
+        # Words the plugin chose (a method, a parameter's name) go on the call's log: made
+        # storable here (autocoder/runtime/storable.py), as all that comes from a sandbox.
+        record = {"method": storable_text(method), "host": storable_text(host),
+                  "path": storable_text(path), "status": status, "bytes": size, "ms": ms,
+                  "refused": storable_text(refused)}
         self.records.append(record)
         return record
 

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, quote_plus, urlencode
 
+from autocoder.runtime.setting_words import settings_missing_words
+
 REDACTED = "[secret]"
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 REQUEST_KEYS = ("method", "url", "params", "headers", "json", "data", "body_b64", "timeout",
@@ -34,6 +36,8 @@ SIGN_ALGORITHMS = ("sha256", "sha512", "sha1")
 # Set by the portal, never by a plugin: they decide where and how the bytes go.
 RESERVED_HEADERS = ("host", "content-length", "transfer-encoding", "connection", "upgrade",
                     "te", "trailer", "keep-alive", "proxy-authorization", "proxy-connection")
+# What a URL's path keeps as it is (the gate quotes the rest): a secret in the path goes out so.
+PATH_SAFE = "/%:@!$&'()*+,;=-._~"
 _TEMPLATE = re.compile(r"\{\{|\}\}|\{([A-Za-z_][A-Za-z0-9_]*)\}|[{}]")
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
@@ -60,12 +64,23 @@ class Outgoing:
 
 class Secrets:
     """The plugin's secret settings (name -> value): filled into a request, blanked out of
-    whatever comes back."""
+    whatever comes back, in every form the host wrote them in (docs/safety.md, "Secrets in
+    what comes back")."""
 
-    def __init__(self, values: Mapping[str, str]) -> None:
+    def __init__(self, values: Mapping[str, str], *, settings_url: str = "",
+                 described: Mapping[str, str] | None = None) -> None:
         self.values = values
-        self._blanked = sorted((v for v in values.values() if v), key=len, reverse=True)
+        # Where a team admin enters a missing one, and each one's description: the words a
+        # call refused before it runs uses too (autocoder/runtime/setting_words.py).
+        self.settings_url = settings_url
+        self.described = dict(described or {})
 
+        # Made from a secret and blanked like one: this call's signatures.
+        self._derived: list[str] = []
+        # Texts the host wrote into this call's requests around a secret (a filled-in header
+        # value or path, basic auth's `user:password`): blanked in base64 too, whole.
+        self._written: list[str] = []
+        self._blanked: tuple[str, ...] | None = None
 
     def secret(self, name: object) -> str:
         """The value of a secret setting the plugin declared; Refused names the ones it has."""
@@ -76,33 +91,63 @@ class Secrets:
                                      f" plugin (its secret settings: {names}); declare it in"
                                      " plugin.toml as [[settings]] with secret = true")
         if not value:
-            raise Refused("refused", f"api.http: the secret setting {name!r} has no value yet;"
-                                     " a team admin fills it in on the plugin's page")
+            words = settings_missing_words([(str(name), self.described.get(str(name), ""))],
+                                           self.settings_url)
+            raise Refused("refused", f"api.http: {words}")
         return value
 
+    def wrote(self, text: str) -> str:
+        """Note `text`, which the host wrote into a request around a secret, so that an answer
+        that gives it back encoded whole (basic auth's base64) is blanked too; returns it.
+        As it is, or JSON-escaped or URL-encoded, it holds the secret's own form already."""
+        return self._note(self._written, text)
+
+    def derived(self, text: str) -> str:
+        """Note `text`, made from a secret (a signature), to be blanked as a secret is."""
+        return self._note(self._derived, text)
+
+    def _note(self, into: list[str], text: str) -> str:
+        if text and text not in into:
+            into.append(text)
+            self._blanked = None
+        return text
+
     def fill(self, text: str, where: str) -> str:
-        """`text` with each `{NAME}` replaced by that secret's value (`{{` and `}}` are braces)."""
+        """`text` with each `{NAME}` replaced by that secret's value (`{{` and `}}` are braces);
+        a text that got a secret is noted (`wrote`), surrounding words and all."""
+        filled_in = False
+
         def one(match: re.Match[str]) -> str:
+            nonlocal filled_in
             token = match.group(0)
             if token in ("{{", "}}"):
                 return token[0]
             if match.group(1) is None:
                 raise Refused("refused", f"api.http: the {where} has a lone {token!r}; write"
                                          f" {token * 2} for a brace, {{NAME}} for a secret")
+            filled_in = True
             return self.secret(match.group(1))
-        return _TEMPLATE.sub(one, text)
+        filled = _TEMPLATE.sub(one, text)
+        return self.wrote(filled) if filled_in else filled
 
     def blank(self, text: str) -> str:
-        for value in self._blanked:
-            for form in _forms(value):
-                text = text.replace(form, REDACTED)
+        for form in self._forms():
+            text = text.replace(form, REDACTED)
         return text
 
     def blank_bytes(self, data: bytes) -> bytes:
-        for value in self._blanked:
-            for form in _forms(value):
-                data = data.replace(form.encode(), REDACTED.encode())
+        for form in self._forms():
+            data = data.replace(form.encode(), REDACTED.encode())
         return data
+
+    def _forms(self) -> tuple[str, ...]:
+        """Every form to blank, longest first (a longer one may hold a shorter one)."""
+        if self._blanked is None:
+            texts = [v for v in self.values.values() if v] + self._derived
+            forms = {form for text in texts for form in _forms(text)}
+            forms |= {form for text in self._written for form in _base64_forms(text)}
+            self._blanked = tuple(sorted(forms, key=lambda form: (-len(form), form)))
+        return self._blanked
 
 
 def outgoing(request: Mapping[str, Any], secrets: Secrets, limit: int) -> Outgoing:
@@ -127,9 +172,36 @@ def outgoing(request: Mapping[str, Any], secrets: Secrets, limit: int) -> Outgoi
 
 
 def _forms(value: str) -> tuple[str, ...]:
-    """The ways a secret may come back: as it is, JSON-escaped, URL-encoded."""
-    return tuple(dict.fromkeys((value, json.dumps(value)[1:-1], quote(value, safe=""),
-                                quote_plus(value))))
+    """The ways a secret may come back from a service that echoes it: as it is, JSON-escaped,
+    URL-encoded (as a query value or as the gate writes a path), and in base64
+    (`_base64_forms`)."""
+    forms = (value, json.dumps(value)[1:-1], json.dumps(value, ensure_ascii=False)[1:-1],
+             quote(value, safe=""), quote(value, safe=PATH_SAFE), quote_plus(value),
+             *_base64_forms(value))
+    return tuple(dict.fromkeys(form for form in forms if form))
+
+
+def _base64_forms(value: str) -> tuple[str, ...]:
+    """`value` in base64, standard or URL-safe, with or without its padding (basic auth's own
+    encoding, and what echo services use for binary), also inside a longer base64 text."""
+    encoded = value.encode()
+    whole = [base64.b64encode(encoded).decode(), base64.urlsafe_b64encode(encoded).decode()]
+    return (*whole, *(form.rstrip("=") for form in whole), *_base64_cores(encoded))
+
+
+def _base64_cores(encoded: bytes) -> tuple[str, ...]:
+    """What base64 of a longer text holds of `encoded` wherever it falls in it: base64 turns
+    3 bytes into 4 characters, so one of `encoded`'s first three bytes starts a group, and
+    the whole groups from there on come out the same whatever surrounds them. Those of at least
+    6 bytes (8 characters: nothing else looks like them) are blanked; at most two bytes at each
+    end of the text stay readable."""
+    cores = []
+    for start in range(3):
+        whole = encoded[start:]
+        whole = whole[:len(whole) - len(whole) % 3]
+        if len(whole) >= 6:
+            cores += [base64.b64encode(whole).decode(), base64.urlsafe_b64encode(whole).decode()]
+    return tuple(cores)
 
 
 def _headers(request: Mapping[str, Any], secrets: Secrets) -> tuple[dict[str, str], set[str]]:
@@ -194,12 +266,13 @@ def _auth(auth: object, headers: dict[str, str], secret_headers: set[str],
     if auth is None:
         return
     if isinstance(auth, dict) and set(auth) == {"secret"}:
-        headers["Authorization"] = f"Bearer {secrets.secret(auth['secret'])}"
+        headers["Authorization"] = secrets.wrote(f"Bearer {secrets.secret(auth['secret'])}")
     elif (isinstance(auth, dict) and set(auth) == {"basic"}
           and isinstance(auth["basic"], list) and len(auth["basic"]) == 2):
         user, password = (_text_or_secret(part, secrets) for part in auth["basic"])
-        token = base64.b64encode(f"{user}:{password}".encode()).decode()
-        headers["Authorization"] = f"Basic {token}"
+        pair = secrets.wrote(f"{user}:{password}")  # its base64 is the token
+        token = base64.b64encode(pair.encode()).decode()
+        headers["Authorization"] = secrets.wrote(f"Basic {token}")
     else:
         raise Refused("refused", "api.http: auth must be api.secret(NAME) or"
                                  " (user, api.secret(NAME)) for basic auth")
@@ -232,6 +305,7 @@ def _sign(sign: object, body: bytes, headers: dict[str, str], secret_headers: se
     if not isinstance(prefix, str) or any(ch in prefix for ch in "\r\n\0"):
         raise Refused("refused", "api.http: sign's prefix must be one line of text")
     key = secrets.secret(sign["secret"]).encode()
-    headers[header] = prefix + hmac.new(key, body, getattr(hashlib, algorithm)).hexdigest()
+    signature = secrets.derived(hmac.new(key, body, getattr(hashlib, algorithm)).hexdigest())
+    headers[header] = prefix + signature
     secret_headers.add(header.lower())
     return header.lower()

@@ -105,10 +105,13 @@ class InvokeLimits:
             ("Storage", f"{self.storage_kb} KB of JSON per team"),
             ("Log", f"{self.log_lines} lines of at most {self.log_line_chars} characters"
                     " per call"),
-            ("Network", "none of its own: only api.http requests, which the portal makes for it"
-                        f" to the hosts it declares, at most {http.max_requests} per call, each"
-                        f" answer up to {http.max_response_bytes // 2**20} MB and"
-                        f" {http.timeout_s:g} seconds"),
+            # Not "Network: none": it would read as a contradiction of "sends data to ..."
+            ("Requests to other services", f"at most {http.max_requests} per call, made by the"
+                                           " portal (api.http) and only to the hosts it"
+                                           " declares or a team admin approved; each answer"
+                                           " up to"
+                                           f" {http.max_response_bytes // 2**20} MB and"
+                                           f" {http.timeout_s:g} seconds"),
         ]
 
 

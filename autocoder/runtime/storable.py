@@ -10,10 +10,17 @@ saves it; everything else is kept as the plugin said it.
 
 A JSON value nested deeper than MAX_DEPTH levels is refused (ValueError): nothing a person
 reads is that deep, and pages that print JSON indented would run out of stack on it.
+
+Everything a sandbox job hands back goes through here (docs/sandbox.md, "What comes back"):
+its output (autocoder/sandbox/output.py), the JSON files it writes (`storable_loads`: the test
+report, the quality pipeline's result) and a plugin call's outcome (autocoder/runtime/
+invoke.py), so the test results on a run's checkpoints and an upload's version, the quality
+report and the call log are saved whatever the plugin's code printed or raised.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -47,3 +54,12 @@ def storable_json(value: Any, depth: int = 1) -> Any:
         found[storable_text(key) if isinstance(key, str) else key] = storable_json(item,
                                                                                    depth + 1)
     return found
+
+
+def storable_loads(raw: bytes | str) -> Any:
+    """The JSON a sandbox job wrote (`raw`), made storable (storable_json); ValueError when it
+    is not UTF-8 JSON or is nested too deep (also too deep for the parser itself)."""
+    try:
+        return storable_json(json.loads(raw))
+    except RecursionError:
+        raise ValueError(f"it is nested more than {MAX_DEPTH} levels deep") from None

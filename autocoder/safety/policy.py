@@ -23,6 +23,7 @@ from autocoder.safety.reviewed import (
     is_module_value,
     is_stdlib,
     library_of,
+    module_and_its_namesake,
     sensitive_attribute,
     star_imports_modules,
     through_message,
@@ -59,6 +60,7 @@ from autocoder.safety.rules import (
 from autocoder.safety.source import (
     Exports,
     annotation_problem,
+    binding_scope,
     escaping_literal,
     fold,
     import_bindings,
@@ -68,10 +70,6 @@ from autocoder.safety.source import (
 from autocoder.safety.types import Finding, Permissions
 
 __all__ = ["check_source", "is_test_file", "module_exports"]
-
-# The nodes that open a scope of their own; every other block binds in the scope around it.
-SCOPES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
-          ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def check_source(path: str, source: str, permissions: Permissions,
@@ -148,7 +146,7 @@ class _Checker(LocalModuleChecks):
         # would judge every use as one of them while the other may be what runs.
         self.ambiguous = {name: sorted(bound) for name, bound in targets.items()
                           if len(bound) > 1 and any(is_stdlib(t.lstrip(".")) for t in bound)
-                          and not _module_and_its_namesake(name, bound)}
+                          and not module_and_its_namesake(name, bound)}
 
     def _collect_structure(self, nodes: list[ast.AST]) -> None:
         """Parents (to tell `os.name` from passing `os` around) and every name the file binds
@@ -334,13 +332,7 @@ class _Checker(LocalModuleChecks):
                   "names it will look up cannot be checked statically")
 
     def _scope(self, node: ast.AST) -> ast.AST | None:
-        """The scope a statement binds its names in: the nearest module, class, function,
-        lambda or comprehension around it, through every block (`if`, `try`, `with`, `match`,
-        ...) in between, so no block kind can hide where a name lands."""
-        current = self.parents.get(node)
-        while current is not None and not isinstance(current, SCOPES):
-            current = self.parents.get(current)
-        return current
+        return binding_scope(node, self.parents)
 
     def _check_import_scope(self, node: ast.Import | ast.ImportFrom) -> None:
         """An import in a class body (or in any block inside one) binds a class attribute:
@@ -600,9 +592,3 @@ class _Checker(LocalModuleChecks):
         key = (rule, line, message)
         if not any(k[0] == rule and k[1] == line for k in self.findings):
             self.findings[key] = Finding("ast", rule, severity, self.path, line, message)
-
-
-def _module_and_its_namesake(name: str, bound: set[str]) -> bool:
-    """`import datetime` beside `from datetime import datetime` (common in ordinary code): a
-    module and its reviewed member of the same name, which the gate judges alike."""
-    return bound == {name, f"{name}.{name}"} and unreviewed(f"{name}.{name}") is None

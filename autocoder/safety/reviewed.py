@@ -424,3 +424,9 @@ def star_imports_modules(module: str) -> bool:
     if names is None:
         names = [name for name in vars(loaded) if not name.startswith("_")]
     return any(isinstance(getattr(loaded, name, None), types.ModuleType) for name in names)
+
+
+def module_and_its_namesake(name: str, bound: set[str]) -> bool:
+    """`import datetime` beside `from datetime import datetime` (common in ordinary code): a
+    module and its reviewed member of the same name, which the gate judges alike."""
+    return bound == {name, f"{name}.{name}"} and unreviewed(f"{name}.{name}") is None

@@ -11,6 +11,19 @@ from autocoder.safety.reviewed import is_library_module, is_module_value, is_std
 from autocoder.safety.rules import ANNOTATION_NODES, MAX_ANNOTATION_DEPTH
 
 Exports = dict[str, frozenset[str]]
+# The nodes that open a scope of their own; every other block binds in the scope around it.
+SCOPES = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
+          ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def binding_scope(node: ast.AST, parents: dict[ast.AST, ast.AST]) -> ast.AST | None:
+    """The scope a statement binds its names in: the nearest module, class, function, lambda
+    or comprehension around it, through every block (`if`, `try`, `with`, `match`, ...) in
+    between, so no block kind can hide where a name lands."""
+    current = parents.get(node)
+    while current is not None and not isinstance(current, SCOPES):
+        current = parents.get(current)
+    return current
 
 
 def module_name(path: str) -> str:

@@ -165,14 +165,10 @@ def runtime_registered(name: str, client: Any = None) -> bool:
     return name in (client.info().get("Runtimes") or {})
 
 
-RUNSC_FIX = ('register gVisor in /etc/docker/daemon.json: {"runtimes": {"runsc": {"path": '
-             '"/usr/bin/runsc", "runtimeArgs": ["--network=none", "--host-uds=open"]}}}, then '
-             'reload dockerd (`kill -HUP $(pidof dockerd)`); see docs/sandbox.md, "gVisor"')
-
-
 def docker_problem(image: str, runtime: str = "") -> tuple[str, str] | None:
     """(what is wrong, how to fix it) with the Docker backend's set-up, or None: the engine
-    answers, `image` matches the plugin-runtime lock, `runtime` (if any) is registered."""
+    answers, `image` matches the plugin-runtime lock, `runtime` (if any) is registered, and
+    as gVisor with the flags the sandbox needs (runsc_flags.py)."""
     import docker
 
     try:
@@ -185,14 +181,17 @@ def docker_problem(image: str, runtime: str = "") -> tuple[str, str] | None:
     problem = image_problem(image, client)
     if problem:
         return problem, f"build it: {REBUILD}"
-    if runtime:
-        args = ((client.info().get("Runtimes") or {}).get(runtime) or {}).get("runtimeArgs")
-        if args is None and not runtime_registered(runtime, client):
-            return f"the Docker engine has no runtime {runtime!r}", RUNSC_FIX
-        if runtime == "runsc" and not any(a.startswith("--host-uds") for a in args or []):
-            return ("runsc is registered without --host-uds=open: plugins' api.http cannot "
-                    "reach the portal's channel"), RUNSC_FIX
-    return None
+    return runtime_problem(runtime, client) if runtime else None
+
+
+def runtime_problem(runtime: str, client: Any = None) -> tuple[str, str] | None:
+    """(what is wrong, how to fix it) with the engine's registration of `runtime`, or None."""
+    import docker
+    from autocoder.sandbox.runsc_flags import daemon_json_read, registration_problem
+
+    client = client or docker.from_env(timeout=10)
+    return registration_problem(runtime, client.info().get("Runtimes") or {},
+                                daemon_json_read())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from autocoder.runtime.storable import storable_text
+
 # A job printing forever is stopped once it has written this many times its captured budget:
 # draining more costs the host CPU for bytes nobody will read.
 FLOOD_FACTOR = 64
@@ -38,5 +40,6 @@ class CappedStream:
 
 
 def decode_output(data: bytes) -> str:
-    """UTF-8 with invalid bytes replaced; NUL becomes U+FFFD because PostgreSQL text rejects it."""
-    return data.decode("utf-8", errors="replace").replace("\x00", "\ufffd")
+    """UTF-8 with invalid bytes replaced, made storable (NUL becomes U+FFFD: PostgreSQL text
+    rejects it; autocoder/runtime/storable.py)."""
+    return storable_text(data.decode("utf-8", errors="replace"))

@@ -17,8 +17,11 @@ declares (as the host checks it), recorded, and answered from the answers the te
         assert sent.json == {"text": "12 volunteer hours last week", "channel": "#volunteers"}
         assert sent.auth == {"secret": "token"}   # the host would fill in the token here
 
-A secret has no value here: the record shows where the host would send it. Standard library
-only; it runs inside the sandbox on the plugin runtime.
+A secret has no value here: the record shows where the host would send it. An address setting
+(`kind = "address"` in plugin.toml) given a value in `configure()` lets the plugin reach that
+address's host, as the activation's approval does for a real call (docs/safety.md, "Hosts a
+version may reach"); the spec's examples give such settings a placeholder address. Standard
+library only; it runs inside the sandbox on the plugin runtime.
 """
 
 from __future__ import annotations
@@ -66,9 +69,11 @@ class SentRequest:
 class RecordingHttp(Http):
     """api.http for tests: requests are recorded and answered from `reply(...)`."""
 
-    def __init__(self, hosts: list[tuple[str, str, int, bool]], secrets: frozenset[str]) -> None:
-        super().__init__("recording" if hosts else None)
+    def __init__(self, hosts: list[tuple[str, str, int, bool]], secrets: frozenset[str],
+                 addresses: bool = False) -> None:
+        super().__init__("recording" if hosts or addresses else None)
         self._hosts, self._secrets = hosts, secrets
+        self.addresses: list[tuple[str, str, int, bool]] = []  # from address settings' values
         self._answers: list[dict[str, Any]] = []
         self._used: set[int] = set()
         self.requests: list[SentRequest] = []
@@ -119,10 +124,11 @@ class RecordingHttp(Http):
         host = (parts.hostname or "").rstrip(".").lower()
         if not any(scheme == parts.scheme and rule_port == port
                    and (host.endswith("." + name) if wildcard else host == name)
-                   for name, scheme, rule_port, wildcard in self._hosts):
+                   for name, scheme, rule_port, wildcard in self._hosts + self.addresses):
             return ("host_not_declared",
                     f"{host or message['url']} is not one of the hosts plugin.toml declares"
-                    " ([permissions] hosts), so the host refuses the request")
+                    " ([permissions] hosts), nor the address of an address setting given in"
+                    " configure(settings=...), so the host refuses the request")
         for name in _secret_names(message):
             if name not in self._secrets:
                 return ("secret_unknown", f"api.secret({name!r}) is not a secret setting of"
@@ -146,12 +152,16 @@ class TestApi(Api):
         manifest = _manifest(root)
         self._secret_names = frozenset(str(s.get("name")) for s in manifest.get("settings", [])
                                        if isinstance(s, dict) and s.get("secret") is True)
+        self._address_names = frozenset(
+            str(s.get("name")) for s in manifest.get("settings", [])
+            if isinstance(s, dict) and s.get("kind") == "address")
         self._rules = [_rule(entry) for entry in
                        manifest.get("permissions", {}).get("hosts", [])
                        if isinstance(entry, str)]
         super().__init__(Settings({}, list(self._secret_names)),
                          Storage({}, STORAGE_MAX_BYTES), 200, 2000)
-        self._recording = RecordingHttp(self._rules, self._secret_names)
+        self._recording = RecordingHttp(self._rules, self._secret_names,
+                                        addresses=bool(self._address_names))
 
     @property
     def http(self) -> RecordingHttp:  # type: ignore[override]
@@ -167,6 +177,8 @@ class TestApi(Api):
             raise ValueError(f"{secret} are secret settings: the plugin never reads their"
                              " values, so a test gives none")
         self.settings = Settings(given, list(self._secret_names))
+        self._recording.addresses = [_address_rule(given[name]) for name in sorted(
+            self._address_names & set(given)) if str(given[name]).strip()]
         if storage is not None:
             self.storage = Storage(storage, STORAGE_MAX_BYTES)
 
@@ -190,6 +202,23 @@ def _rule(entry: str) -> tuple[str, str, int, bool]:
         port = int(number)
     wildcard = host.startswith("*.")
     return host[2:] if wildcard else host.lower().rstrip("."), scheme, port, wildcard
+
+
+def _address_rule(value: str) -> tuple[str, str, int, bool]:
+    """The host an address setting's value names (`bookings.example.org`,
+    `https://bookings.example.org/api`), as the host's address_rule reads it."""
+    text = str(value).strip()
+    if "://" in text:
+        scheme, _, rest = text.partition("://")
+        text = f"{scheme.lower()}://{rest}"
+    else:
+        text = f"https://{text}"
+    parts = urlsplit(text)
+    try:
+        port = parts.port or _DEFAULT_PORTS.get(parts.scheme, 443)
+    except ValueError:
+        port = 0  # matches nothing: the request is refused in words
+    return (parts.hostname or "").rstrip(".").lower(), parts.scheme, port, False
 
 
 def _secret_names(message: dict[str, Any]) -> list[str]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from autocoder.runtime.storable import storable_loads
 from autocoder.sandbox.runner import run
 from autocoder.sandbox.types import DEFAULT_LIMITS, Limits, RunResult
 from autocoder.sandbox.workdir import RESERVED_DIR, safe_relpath
@@ -125,7 +125,7 @@ def _parse(raw: bytes | None) -> list[TestOutcome]:
     if not raw:
         return []
     try:
-        data = json.loads(raw)
+        data = storable_loads(raw)  # a test's message may quote NUL (PostgreSQL refuses it)
         items = data["outcomes"]
         return [TestOutcome(str(item["nodeid"]), item["outcome"], str(item["message"]))
                 for item in items if item.get("outcome") in OUTCOMES]

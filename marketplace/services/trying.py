@@ -8,20 +8,26 @@ plain-words error. Whatever is left waiting or running past TRY_STALL_S (a lost 
 in-process caller that died) ends the same way (`plugin_tries_stalled_end`), so the page never
 waits forever.
 
-A try reaches other services through the same api.http as a tool call (the host's HttpGate, only
-the hosts the version's reviewed plugin.toml declares, TOOLS_INTERNAL_HOSTS for internal ones)
-and keeps the requests it made. Settings and secrets are a team's: if the trier's current team
-uses this very version as a tool, the try gets that team's values exactly as a tool call would
-(the tools app provides them through the "try_settings" hook, autocoder/hooks.py: the
-marketplace does not import the tools app). Otherwise a try has no settings, and a request that
-names a secret is refused with a sentence that says where to enter it.
+A try of a plugin that talks to other services (hosts declared in plugin.toml, or address
+settings, `kind = "address"`) is a **rehearsal** unless asked otherwise: its api.http keeps
+every rule of a tool call's (the hosts the reviewed plugin.toml declares, the forms a secret
+takes, the limits) but sends nothing; each request is recorded with what it would send and
+answered from the sample answers of the version's examples
+(autocoder/runtime/http_rehearsal.py), the settings are the examples' values, an address
+setting's example value lets it reach that host (nothing is sent there either), and a secret's
+place shows `[secret NAME]`. **Sending for real** is for a trier whose current team uses this
+very version as a tool: the try then gets that team's settings and secrets, and reaches the
+hosts of the address settings the team's admin approved, exactly as a tool call would (the
+tools app provides them through the "try_settings" hook, autocoder/hooks.py: the marketplace
+does not import the tools app), only after the trier confirmed it, and the confirmation is in
+the team's audit log (`marketplace.try_sent`).
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -33,12 +39,20 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from autocoder import durable, hooks
-from autocoder.plugins import read_manifest
+from autocoder.plugins import (
+    HostError,
+    HostRule,
+    PluginManifest,
+    address_rule,
+    address_url,
+    read_manifest,
+)
 from autocoder.runtime.http_gate import HttpGate, HttpPolicy
-from autocoder.runtime.http_request import Refused, Secrets
+from autocoder.runtime.http_rehearsal import HttpRehearsal, sample_answers, sample_settings
 from autocoder.runtime.invoke import InvokeLimits, PluginCall, call_plugin
 from marketplace.models import PluginVersion, TryRequest
 from marketplace.validation import PackageError
+from teams.services.audit import audit_record
 
 logger = logging.getLogger(__name__)
 
@@ -67,11 +81,24 @@ TRY_STALLED = ("Your try did not finish: no worker completed it within {minutes}
 # The hook through which the tools app gives a try its team's settings: a callable
 # (user_id=, team_id=, version=) -> TrySettings | None (tools/services/tool_settings.py).
 TRY_SETTINGS_HOOK = "try_settings"
-NO_VALUE = ("Try it has no value for the secret {name!r}: activate this plugin as a team tool"
-             " and enter it there, then use it from Tools.")
-OTHER_VERSION = ("Try it has no value for the secret {name!r} in this version: your team uses"
-                 " version {version} of this plugin as a tool; try that version, or have the"
-                 " team's tool upgraded and use it from Tools.")
+SEND_NEEDS_TOOL = ("Sending for real uses the settings of a team that uses this version as a"
+                   " tool, and your current team does not use {plugin}: rehearse instead"
+                   " (nothing is sent), or activate it for your team first.")
+SEND_OTHER_VERSION = ("Sending for real uses your team's settings, which belong to the version"
+                      " your team uses as a tool ({version}): rehearse this one instead, or"
+                      " try version {version}.")
+SEND_UNCONFIRMED = ("Sending for real makes real requests to {hosts} with your team's settings:"
+                    " tick the box to confirm it, or rehearse instead (nothing is sent).")
+SEND_NO_LONGER = ("Not sent, nothing was run: your team no longer uses this version as a tool,"
+                  " so its settings cannot be used. Rehearse it instead.")
+SEND_NOWHERE = ("Sending for real reaches only the addresses {team}'s admins approved for"
+                " {plugin}, and none is approved yet: {note} Rehearse instead (nothing is"
+                " sent).")
+# In words where the host is not known before a team enters it (templates/marketplace/_network.html
+# says it so too).
+ADDRESS_WORDS = "the address your team enters as “{name}”"
+REHEARSAL_NO_ADDRESS = ("{name} has no value in the plugin's examples, so a rehearsal has no"
+                        " address for it.")
 
 
 @dataclass(frozen=True)
@@ -83,6 +110,13 @@ class TrySettings:
     values: dict[str, str]
     secret_names: tuple[str, ...]
     other_version: str = ""
+    team_name: str = ""
+    # The team's Settings page of the tool, named when api.http meets a secret with no value.
+    settings_url: str = ""
+    # The hosts of the address settings the team's admin approved (a real send reaches them),
+    # and what api.http's refusal says of those not approved yet.
+    approved: tuple[HostRule, ...] = ()
+    address_note: str = ""
 
 
 class TryRateLimited(Exception):
@@ -124,20 +158,70 @@ def try_rate_limit_hit(*, user_id: int) -> None:
 
 
 def plugin_try_request(*, version: PluginVersion, user: User, command: str,
-                       payload: Any, team_id: int | None = None) -> TryRequest:
+                       payload: Any, team_id: int | None = None, send: bool = False,
+                       confirmed: bool = False) -> TryRequest:
     """Queue one try for a worker (PackageError, TryRateLimited at once); the page shows it
     pending and fills it in when `plugin_try_perform` has stored the result. Old tries are
-    deleted here, so the table stays small. `team_id`: the user's current team, whose settings
-    the try gets if the team uses this version as a tool."""
+    deleted here, so the table stays small. `team_id`: the user's current team. A plugin that
+    talks to other services is rehearsed (nothing sent) unless `send`: then the team must use
+    this version as a tool (its settings are used) and the user must have `confirmed` it,
+    which the team's audit log records."""
     _try_validate(version, command, payload)
+    send = send and bool(try_hosts(version))  # a plugin that talks to nothing sends nothing
+    hosts = _send_check(version, user, team_id, confirmed) if send else []
     try_rate_limit_hit(user_id=user.pk)
     with transaction.atomic():
         TryRequest.objects.filter(created_at__lt=timezone.now() - timedelta(
             seconds=TRY_KEEP_S)).delete()
         asked = TryRequest.objects.create(version=version, user=user, team_id=team_id,
-                                          command=command, payload=payload)
+                                          command=command, payload=payload, send=send)
+        if send:
+            audit_record(actor=user, action="marketplace.try_sent", team=asked.team,
+                         target=version, after={"plugin": version.plugin.name,
+                                                "version": version.version, "command": command,
+                                                "hosts": hosts, "try": asked.pk})
         durable.outbox_message_queue(actor=TRY_ACTOR, args=[asked.pk])
     return asked
+
+
+def try_hosts(version: PluginVersion) -> list[str]:
+    """Where the version's requests go, in words: the hosts its reviewed plugin.toml declares,
+    then each address setting's "the address your team enters as “NAME”" ([] : it talks to
+    nothing)."""
+    manifest = read_manifest(version.files.get("plugin.toml", ""))
+    if manifest is None:
+        return []
+    return [rule.text() for rule in manifest.hosts] + [
+        ADDRESS_WORDS.format(name=item.name) for item in manifest.address_settings]
+
+
+def try_send_terms(*, version: PluginVersion, user_id: int,
+                   team_id: int | None) -> tuple[str, list[str]]:
+    """Why this user cannot send a try of `version` for real from `team_id` ("" : they can):
+    only from a team that uses this very version as a tool, and only where it reaches a host;
+    and the hosts a real send reaches (declared, and the addresses the team approved)."""
+    team = try_team_settings(user_id=user_id, team_id=team_id, version=version)
+    if team is None:
+        return SEND_NEEDS_TOOL.format(plugin=version.plugin.name), []
+    if team.other_version:
+        return SEND_OTHER_VERSION.format(version=team.other_version), []
+    manifest = read_manifest(version.files.get("plugin.toml", ""))
+    hosts = [rule.text() for rule in (manifest.hosts if manifest else ())]
+    hosts += [text for text in (rule.text() for rule in team.approved) if text not in hosts]
+    if not hosts:
+        return SEND_NOWHERE.format(team=team.team_name or "your team",
+                                   plugin=version.plugin.name, note=team.address_note), []
+    return "", hosts
+
+
+def _send_check(version: PluginVersion, user: User, team_id: int | None,
+                confirmed: bool) -> list[str]:
+    refusal, hosts = try_send_terms(version=version, user_id=user.pk, team_id=team_id)
+    if not refusal and not confirmed:
+        refusal = SEND_UNCONFIRMED.format(hosts=", ".join(hosts))
+    if refusal:
+        raise PackageError([refusal])
+    return hosts
 
 
 def plugin_try_perform(*, try_id: int) -> TryRequest | None:
@@ -157,6 +241,10 @@ def plugin_try_perform(*, try_id: int) -> TryRequest | None:
     stored = {"ok": result.ok, "output": result.output, "error": result.error[-3000:],
               "log": result.log[-4000:], "detail": result.detail[-3000:],
               "duration_ms": result.duration_ms, "http_requests": result.http_requests}
+    if len(json.dumps(stored)) > TRY_MAX_RESULT_CHARS:  # what a rehearsal would send goes first
+        for record in stored["http_requests"]:
+            if isinstance(record, dict) and isinstance(record.get("sent"), dict):
+                record["sent"]["body"] = str(record["sent"].get("body", ""))[:80]
     if len(json.dumps(stored)) > TRY_MAX_RESULT_CHARS:
         stored["output"] = None
         stored["error"] = stored["error"] or "The output was too large to show here."
@@ -232,10 +320,58 @@ def _try_validate(version: PluginVersion, command: str, payload: Any) -> None:
 
 def _try_execute(asked: TryRequest) -> TryResult:
     version = asked.version
-    team = _try_settings(asked)
-    values = dict(team.values) if team and not team.other_version else {}
-    secret_names = tuple(team.secret_names) if team and not team.other_version else ()
-    gate = _try_gate(version, values, secret_names, team)
+    manifest = read_manifest(version.files.get("plugin.toml", ""))
+    team = try_team_settings(user_id=asked.user_id, team_id=asked.team_id, version=version)
+    ours = team is not None and not team.other_version
+    if manifest is None or not (manifest.hosts or manifest.address_settings):
+        # it talks to nothing: the team's settings
+        return _try_run(asked, dict(team.values) if team and ours else {},
+                        tuple(team.secret_names) if team and ours else (), None)
+    if not asked.send:
+        return _try_rehearse(asked, manifest)
+    if team is None or not ours:  # asked while the team used it; it no longer does
+        return TryResult(ok=False, error=SEND_NO_LONGER)
+    secrets = {name: team.values.get(name) or "" for name in team.secret_names}
+    gate = HttpGate(replace(_try_policy(manifest), secrets=secrets,
+                            settings_url=team.settings_url, approved=team.approved,
+                            address_note=team.address_note))
+    return _try_run(asked, dict(team.values), tuple(team.secret_names), gate)
+
+
+def _try_rehearse(asked: TryRequest, manifest: PluginManifest) -> TryResult:
+    """The examples' settings; an address setting's example value, as the URL a call's plugin
+    gets, lets the rehearsal reach its host (nothing is sent there: the sample answers reply)."""
+    values = sample_settings(asked.version.commands, asked.command)
+    reached: list[HostRule] = []
+    notes: list[str] = []
+    for item in manifest.address_settings:
+        try:
+            rule = address_rule(values.get(item.name, ""))
+        except HostError:
+            notes.append(REHEARSAL_NO_ADDRESS.format(name=item.name))
+            values.pop(item.name, None)
+            continue
+        reached.append(rule)
+        values[item.name] = address_url(values[item.name])
+    secret_names = tuple(item.name for item in manifest.settings if item.secret)
+    rehearsal = HttpRehearsal(replace(_try_policy(manifest), approved=tuple(reached),
+                                      address_note=" ".join(notes)),
+                              secret_names=secret_names,
+                              answers=sample_answers(asked.version.commands, asked.command))
+    return _try_run(asked, values, (), rehearsal)
+
+
+def _try_policy(manifest: PluginManifest) -> HttpPolicy:
+    """A tool call's rules: only the hosts the reviewed plugin.toml declares (and, set by the
+    caller, the addresses approved)."""
+    return HttpPolicy(hosts=tuple(manifest.hosts),
+                      internal_hosts=frozenset(settings.TOOLS_INTERNAL_HOSTS),
+                      described={item.name: item.description for item in manifest.settings})
+
+
+def _try_run(asked: TryRequest, values: dict[str, str], secret_names: tuple[str, ...],
+             gate: HttpGate | None) -> TryResult:
+    version = asked.version
     outcome = call_plugin(PluginCall(files=version.files,
                                      entry=str(version.manifest.get("entry", "")),
                                      command=asked.command, payload=asked.payload,
@@ -247,47 +383,14 @@ def _try_execute(asked: TryRequest) -> TryResult:
                      duration_ms=outcome.duration_ms, http_requests=outcome.http_requests)
 
 
-def _try_settings(asked: TryRequest) -> TrySettings | None:
-    """The settings of the trier's team for this version, from the app that keeps them (None:
-    the team does not use the plugin, or no app answers)."""
-    if asked.team_id is None:
+def try_team_settings(*, user_id: int, team_id: int | None,
+                      version: PluginVersion) -> TrySettings | None:
+    """The settings of the user's team for this version, from the app that keeps them (None:
+    no team, the team does not use the plugin, or no app answers)."""
+    if team_id is None:
         return None
     for provide in hooks.get(TRY_SETTINGS_HOOK):
-        found: TrySettings | None = provide(user_id=asked.user_id, team_id=asked.team_id,
-                                            version=asked.version)
+        found: TrySettings | None = provide(user_id=user_id, team_id=team_id, version=version)
         if found is not None:
             return found
     return None
-
-
-def _try_gate(version: PluginVersion, values: dict[str, str], secret_names: tuple[str, ...],
-              team: TrySettings | None) -> HttpGate | None:
-    """The host's side of api.http for a try, as for a tool call: only the hosts the version's
-    reviewed plugin.toml declares (None: it declares none, and api.http says so)."""
-    manifest = read_manifest(version.files.get("plugin.toml", ""))
-    if manifest is None or not manifest.hosts:
-        return None
-    secrets = {name: values[name] for name in secret_names if values.get(name)}
-    gate = HttpGate(HttpPolicy(hosts=tuple(manifest.hosts), secrets=secrets,
-                               internal_hosts=frozenset(settings.TOOLS_INTERNAL_HOSTS)))
-    if not secret_names:  # no team's values: a secret the plugin names is refused in words
-        declared = [item.name for item in manifest.settings if item.secret]
-        gate.secrets = _NoSecrets(declared, other_version=team.other_version if team else "")
-        gate.blank = gate.secrets.blank
-    return gate
-
-
-class _NoSecrets(Secrets):
-    """A try's secrets when its team has entered none for this version: naming one of the
-    declared secrets is refused with a sentence that says where its value is entered."""
-
-    def __init__(self, names: list[str], *, other_version: str) -> None:
-        super().__init__({name: "" for name in names})
-        self.other_version = other_version
-
-    def secret(self, name: object) -> str:
-        if isinstance(name, str) and name in self.values:
-            sentence = (OTHER_VERSION.format(name=name, version=self.other_version)
-                        if self.other_version else NO_VALUE.format(name=name))
-            raise Refused("refused", sentence)
-        return super().secret(name)

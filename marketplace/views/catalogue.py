@@ -30,6 +30,7 @@ from marketplace.proposals import PublishState, publish_state
 from marketplace.selectors.catalogue import SORTS, catalogue_facets, catalogue_search, clean_params
 from marketplace.selectors.checking import check_progress
 from marketplace.selectors.gate import pending_versions_for, version_gate
+from marketplace.selectors.network import network_summary
 from marketplace.selectors.reviews import (
     plugin_reviews,
     publisher_reviews,
@@ -51,7 +52,12 @@ from marketplace.services.listing import plugin_settings_update
 from marketplace.services.publishing import plugin_version_publish
 from marketplace.services.reviews import review_delete, review_upsert
 from marketplace.services.tokens import api_token_create, api_token_revoke
-from marketplace.services.trying import TryRateLimited, plugin_try_request
+from marketplace.services.trying import (
+    TryRateLimited,
+    plugin_try_request,
+    try_hosts,
+    try_send_terms,
+)
 from marketplace.services.uploads import plugin_upload_store
 from marketplace.services.yanking import plugin_version_unyank, plugin_version_yank
 from marketplace.try_input import try_commands
@@ -144,6 +150,8 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: V
         "review_form": ReviewForm(initial={"rating": own_review.rating, "body": own_review.body}
                                   if own_review else None),
         "try_form": TryForm(commands=commands, initial=_try_initial(first_example)),
+        **_try_send_context(request, shown),
+        "network": network_summary(shown) if shown else None,
         "decision_form": DecisionForm(), "yank_form": YankForm(),
         "index_url": index_url,
         "needs_token": plugin.visibility != Plugin.Visibility.PUBLIC,
@@ -158,6 +166,20 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: V
         "progress": (check_progress(shown)
                      if shown and shown.status == PluginVersion.Status.CHECKING else None),
     }
+
+
+def _try_send_context(request: AuthenticatedHttpRequest,
+                      shown: PluginVersion | None) -> dict[str, Any]:
+    """For a plugin that talks to other services: its hosts (a try rehearses them), and
+    whether the user's current team may send for real (only where it uses this version)."""
+    hosts = try_hosts(shown) if shown else []
+    if not hosts:
+        return {"try_hosts": []}
+    team = getattr(request, "team", None)
+    refusal, send_hosts = try_send_terms(version=shown, user_id=request.user.pk,
+                                         team_id=team.pk if team else None) if shown else ("", [])
+    return {"try_hosts": hosts, "try_send_refusal": refusal, "try_send_hosts": send_hosts,
+            "try_team": team}
 
 
 def _try_initial(command: dict[str, Any] | None) -> dict[str, Any]:
@@ -184,7 +206,9 @@ def plugin_try(request: AuthenticatedHttpRequest, name: str, version: str) -> Ht
         try:
             context["try_request"] = plugin_try_request(
                 version=shown, user=request.user, command=form.cleaned_data["command"],
-                payload=form.cleaned_data["payload"], team_id=team.pk if team else None)
+                payload=form.cleaned_data["payload"], team_id=team.pk if team else None,
+                send=form.cleaned_data.get("mode") == "send",
+                confirmed=bool(form.cleaned_data.get("confirm")))
         except TryRateLimited as exc:
             context["rate_limited"], retry_after = exc, exc.retry_after
         except PackageError as exc:

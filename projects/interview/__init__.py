@@ -11,7 +11,10 @@ Where to look:
     naming         the plugin's automatic name, and the name rule (the spec's NAME_PATTERN)
     analyst        the analyst model's prompt and reading its extra questions
     spec_assembly  the answers turned into a spec, with plain-words errors per field
-    other_systems  whether it talks to another service (spec "services")
+    other_systems  the other systems it talks to, any number (spec "services", its "systems")
+    system_answers reading one system's address, setting names and sample answer
+    system_form    the systems' rows on the page, and the focus after adding or removing one
+    schedule       how often it runs by itself and the period of each run (spec "schedule")
     testing        how hard it is tested (the strategy, the quality needed, the attempts) and
                    the services' API documentation (spec "testing_strategy", "api_docs")
     answers        applying what each step posted to the stored state
@@ -22,7 +25,7 @@ read parses it again. So a half-valid answer is never lost, and the same parser 
 spec and the plain-words errors shown next to each field.
 
 State layout (JSON):
-    {"name", "summary", "autonomy", "constraints", "services", "api_docs",
+    {"name", "summary", "autonomy", "constraints", "services", "schedule", "api_docs",
      "testing": {"strategy", "threshold", "iterations"},
      "commands": [{"key", "name", "description", "inputs", "outputs", "edge_cases",
                    "examples": [{"input", "output", "json"}]}]}

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from autocoder.llm.types import Message
-from projects.interview import other_systems
+from projects.interview import other_systems, schedule
 from projects.interview.checklist import ESSENTIAL, IMPORTANT, NICE, new_question
 from projects.interview.examples import parsed_examples
 from projects.interview.parsing import parse_lines
@@ -20,7 +20,8 @@ ANALYST_SYSTEM = (
     "You help a person who is not a programmer describe a small Python plugin they need. "
     "A form already asks them for: the tasks, each task's inputs and outputs, at least two "
     "concrete examples per task, what to do with unusual input, whether it talks to another "
-    "system (which one, its address, what the team provides) and how autonomous the builder "
+    "system (which one, its address, what the team provides), how often it runs and what "
+    "period each run covers, and how autonomous the builder "
     "may be. Do not ask about those. Ask only what is still unclear and would change "
     "what gets built. Reply with ONLY a JSON list (no prose), at most 5 items, each "
     '{"question": "...", "priority": "essential" | "important" | "nice", '
@@ -41,6 +42,8 @@ def analyst_messages(request: str, state: Mapping[str, Any],
             lines.append(f"  example: {json.dumps(example)}")
     if other_systems.talks_to_service(state) or other_systems.answers_of(state)["storage"]:
         lines += [f"{what}: {answer}" for what, answer in other_systems.summary_lines(state)]
+    if schedule.answers_of(state)["how"] != "click":
+        lines += [f"{what}: {answer}" for what, answer in schedule.summary_lines(state)]
     answered = [q for q in questions if q.get("source") == "analyst"]
     for question in answered:
         reply = question["answer"] or f"(skipped; assume: {question['assumption']})"

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from autocoder.engine.spec import AUTONOMY_LEVELS, MAX_SUMMARY_CHARS
-from projects.interview import other_systems, testing
+from projects.interview import other_systems, schedule, testing
 from projects.interview.checklist import (
     ESSENTIAL,
     can_skip,
@@ -88,6 +88,8 @@ def apply_answers(request: str, state: dict[str, Any], questions: list[dict[str,
                 "key": question["command"], "examples": []}))
     if other_systems.FIELD_USES in data:  # the other-service section of the last page
         errors.update(other_systems.apply_form(state, data))
+    if schedule.FIELD_HOW in data:  # how often it runs, on the same page
+        errors.update(schedule.apply_form(state, data))
     if testing.FIELD_API_DOCS in data:  # the services' API documentation, on the same page
         testing.apply_api_docs(state, data)
         errors.update(testing.api_docs_errors(state))

@@ -16,7 +16,7 @@ from autocoder.engine.spec import (
     SpecError,
     spec_from_dict,
 )
-from projects.interview import other_systems, testing
+from projects.interview import other_systems, schedule, testing
 from projects.interview.checklist import RECOMMENDED_AUTONOMY, default_assumption, is_answered
 from projects.interview.examples import examples_errors, parsed_examples
 from projects.interview.fields import (
@@ -68,6 +68,7 @@ def assemble(request: str, state: Mapping[str, Any],
     errors: dict[str, list[str]] = {}
     _check_basics(state, questions, errors)
     errors.update(other_systems.services_errors(state))
+    errors.update(schedule.schedule_errors(state))
     errors.update(testing.testing_errors(state))
     errors.update(testing.api_docs_errors(state))
     commands, example_rows = [], []
@@ -90,6 +91,9 @@ def assemble(request: str, state: Mapping[str, Any],
     }
     if services is not None:  # a plugin that talks to nothing keeps the spec it always had
         spec["services"] = services
+    runs_by_itself = schedule.spec_schedule(state, [c["name"] for c in commands])
+    if runs_by_itself is not None:  # "only when I click": no schedule, as before
+        spec["schedule"] = runs_by_itself
     if testing.spec_api_docs(state):
         spec["api_docs"] = testing.spec_api_docs(state)
     if len(constraints) > MAX_CONSTRAINTS:
@@ -159,6 +163,10 @@ def _constraints(state: Mapping[str, Any], questions: list[dict[str, Any]],
     service = other_systems.service_line(state)
     if service:
         lines.append(service)
+    runs = schedule.schedule_line(state, [str(c.get("name", "")) for c in
+                                          state.get("commands", [])])
+    if runs:
+        lines.append(runs)
     for question in questions:
         if question.get("source") == "analyst" and str(question.get("answer", "")).strip():
             lines.append(f"Q: {question['text']} A: {' '.join(question['answer'].split())}")
@@ -182,8 +190,7 @@ def spec_error_field(message: str, state: Mapping[str, Any],
     """The wizard field a spec error belongs to, and the error in plain words."""
     path, _, detail = message.partition(": ")
     if path.startswith("commands[") and (".http" in path or ".settings" in path):
-        field = other_systems.FIELD_SAMPLE if ".http" in path else other_systems.FIELD_SETTINGS
-        return field, plain_words(detail or message)
+        return other_systems.FIELD_SYSTEMS, plain_words(detail or message)
     match = _SPEC_PATH.match(message)
     if match:
         commands = state.get("commands", [])
@@ -202,6 +209,8 @@ def spec_error_field(message: str, state: Mapping[str, Any],
         return testing.FIELD_API_DOCS, plain_words(detail or message)
     if top == "services":
         return _services_field(path, state), plain_words(detail or message)
+    if top == "schedule":
+        return schedule.FIELD_HOW, plain_words(detail or message)
     field = top if top in (FIELD_NAME, FIELD_SUMMARY, FIELD_AUTONOMY, FIELD_CONSTRAINTS,
                            FIELD_COMMANDS) else FIELD_GENERAL
     return field, plain_words(detail or message)
@@ -209,13 +218,23 @@ def spec_error_field(message: str, state: Mapping[str, Any],
 
 def _services_field(path: str, state: Mapping[str, Any]) -> str:
     """The services section's field a spec error about `services` belongs to."""
-    if path.startswith("services.hosts"):
-        return other_systems.FIELD_ADDRESS
+    systems = other_systems.read_systems(state)[0]
+    match = re.match(r"services\.systems\[(\d+)\]", path)
+    if match and int(match.group(1)) < len(systems):
+        return other_systems.system_field(systems[int(match.group(1))].index, "name")
+    known = [system for system in systems if system.rule is not None]
+    if path.startswith("services.hosts") and known:
+        return other_systems.system_field(known[0].index, "address")
     match = re.match(r"services\.settings\[(\d+)\]", path)
-    settings = other_systems.read_settings(state)[0]
-    if match and int(match.group(1)) < len(settings):
-        return other_systems.setting_field(settings[int(match.group(1))].index, "name")
-    return other_systems.FIELD_SETTINGS
+    fields = []  # in the order spec_services lists the settings
+    for system in systems:
+        fields += [other_systems.need_field(system.index, need.row, "name")
+                   for need in system.needs]
+        if system.address_setting:
+            fields.append(other_systems.system_field(system.index, "address"))
+    if match and int(match.group(1)) < len(fields):
+        return fields[int(match.group(1))]
+    return other_systems.FIELD_SYSTEMS
 
 
 def plain_words(detail: str) -> str:

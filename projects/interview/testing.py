@@ -43,7 +43,8 @@ API_DOCS_LIMIT_WORDS = "1 MB"
 
 def default_for(state: Mapping[str, Any]) -> str:
     services = other_systems.spec_services(state) or {}
-    return default_strategy(talks_to_hosts=bool(services.get("hosts")),
+    addresses = any(s.get("kind") == "address" for s in services.get("settings", []))
+    return default_strategy(talks_to_hosts=bool(services.get("hosts")) or addresses,
                             has_secrets=any(s.get("secret") for s in services.get("settings", [])))
 
 

@@ -11,7 +11,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from projects.approval_extras import ChoiceRefused, approval_extra
-from projects.approval_forms import ApprovalDecisionForm
+from projects.approval_forms import ApprovalDecisionForm, decision_cast, decision_form
 from projects.approval_services import other_services
 from projects.diffs import unified_rows
 from projects.permissions import get_approval_for_member
@@ -20,18 +20,16 @@ from projects.selectors.inbox import inbox_page
 from projects.selectors.interviews import readable
 from projects.views.broker import broker_required
 from runs import approval_rules as rules
-from runs.models import ApprovalRequest, ApprovalVote
+from runs.models import ApprovalRequest
 from runs.selectors.approvals import review_material, who_decides
 from runs.selectors.changes import change_facts
 from runs.selectors.runs import capped_replies
-from runs.services import approvals as services
 from teams.http import AuthenticatedHttpRequest
 from teams.models import Membership
 from teams.selectors import request_memberships
 from teams.selectors.teams import teams_for_user
 
 PAGE_SIZE = 25
-_PENDING = ApprovalRequest.Status.PENDING
 
 
 @login_required
@@ -47,18 +45,10 @@ def approval_list(request: AuthenticatedHttpRequest) -> HttpResponse:
     return render(request, "projects/approval_list.html", {"page": page, "decided": decided})
 
 
-def _form(approval: ApprovalRequest, data: Any = None, **kwargs: Any) -> ApprovalDecisionForm:
-    """The decision form; a pending publish request's also chooses what approving publishes
-    (what an app adds to a kind of request: projects/approval_extras.py)."""
-    extra = approval_extra(approval.kind)
-    choice = extra.choice(approval) if extra and approval.status == _PENDING else None
-    return ApprovalDecisionForm(data, approval=approval, extra=extra, choice=choice, **kwargs)
-
-
 @login_required
 def approval_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     approval, membership = get_approval_for_member(request.user, pk)
-    form = _form(approval, initial={"candidate": rules.approval_candidate(approval)})
+    form = decision_form(approval, initial={"candidate": rules.approval_candidate(approval)})
     return _render(request, approval, membership, form)
 
 
@@ -67,11 +57,11 @@ def approval_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 @broker_required
 def approval_decide(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     approval, membership = get_approval_for_member(request.user, pk)
-    form = _form(approval, request.POST)
+    form = decision_form(approval, request.POST)
     if not form.is_valid():
         return _render(request, approval, membership, form, status=400)
     try:
-        outcome = _vote(request, approval, form)
+        outcome = decision_cast(approval=approval, user=request.user, form=form)
     except rules.MayNotDecide as error:
         # The page says why (the same words as every other door), with no form to send again.
         return _render(request, approval, membership, form, status=403, refused=str(error))
@@ -81,7 +71,7 @@ def approval_decide(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         approval.refresh_from_db()
         data = request.POST.copy()
         data["candidate"] = rules.approval_candidate(approval)
-        form = _form(approval, data)
+        form = decision_form(approval, data)
         form.is_valid()
         form.add_error(None, str(error))
         return _render(request, approval, membership, form, status=409, refused=str(error))
@@ -93,16 +83,6 @@ def approval_decide(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         return _render(request, approval, membership, form, status=400)
     messages.success(request, outcome.message)
     return redirect("approval_detail", pk=approval.pk)
-
-
-def _vote(request: AuthenticatedHttpRequest, approval: ApprovalRequest,
-          form: ApprovalDecisionForm) -> services.VoteOutcome:
-    data = form.cleaned_data
-    if form.extra and form.publishes and data["decision"] == ApprovalVote.Decision.APPROVE:
-        return form.extra.approve(approval=approval, user=request.user, data=data)
-    return services.approval_vote_cast(approval=approval, user=request.user,
-                                       decision=data["decision"], comment=data["comment"],
-                                       candidate=data["candidate"])
 
 
 def _render(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membership: Membership,

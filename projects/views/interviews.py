@@ -28,6 +28,8 @@ from projects.interview import (
     navigation,
     other_systems,
     samples,
+    schedule,
+    system_form,
     testing,
 )
 from projects.models import Interview
@@ -204,20 +206,21 @@ def _questions_post(request: AuthenticatedHttpRequest, interview: Interview) -> 
         url = reverse("interview_summary", args=[interview.pk])
         return _go(request, url, _summary_response(request, interview))
     if saved.errors or saved.group == group:
-        return _questions_response(request, interview, saved.group, saved.errors)
+        focus = system_form.focus_after(request.POST.get("action", ""), interview.state)
+        return _questions_response(request, interview, saved.group, saved.errors, focus=focus)
     return _go(request, _questions_url(interview, saved.group),
                _questions_response(request, interview, saved.group, {}))
 
 
 def _questions_response(request: AuthenticatedHttpRequest, interview: Interview, group: int | None,
-                        errors: dict[str, list[str]]) -> HttpResponse:
+                        errors: dict[str, list[str]], *, focus: str = "") -> HttpResponse:
     if group is None:
         group = navigation.first_open_group(interview.questions, interview.state)
         if group is None:
             group = navigation.page_count(interview.questions,
                                           analyst_done=interview.analyst_done) - 1
     page = questions_page(interview, group, errors)
-    services_form = (_services_form(interview, errors)
+    services_form = (_services_form(interview, errors, focus)
                      if page.group == navigation.page_index(navigation.SERVICES_PAGE) else None)
     return _render(request, QUESTIONS, {"interview": interview, "team": interview.team,
                                         "page": page, "errors": errors,
@@ -227,9 +230,15 @@ def _questions_response(request: AuthenticatedHttpRequest, interview: Interview,
                                         "sample_limit": samples.SAMPLE_LIMIT_WORDS})
 
 
-def _services_form(interview: Interview, errors: dict[str, list[str]]) -> dict[str, Any]:
-    """The services section, with the box for the services' API documentation."""
-    return {**other_systems.form_view(interview.state, errors),
+def _services_form(interview: Interview, errors: dict[str, list[str]],
+                   focus: str = "") -> dict[str, Any]:
+    """The services section, with the box for the services' API documentation, and the
+    question of how often it runs; `focus`: the field a row's button leaves the focus on."""
+    commands = [(str(c.get("key", "")), str(c.get("name", "")))
+                for c in interview.state.get("commands", [])]
+    return {**system_form.form_view(interview.state, errors, focus),
+            "schedule": schedule.form_view(interview.state, errors,
+                                           [(name, name) for _, name in commands if name]),
             "api_docs": testing.api_docs_of(interview.state),
             "api_docs_errors": errors.get(testing.FIELD_API_DOCS, []),
             "upload_errors": errors.get(testing.FIELD_API_DOCS_UPLOAD, []),
@@ -406,6 +415,7 @@ def _summary_response(request: AuthenticatedHttpRequest, interview: Interview, *
     context = {"interview": interview, "team": interview.team, "renamed": renamed,
                "view": summary_view(interview, errors), "errors": errors or {},
                "services": _services_lines(interview),
+               "schedule": schedule.summary_lines(interview.state),
                "testing": testing.form_view(interview.state, errors or {}),
                "testing_saved": testing_saved,
                "services_url": _questions_url(

@@ -60,6 +60,19 @@ def run_summary(run: Run, *, plugin_dir: str | None = None) -> dict[str, Any]:
     }
 
 
+# The steps that come after an attempt is checked (its checkpoint counted in run.iteration).
+_AFTER_CHECK = frozenset({Run.Phase.REFLECT, Run.Phase.LEARN, Run.Phase.DONE})
+
+
+def attempt_in_hand(run: Run) -> int:
+    """The number of the attempt the run's next step belongs to, as the pages number them
+    ("Attempt 2"): `run.iteration` counts the attempts checked, so planning to verifying
+    belong to the next one, reflecting and learning to the one just checked."""
+    if run.phase in _AFTER_CHECK:
+        return max(run.iteration, 1)
+    return run.iteration + 1
+
+
 def pending_approval(run: Run) -> ApprovalRequest | None:
     return run.approvals.filter(status=ApprovalRequest.Status.PENDING).order_by("-id").first()
 

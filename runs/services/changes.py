@@ -159,7 +159,8 @@ def _services(manifest: PluginManifest) -> dict[str, Any]:
         return {}
     return {"hosts": [rule.text() for rule in manifest.hosts],
             "settings": [{"name": s.name, "description": s.description or s.name,
-                          "secret": s.secret} for s in manifest.settings]}
+                          "secret": s.secret, **({"kind": s.kind} if s.kind else {})}
+                         for s in manifest.settings]}
 
 
 CHANGE_NAME_CHARS = 60

@@ -64,7 +64,8 @@ def _request_publish(run: Run) -> None:
         "safety": best.safety_report if best else {},
         "permissions": loop.manifest_permissions(best.files.get("plugin.toml", ""))
         if best else None,
-        "services": _services(best.files.get("plugin.toml", "") if best else ""),
+        "services": _services(best.files.get("plugin.toml", "") if best else "",
+                              run.project.spec),
         **_second_opinion_on(run, best),
         **_publish_proposal(run, best),
         # a change run: the version it follows, the next one and why (issue 29)
@@ -72,15 +73,19 @@ def _request_publish(run: Run) -> None:
     })
 
 
-def _services(manifest_text: str) -> dict[str, Any]:
+def _services(manifest_text: str, spec: Any) -> dict[str, Any]:
     """The other services the plugin reaches and the settings the team enters for them, as
-    the plugin.toml being published declares them (shown to the reviewer)."""
+    the plugin.toml being published declares them (address settings marked), with the systems
+    the spec names in the requester's words (shown to the reviewer)."""
     manifest = read_manifest(manifest_text) if manifest_text else None
+    services = (spec or {}).get("services") if isinstance(spec, dict) else None
+    systems = services.get("systems", []) if isinstance(services, dict) else []
     if manifest is None:
-        return {"hosts": [], "settings": []}
+        return {"hosts": [], "settings": [], "systems": systems}
     return {"hosts": [rule.text() for rule in manifest.hosts],
-            "settings": [{"name": s.name, "description": s.description, "secret": s.secret}
-                         for s in manifest.settings]}
+            "settings": [{"name": s.name, "description": s.description, "secret": s.secret,
+                          **({"kind": s.kind} if s.kind else {})} for s in manifest.settings],
+            "systems": systems}
 
 
 def _publish_proposal(run: Run, best: Iteration | None) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from django.db import transaction
 from autocoder.engine import loop
 from autocoder.engine.spec import spec_from_dict
 from autocoder.installation import InstallationFault, fault_of
+from autocoder.llm.readiness import team_reach_fault
 from runs import budgets
 from runs.llm_calls import (
     run_provider_choice,
@@ -51,7 +52,7 @@ def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | 
     provider = run_provider_choice(provider, script=script)
     if provider == "scripted" and script is None and settings.LLM_SCRIPT:
         script = _configured_script()
-    fault = _model_fault(provider, script)
+    fault = _model_fault(provider, script, team_id=project.team_id)
     with transaction.atomic():
         Project.objects.select_for_update().filter(id=project.id).first()
         if project.runs.exclude(status__in=Run.TERMINAL).exists():
@@ -82,15 +83,21 @@ def run_start(*, project: Project, provider: str = "", script: dict[str, Any] | 
     return run
 
 
-def _model_fault(provider: str, script: dict[str, Any] | None) -> InstallationFault | None:
-    """Why the run cannot reach a model now: it then waits, held, until one is set up.
-    A run handed its own script needs no configured model."""
+def _model_fault(provider: str, script: dict[str, Any] | None, *,
+                 team_id: int) -> InstallationFault | None:
+    """Why the run cannot reach a model now: it then waits, held, until one is set up, or
+    until the model its roles use answers again when its last call or check failed (the Model
+    page's save, `up`'s check at start, a run's call). A run handed its own script needs no
+    configured model."""
     if script is not None:
         return None
     if provider == "scripted":
         return InstallationFault("model", "the scripted provider (recorded replies) was chosen "
                                  "without a script", "pass --script FILE.json or set LLM_SCRIPT")
-    return fault_of("model")
+    fault = fault_of("model")
+    if fault is None and not provider:  # the roles' own models (a forced provider: its calls)
+        fault = team_reach_fault(team_id=team_id)
+    return fault
 
 
 def _configured_script() -> dict[str, Any]:

@@ -39,7 +39,8 @@ from tests.tools.conftest import publish_version
 from tools.models import Invocation, Schedule
 from tools.services.activations import activation_decide, activation_request
 from tools.services.invocations import invocation_perform
-from tools.services.schedules import schedule_create, schedules_due_send
+from tools.services.schedule_runs import schedules_due_send
+from tools.services.schedules import schedule_create
 
 WIDTHS = ((1280, 800), (390, 844))
 
@@ -145,7 +146,7 @@ def _tool_with_a_schedule_that_ran(team: Team, admin: Any, reviewer: Any) -> Non
     asked = activation_request(team=team, version=publish_version(team), user=admin)
     active = activation_decide(activation=asked, user=admin, approve=True)
     schedule = schedule_create(activation=active, user=reviewer, name="Month end",
-                               command="totals", every="hours", interval=1,
+                               command="totals", when="every 1 hour",
                                payload={"rows": [{"month": "Mar", "amount": 7}]})
     Schedule.objects.filter(pk=schedule.pk).update(next_run_at=timezone.now())
     schedules_due_send()

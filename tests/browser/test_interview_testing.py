@@ -24,11 +24,12 @@ def test_a_requester_on_a_phone_gives_api_docs_and_picks_the_testing(
     log_in(page, server, "rita")
     greet_up_to_services(page)
 
-    page.get_by_label("Yes, it talks to another system").check()
-    page.get_by_label("Which system?").fill("our Slack")
-    page.get_by_label("Its web address").fill("hooks.slack.com")
-    docs = page.get_by_label("The system's API documentation")
-    expect(page.get_by_text("Paste the service's API documentation, if you have it: the model "
+    page.get_by_label("Yes, it talks to other systems").check()
+    page.get_by_label("What is it, in your words?").fill("our Slack")
+    page.get_by_label("It sends to it (a message, a new entry)").check()
+    page.get_by_label("Its web address, if you know it").fill("hooks.slack.com")
+    docs = page.get_by_label("The systems' API documentation")
+    expect(page.get_by_text("Paste the systems' API documentation, if you have it: the model "
                             "reads it while writing the plugin.", exact=False)).to_be_visible()
     docs.fill("POST /services/T1: {\"text\": \"...\"} answers ok")
     accessible_and_fits(page, page.url, 390)

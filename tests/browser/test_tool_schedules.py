@@ -27,7 +27,8 @@ from tools.models import Invocation, Schedule
 from tools.services.activations import activation_decide, activation_request
 from tools.services.blocks import version_block
 from tools.services.invocations import invocation_perform
-from tools.services.schedules import schedule_create, schedules_due_send
+from tools.services.schedule_runs import schedules_due_send
+from tools.services.schedules import schedule_create
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
@@ -51,7 +52,7 @@ def _tools_with_a_schedule_that_ran(people: dict[str, Any]) -> dict[str, Any]:
     for event in Invocation.objects.filter(caller="event", status="pending"):
         invocation_perform(invocation_id=event.pk)
     schedule = schedule_create(activation=active, user=people["reviewer"], name="Month end",
-                               command="totals", every="hours", interval=1,
+                               command="totals", when="every 1 hour",
                                payload={"rows": [{"month": "Mar", "amount": 7}]})
     now = timezone.now()
     Schedule.objects.filter(pk=schedule.pk).update(next_run_at=now - timedelta(seconds=1))

@@ -137,6 +137,33 @@ def test_the_plan_gate_lists_the_specs_hosts_and_settings(
     assert "new: hooks.slack.com" not in page, "a plan asks for no change of permissions"
 
 
+def test_the_plan_gate_lists_every_system_and_the_address_the_admin_enters(
+        start_run: Callable[..., Run], people: dict[str, Any]) -> None:
+    """Issue 45: two systems, one whose address the requester did not know."""
+    spec = greeter_spec(services={
+        "hosts": ["hooks.slack.com"],
+        "settings": [{"name": "token", "description": "The chat's API token", "secret": True},
+                     {"name": "booking_address", "kind": "address",
+                      "description": "The web address of our booking system"}],
+        "systems": [{"name": "our booking system", "does": "reads", "host": None,
+                     "address_setting": "booking_address", "needs": []},
+                    {"name": "the team chat", "does": "sends", "host": "hooks.slack.com",
+                     "address_setting": None, "needs": ["token"]}]})
+    run = drive(start_run(load_script("success"), autonomy="semi", spec=spec))
+    plan = pending(run)
+    assert [s["name"] for s in plan.payload["services"]["systems"]] == [
+        "our booking system", "the team chat"]
+    page = review_page(plan, people["reviewer"])
+    assert ("our booking system: it reads from it, at the address the team's admin enters "
+            "when activating it (booking_address) and approves then") in page
+    assert "the team chat: it sends data to it, at hooks.slack.com" in page
+    assert ("It sends data to and reads from the address the team's admin enters for "
+            "booking_address (The web address of our booking system): the admin sees that "
+            "address and approves it when activating the plugin") in page
+    assert "booking_address: The web address of our booking system an address: approved at " \
+        "activation" in page
+
+
 
 @pytest.mark.parametrize(("before", "after", "words"), [
     ({"network": False, "filesystem": "none"}, {"network": True, "filesystem": "none"},

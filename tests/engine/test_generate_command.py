@@ -169,3 +169,10 @@ def test_every_step_of_a_run_is_timed_for_the_metrics(engine_settings: Any) -> N
                          "--script", str(SCRIPTS / "success.json"))
     assert result["status"] == "succeeded"
     assert all(steps(phase) > before[phase] for phase in before)
+
+
+def test_a_negative_reference_wait_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    with pytest.raises(CommandError, match="--reference-wait must be 0 or more seconds"):
+        call_command("generate", str(EXAMPLES / "weekly-scheduler.spec.json"), "--script",
+                     str(EXAMPLES / "weekly-scheduler.script.json"), "--reference-wait", "-1")
+    assert not Project.objects.exists()

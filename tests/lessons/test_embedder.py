@@ -242,3 +242,20 @@ def test_a_bulk_load_gives_the_vectors_searches_compare_with(embedder, fake, mon
                            EMBEDDINGS_MODEL="m", EMBEDDINGS_API_KEY=""):
         assert bulk_embed_texts(texts).shape == (3, DIMENSIONS)
         assert len(fake.requests) == 1  # another embedder is asked as for any text
+
+
+def test_a_bulk_embedding_stops_between_slices_when_asked(embedder):
+    """The reference load's thread is told to stop when its process exits: it stops at the
+    next slice instead of running on inside the model (autocoder/reference/background.py)."""
+    from autocoder.lessons.embedder import BULK_SLICE, EmbeddingStopped, bulk_embed_texts
+
+    asked: list[bool] = []
+
+    def stop_after_one_slice() -> bool:
+        asked.append(True)
+        return len(asked) > 1
+
+    texts = [f"text {n}" for n in range(BULK_SLICE + 1)]
+    with pytest.raises(EmbeddingStopped, match=f"stopped after {BULK_SLICE} of {len(texts)}"):
+        bulk_embed_texts(texts, should_stop=stop_after_one_slice)
+    assert bulk_embed_texts(texts, should_stop=lambda: False).shape == (len(texts), DIMENSIONS)

@@ -153,8 +153,10 @@ def test_a_refused_key_holds_the_run_with_the_installations_words(
                                                          site_admin.pk])
     assert all("refused the API key" in n.message for n in notices)
     assert notices.get(user=site_admin).url == PAGE
-    # The refused calls cost nothing and are on record once each.
-    assert [c.error.split(":")[0] for c in LLMCall.objects.all()] == ["LLMAuthError"] * 2
+    # The refused call cost nothing and is on record once; the second run, started once the
+    # refusal was known, was held before it called anything (no second refused call).
+    assert [c.error.split(":")[0] for c in LLMCall.objects.all()] == ["LLMAuthError"]
+    assert not runs[1].llm_calls.exists()
 
     # The key is fixed: the watchdog's check calls the model, and the runs go on.
     fake_server.replies.clear()

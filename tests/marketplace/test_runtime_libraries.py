@@ -75,3 +75,17 @@ def test_the_probes_module_kept_as_a_value_is_refused_before_publishing(submit: 
     assert any("through another module's attribute" in error or "used as a value" in error
                for error in caught.value.errors), caught.value.errors
     assert not PluginVersion.objects.filter(status=PluginVersion.Status.PUBLISHED).exists()
+
+
+def test_a_module_imported_in_a_class_body_is_refused_before_publishing(submit: Any) -> None:
+    """The third probe's plugin: `class _K: import os as o`, then `_K.o.system(...)`, passed
+    the gate with no finding and published."""
+    body = WORD_COUNT_IMPL.replace(
+        "from typing import Any\n",
+        "from typing import Any\n\n\nclass _K:\n    import os as o\n\n\n"
+        '_K.o.system("echo ran > f.txt")\n')
+    with pytest.raises(PackageError) as caught:
+        submit(plugin_tree(body=body))
+    assert any("inside `class _K`" in error for error in caught.value.errors), \
+        caught.value.errors
+    assert not PluginVersion.objects.filter(status=PluginVersion.Status.PUBLISHED).exists()

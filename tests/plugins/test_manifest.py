@@ -177,3 +177,16 @@ def test_a_partial_file_still_gives_its_entry_and_commands() -> None:
     assert manifest is not None
     assert manifest.entry == "bench_echo.plugin:Plugin"
     assert [command.name for command in manifest.commands] == ["echo"]
+
+
+def test_a_setting_is_needed_unless_it_says_required_false() -> None:
+    """A needed setting with no value keeps a team's tool from being called (docs/tools.md,
+    "Settings still missing"); `required = false` is for one the plugin has a default for."""
+    base = ('[plugin]\nname = "a"\nversion = "1.0.0"\nsummary = "A."\nentry = "a.plugin:Plugin"'
+            '\n\n[[commands]]\nname = "go"\n\n[[settings]]\nname = "key"\ndescription = "K"\n')
+    assert parse_manifest(base).settings[0].required is True
+    assert parse_manifest(base + "required = false\n").settings[0].required is False
+    with pytest.raises(ManifestError) as caught:
+        parse_manifest(base + 'required = "no"\n')
+    assert caught.value.errors == ["plugin.toml: setting 'key' required must be true or false"
+                                   " (got 'no')"]

@@ -40,7 +40,8 @@ FULL = PluginManifest(
         CommandDecl(name="ping", description=""),
     ),
     settings=(SettingDecl(name="api_base", description="Where your books are"),
-              SettingDecl(name="api_key", description="Your key", secret=True)),
+              SettingDecl(name="api_key", description="Your key", secret=True),
+              SettingDecl(name="greeting", description="Its word", required=False)),
     category="Finance", tags=("money", "month-end"), requires_python=">=3.11",
     libraries=("openpyxl==3.1.5", "PyYAML==6.0.3"),
 )
@@ -48,6 +49,13 @@ FULL = PluginManifest(
 
 def test_parse_reads_back_what_render_wrote() -> None:
     assert parse_manifest(render_manifest(FULL)) == FULL
+
+
+def test_an_optional_setting_says_so_and_a_needed_one_is_written_as_before() -> None:
+    text = render_manifest(FULL)
+    assert 'name = "greeting"\ndescription = "Its word"\nsecret = false\nrequired = false' in text
+    settings = text.split("[[commands]]")[0]
+    assert settings.count("required") == 1  # required is the default, not written
 
 
 def test_render_of_a_parsed_file_is_stable() -> None:

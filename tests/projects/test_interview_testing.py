@@ -164,7 +164,7 @@ def test_the_docs_box_is_on_the_services_page_in_plain_words(team_with_roles: di
     for data in ANSWERS[:-1]:
         post_page(client, interview, data)
     html = page(client.get(reverse("interview_questions", args=[interview.pk])))
-    assert ("Paste the service's API documentation, if you have it: the model reads it while "
+    assert ("Paste the systems' API documentation, if you have it: the model reads it while "
             "writing the plugin.") in html
     assert '<label for="api-docs-upload">Or attach it as a file</label>' in html
 
@@ -196,7 +196,7 @@ def test_a_too_big_or_wrong_docs_file_is_refused_and_the_answers_are_kept(
     assert 'id="api-docs-upload-error"' in html and 'href="#api-docs-upload"' in html
     interview.refresh_from_db()
     assert interview.state["api_docs"] == API_DOCS
-    assert interview.state["services"]["service"] == "our Slack"
+    assert interview.state["services"]["systems"][0]["name"] == "our Slack"
 
     pdf = SimpleUploadedFile("api.pdf", b"%PDF-1.4", "application/pdf")
     html = page(post_page(client, interview, with_service(**{"api-docs": API_DOCS,

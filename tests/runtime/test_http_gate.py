@@ -18,27 +18,30 @@ import hashlib
 import hmac
 import ipaddress
 import json
+import re
 import socket
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, unquote, unquote_plus, urlsplit
 
 import pytest
 
 from autocoder.plugins import parse_host_rule
 from autocoder.runtime.http_addresses import address_problem, internal_set
 from autocoder.runtime.http_gate import HttpGate, HttpPolicy
+from autocoder.runtime.http_request import PATH_SAFE, Secrets
 
 SECRET = "s3cr3t-TOKEN-value/+="
 OTHER_SECRET = "hmac-key-123456"
 
 
 class Service(BaseHTTPRequestHandler):
-    """A loopback service: /echo says what it received (secrets included, on purpose),
-    /redirect?to=URL redirects, /big, /gzip-bomb, /slow and /trickle misbehave."""
+    """A loopback service: /echo says what it received (secrets included, on purpose), /b64...
+    says it in base64, /headers-b64 each header's value in base64; /redirect?to=URL redirects,
+    /big, /gzip-bomb, /slow and /trickle misbehave."""
 
     received: list[dict[str, Any]]
 
@@ -94,6 +97,11 @@ class Service(BaseHTTPRequestHandler):
                 except OSError:
                     return
                 time.sleep(0.05)
+        elif parts.path.startswith("/b64"):  # the whole request, in base64
+            self._answer(200, base64.b64encode(json.dumps(seen).encode()))
+        elif parts.path == "/headers-b64":  # each header's value, in base64
+            self._answer(200, json.dumps({k.lower(): base64.b64encode(v.encode()).decode()
+                                          for k, v in self.headers.items()}).encode())
         else:
             echoed = json.dumps(seen).encode()
             self._answer(200, echoed, {"Content-Type": "application/json",
@@ -381,6 +389,90 @@ def test_an_answer_that_echoes_the_secret_comes_back_blanked(service, dns) -> No
     assert "[secret]" in answer["url"]
 
 
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{4,}={0,2}")
+
+
+def recoverable(text: str, secret: str = SECRET) -> list[str]:
+    """The pieces of `secret` (4 characters or more) that can be read in `text`: as it is,
+    URL-decoded, or base64-decoded from any of its runs at any offset."""
+    readings = [text, unquote(text), unquote_plus(text)]
+    for run in _BASE64_RUN.findall(text):
+        for start in range(4):
+            chunk = run.rstrip("=")[start:]
+            chunk = chunk[:len(chunk) - len(chunk) % 4]
+            for decode in (base64.b64decode, base64.urlsafe_b64decode):
+                try:
+                    readings.append(decode(chunk).decode("latin-1"))
+                except ValueError:
+                    pass
+    pieces = {secret[i:i + 4] for i in range(len(secret) - 3)}
+    return sorted(piece for piece in pieces if any(piece in reading for reading in readings))
+
+
+def answer_text(answer: dict[str, Any]) -> str:
+    return json.dumps(answer) + body(answer).decode("latin-1")
+
+
+def test_an_echo_of_basic_auth_gives_back_nothing_of_the_secret(service, dns) -> None:
+    """The issue's case: ("bot", api.secret(...)) sent to a service that echoes its headers."""
+    http = gate(service)
+    answer = http.perform({"method": "GET", "url": url(service),
+                           "auth": {"basic": ["bot", {"secret": "api_key"}]}})
+    assert answer["ok"], answer
+    assert answer["headers"]["x-echo-auth"] == "Basic [secret]"
+    assert json.loads(body(answer))["headers"]["authorization"] == "Basic [secret]"
+    token = base64.b64encode(f"bot:{SECRET}".encode()).decode()
+    assert token not in answer_text(answer) and recoverable(answer_text(answer)) == []
+
+
+def test_a_template_and_its_surrounding_words_echoed_in_base64_are_blanked(service,
+                                                                           dns) -> None:
+    http = gate(service)
+    answer = http.perform({"method": "GET", "url": url(service, "/headers-b64"),
+                           "headers": {"X-Api-Key": "key={api_key};v=1", "X-Plain": "kept"},
+                           "auth": {"secret": "api_key"}})
+    echoed = json.loads(body(answer))
+    assert echoed["x-api-key"] == "[secret]" and echoed["authorization"] == "[secret]"
+    assert base64.b64decode(echoed["x-plain"]) == b"kept"  # nothing else is touched
+    assert recoverable(answer_text(answer)) == []
+
+
+def test_an_echo_of_the_whole_request_in_base64_gives_back_nothing_of_a_secret(service,
+                                                                                dns) -> None:
+    """Wherever a secret falls in a longer base64 text, its whole groups are blanked: at most
+    two bytes at each end stay readable, never four in a row."""
+    http = gate(service)
+    for auth in ({"basic": ["bot", {"secret": "api_key"}]}, {"secret": "api_key"}):
+        answer = http.perform({
+            "method": "POST", "url": url(service, "/b64/{api_key}"), "auth": auth,
+            "params": {"t": "{api_key}"}, "headers": {"X-K": "a{api_key}", "X-L": "ab{api_key}"},
+            "sign": {"secret": "signing_key"}, "data": {"a": "b"}})
+        assert answer["ok"], answer
+        assert "[secret]" in body(answer).decode()
+        assert recoverable(answer_text(answer)) == []
+        assert recoverable(answer_text(answer), OTHER_SECRET) == []
+    # what the service was sent held the secret, in each of those places
+    assert all(recoverable(json.dumps(seen)) for seen in service.received)  # type: ignore[attr-defined]
+
+
+def test_a_signature_echoed_back_is_blanked(service, dns) -> None:
+    http = gate(service)
+    answer = http.perform({"method": "POST", "url": url(service), "data": {"a": "b"},
+                           "sign": {"secret": "signing_key", "header": "X-Sig",
+                                    "prefix": "sha256="}})
+    expected = hmac.new(OTHER_SECRET.encode(), b"a=b", hashlib.sha256).hexdigest()
+    assert json.loads(body(answer))["headers"]["x-sig"] == "sha256=[secret]"
+    assert expected not in answer_text(answer)
+
+
+def test_a_secret_in_the_path_is_blanked_as_the_gate_writes_it() -> None:
+    secrets = Secrets({"k": "a b/c?d=e"})
+    sent = quote(secrets.fill("/v1/{k}/items", "url's path"), safe=PATH_SAFE)
+    assert sent == "/v1/a%20b/c%3Fd=e/items"
+    assert secrets.blank(sent) == "/v1/[secret]/items"
+    assert secrets.blank(base64.b64encode(b"/v1/a b/c?d=e/items").decode()) == "[secret]"
+
+
 def test_a_secret_for_an_undeclared_host_is_refused(service, dns) -> None:
     dns["collector.evil"] = ["127.0.0.1"]
     http = gate(service, internal=("svc.test", "collector.evil"))
@@ -429,6 +521,18 @@ def test_records_hold_no_query_values_and_no_secrets(service, dns) -> None:
     text = json.dumps(http.records)
     for value in (SECRET, "query-value", "page-value"):
         assert value not in text
+
+
+def test_records_of_words_the_plugin_chose_are_storable(service, dns) -> None:
+    """A plugin that writes to the channel itself can send any method or parameter name: what
+    goes on the call's log holds no NUL and no lone surrogate (PostgreSQL keeps neither)."""
+    http = gate(service)
+    http.perform({"method": "G\x00\ud800", "url": url(service)})
+    http.perform({"method": "GET", "url": url(service), "params": {"a\x00b": "1"}})
+    text = json.dumps(http.records, ensure_ascii=False)
+    assert "\x00" not in text and "\ud800" not in text
+    assert http.records[0]["method"] == "G\ufffd\ufffd" and http.records[1]["status"] == 200
+    assert http.records[1]["path"] == "/echo?a\ufffdb"
 
 
 # Limits.

@@ -390,7 +390,8 @@ def test_the_limits_are_described_for_admins() -> None:
     rows = dict(INVOKE_LIMITS.described())
     assert rows["Storage"] == "64 KB of JSON per team"
     assert rows["Time"] == "15 seconds per call"
-    assert set(rows) >= {"CPU", "Memory", "Input", "Answer", "Log", "Network"}
+    assert set(rows) >= {"CPU", "Memory", "Input", "Answer", "Log",
+                         "Requests to other services"}
 
 
 def test_the_plugin_is_shipped_compiled_once_per_content(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -1,7 +1,8 @@
 """The sandbox backends a test can run on here: bwrap always; Docker (runc) when an engine
 answers and the sandbox image matches the plugin-runtime lock; Docker under gVisor (runsc)
-when that runtime is registered too. A backend that is not available skips its variant with
-the reason and how to enable it (pytest prints it in the summary, `-ra`); with
+when that runtime is registered too, with the flags the sandbox needs (--network=none,
+--host-uds=open: autocoder/sandbox/runsc_flags.py). A backend that is not available skips its
+variant with the reason and how to enable it (pytest prints it in the summary, `-ra`); with
 AUTOCODER_DOCKER_TESTS=required (CI) it fails instead.
 
 `use_backend(name, settings)` selects one for the test through Django settings
@@ -35,13 +36,16 @@ def docker_unavailable(runtime: str) -> str | None:
         return f"no Docker engine answers ({type(exc).__name__}): {ENABLE}"
     from django.conf import settings
 
-    from autocoder.sandbox.image import image_problem, runtime_registered
+    from autocoder.sandbox.image import image_problem, runtime_problem
 
     problem = image_problem(settings.SANDBOX_DOCKER_IMAGE, client)
     if problem:
         return f"{problem}: {ENABLE}"
-    if runtime and not runtime_registered(runtime, client):
-        return f"the Docker engine has no {runtime} runtime registered: {ENABLE}"
+    # A runsc registered without the flags the sandbox needs cannot run the gVisor variants
+    # (api.http fails there): the same words and fix as doctor's.
+    registration = runtime_problem(runtime, client) if runtime else None
+    if registration:
+        return f"{registration[0]}. To fix it: {registration[1]}"
     return None
 
 

@@ -29,11 +29,13 @@ filesystem = "none"
 [[settings]]
 name = "greeting"
 description = "The word it greets with"
+required = false
 
 [[settings]]
 name = "api_key"
 description = "The key of your accounting system"
 secret = true
+required = false
 
 [[commands]]
 name = "totals"

@@ -52,7 +52,8 @@ def test_the_decider_sees_permissions_reports_settings_and_limits(world: dict[st
     version = publish_version(world["acme"])
     page = client_for(world["admin"]).get(reverse("tools:activate", args=[
         "acme", "month-totals", version.version])).content.decode()
-    for words in ("What it may do", "Network: none", "1 passed, 0 failed", "pass",
+    for words in ("What it may do", "Other services: none. It cannot send your data anywhere",
+                  "1 passed, 0 failed", "pass",
                   "api_key", "secret", "The key of your accounting system", "15 seconds",
                   "Approve and activate", "Refuse"):
         assert words in page, words

@@ -170,7 +170,10 @@ def test_a_secret_not_filled_in_yet_is_said_so_and_nothing_is_sent(
                                "api_key:clear": "1"})  # the admin removed the token
     done = call(hook, "post", {"text": "hours"})
     assert done.status == "failed"
-    assert "the secret setting 'api_key' has no value yet" in done.error, done.error
+    # the words a call refused for a missing setting has, with the settings page's address
+    assert ("api.http: the setting “api_key” (The key of your accounting system) has no value"
+            " yet: a team admin enters it on the tool's Settings page,"
+            " /t/acme/tools/chat-hook/settings/") in done.error, done.error
     assert chat.received == []
 
 
@@ -198,7 +201,11 @@ def test_the_review_page_names_the_hosts_and_an_upgrade_shows_a_new_one(
     version that adds a host says so."""
     admin = client_for(world["admin"])
     page = admin.get(reverse("tools:activation", args=["acme", hook.pk])).content.decode()
-    assert f"sends data to and reads from <strong>http://127.0.0.1:{chat.port}</strong>" in page
+    assert "it sends data to and reads from 1 service, only through the portal" in page
+    assert f"<strong>http://127.0.0.1:{chat.port}</strong>" in page
+    assert "The portal adds the secret <strong>api_key</strong> (The key of your accounting" \
+        " system) to the requests to it." in page  # which secret goes to which host
+    assert "Network: none" not in page
     assert "new in this version" not in page
     toml = hook_toml(chat.port).replace('"month-totals"', '"chat-hook"').replace(
         f'hosts = ["http://127.0.0.1:{chat.port}"]',

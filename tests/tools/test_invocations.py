@@ -204,9 +204,9 @@ def test_events_reach_on_event_activated_settings_changed_deactivated(
 
 def test_the_watchdog_runs_due_schedules_and_prunes_the_log() -> None:
     from autocoder import heartbeat
-    from tools.services import invocations, schedules
+    from tools.services import invocations, schedule_runs
 
-    assert schedules.schedules_due_send in heartbeat.QUICK_SWEEPS
+    assert schedule_runs.schedules_due_send in heartbeat.QUICK_SWEEPS
     assert invocations.invocations_prune in heartbeat.SLOW_SWEEPS
 
 

@@ -119,8 +119,8 @@ def test_a_schedules_input_is_refused_with_the_reason(active: Activation, world:
     client = client_for(world["admin"])
     response = client.post(reverse("tools:schedules", args=["acme", "month-totals"]),
                            {"name": "Nightly", "command": "totals", "payload": body.decode(),
-                            "every": "hours", "interval": "1"}, follow=True)
-    assert response.status_code == 200
+                            "every": "hours", "interval": "1"})
+    assert response.status_code == 400  # the form again, as it was typed, with the reason
     assert words in response.content.decode()
     assert not Schedule.objects.exists()
 
@@ -130,5 +130,5 @@ def test_the_schedule_service_refuses_a_nul_whoever_calls_it(active: Activation,
                                                              world: dict[str, Any]) -> None:
     with pytest.raises(ScheduleError, match="NUL"):
         schedule_create(activation=active, user=world["admin"], name="x", command="totals",
-                        payload={"rows": [{"month": "\x00", "amount": 1}]}, every="hours")
+                        payload={"rows": [{"month": "\x00", "amount": 1}]}, when="every 1 hour")
     assert not Schedule.objects.exists()

@@ -18,13 +18,14 @@ from tests.tools.conftest import client_for
 from tools.models import Activation, Invocation, Schedule
 from tools.services import invocations
 from tools.services.invocations import invocation_perform
-from tools.services.schedules import schedule_create, schedules_due_send
+from tools.services.schedule_runs import schedules_due_send
+from tools.services.schedules import schedule_create
 
 
 def nightly(active: Activation, world: dict[str, Any], command: str = "fail") -> Schedule:
     """A schedule the reviewer set up, due now."""
     schedule = schedule_create(activation=active, user=world["reviewer"], name="Nightly",
-                               command=command, payload={}, every="hours")
+                               command=command, payload={}, when="every 1 hour")
     Schedule.objects.filter(pk=schedule.pk).update(
         next_run_at=timezone.now() - timedelta(seconds=1))
     return schedule
@@ -39,7 +40,7 @@ def test_removing_a_member_pauses_their_schedules_and_the_page_says_so(
         active: Activation, world: dict[str, Any]) -> None:
     schedule = nightly(active, world)
     admins = schedule_create(activation=active, user=world["admin"], name="Admin's",
-                             command="count", payload={}, every="hours")
+                             command="count", payload={}, when="every 1 hour")
     response = client_for(world["admin"]).post(reverse("team_member_remove", args=[
         "acme", reviewer_membership(world).pk]))
     assert response.status_code == 302
@@ -65,7 +66,14 @@ def test_a_member_removed_another_way_is_caught_when_the_schedule_is_due(
     assert schedules_due_send() == []
     schedule.refresh_from_db()
     assert not schedule.enabled and "no longer a member" in schedule.paused_reason
-    assert not Invocation.objects.filter(schedule=schedule).exists()
+    # The run that could not start says why on the tool's page; nothing ran, nobody is told.
+    [entry] = Invocation.objects.filter(schedule=schedule)
+    assert entry.status == "refused" and entry.error_kind == "owner_left"
+    assert "whoever set up this schedule is no longer a member" in entry.error
+    assert not Notification.objects.filter(user=world["reviewer"]).exists()
+    page = client_for(world["admin"]).get(reverse("tools:detail", args=[
+        "acme", "month-totals"])).content.decode()
+    assert "could not start" in page and "no longer a member of the team" in page
 
 
 @pytest.mark.django_db(transaction=True)

@@ -19,7 +19,8 @@ from tests.tools.conftest import client_for
 from tools.models import Activation, Invocation, Schedule
 from tools.services.blocks import version_block
 from tools.services.invocations import invocation_perform
-from tools.services.schedules import schedule_create, schedules_due_send
+from tools.services.schedule_runs import schedules_due_send
+from tools.services.schedules import schedule_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -43,7 +44,7 @@ def text_of(response: Any) -> str:
 def test_a_scheduled_calls_answer_shows_on_the_tools_page_and_behind_the_log(
         active: Activation, world: dict[str, Any]) -> None:
     schedule = schedule_create(activation=active, user=world["reviewer"], name="Month end",
-                               command="totals", every="hours", interval=1,
+                               command="totals", when="every 1 hour",
                                payload={"rows": [{"month": "Mar", "amount": 7}]})
     done = run_schedule(schedule)
     assert done.status == "ok" and done.output == {"totals": [{"month": "Mar", "total": 7}]}

@@ -1,9 +1,9 @@
-"""Schedules: when they are due (plain choices), that a due schedule is sent exactly once, and
-that a failure tells the owner once."""
+"""Schedules: the rules said in plain words, that a due schedule is sent exactly once, and
+that a failure tells the owner once (the calendar itself: test_schedule_calendar.py)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -14,53 +14,38 @@ from teams.models import Notification
 from tests.tools.conftest import client_for
 from tools.models import Activation, Invocation, Schedule
 from tools.services.invocations import invocation_perform
-from tools.services.schedules import (
-    ScheduleError,
-    describe,
-    next_run,
-    schedule_create,
-    schedules_due_send,
-)
-
-NOON = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
-
-
-@pytest.mark.parametrize(("every", "interval", "at", "after", "expected"), [
-    ("minutes", 15, None, NOON, NOON + timedelta(minutes=15)),
-    ("hours", 2, None, NOON, NOON + timedelta(hours=2)),
-    ("day", 1, time(7, 30), NOON, datetime(2026, 3, 2, 7, 30, tzinfo=UTC)),
-    ("day", 1, time(13, 0), NOON, datetime(2026, 3, 1, 13, 0, tzinfo=UTC)),
-    ("day", 1, time(12, 0), NOON, datetime(2026, 3, 2, 12, 0, tzinfo=UTC)),
-])
-def test_next_run(every: str, interval: int, at: time | None, after: datetime,
-                  expected: datetime) -> None:
-    assert next_run(every=every, interval=interval, at_time=at, after=after) == expected
+from tools.services.schedule_runs import schedules_due_send
+from tools.services.schedules import ScheduleError, describe, schedule_create
 
 
 @pytest.mark.django_db
 def test_the_rules_are_said_in_plain_words(active: Activation, world: dict[str, Any]) -> None:
     with pytest.raises(ScheduleError, match="Every 5 to 1440 minutes"):
         schedule_create(activation=active, user=world["admin"], name="x", command="count",
-                        payload={}, every="minutes", interval=1)
-    with pytest.raises(ScheduleError, match="at what time"):
+                        payload={}, when="every 1 minutes")
+    with pytest.raises(ScheduleError, match="end with the time of day as HH:MM"):
         schedule_create(activation=active, user=world["admin"], name="x", command="count",
-                        payload={}, every="day")
+                        payload={}, when="daily")
     with pytest.raises(ScheduleError, match="Only reviewers and admins"):
         schedule_create(activation=active, user=world["requester"], name="x", command="count",
-                        payload={}, every="hours")
+                        payload={}, when="every 1 hour")
     with pytest.raises(ScheduleError, match="Unknown command"):
         schedule_create(activation=active, user=world["admin"], name="x", command="nope",
-                        payload={}, every="hours")
+                        payload={}, when="every 1 hour")
+    with pytest.raises(ScheduleError, match="not a time zone"):
+        schedule_create(activation=active, user=world["admin"], name="x", command="count",
+                        payload={}, when="daily 07:00", time_zone="Mars/Olympus")
     daily = schedule_create(activation=active, user=world["reviewer"], name="Morning",
-                            command="count", payload={}, every="day", at_time=time(7, 0))
-    assert describe(daily) == "every day at 07:00 UTC"
+                            command="count", payload={}, when="daily 07:00",
+                            time_zone="Europe/Berlin")
+    assert describe(daily) == "every day at 07:00 (Europe/Berlin)"
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_due_schedule_runs_once_and_a_failure_tells_the_owner_once(
         active: Activation, world: dict[str, Any]) -> None:
     schedule = schedule_create(activation=active, user=world["reviewer"], name="Nightly",
-                               command="fail", payload={}, every="hours", interval=1)
+                               command="fail", payload={}, when="every 1 hour")
     now = timezone.now()
     assert schedules_due_send(now=now) == []
     Schedule.objects.filter(pk=schedule.pk).update(next_run_at=now - timedelta(seconds=1))

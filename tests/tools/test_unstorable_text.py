@@ -18,7 +18,8 @@ from tests.tools.conftest import client_for, publish_version
 from tools.models import Activation, Invocation, Schedule, ToolStorage
 from tools.services.activations import activation_decide, activation_request
 from tools.services.invocations import _finish, invocation_perform
-from tools.services.schedules import schedule_create, schedules_due_send
+from tools.services.schedule_runs import schedules_due_send
+from tools.services.schedules import schedule_create
 from tools.services.tokens import tool_token_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -106,7 +107,7 @@ def test_the_api_answers_the_plugins_failure_not_a_500(noisy: Activation,
 def test_a_scheduled_failure_with_a_nul_tells_the_owner(noisy: Activation,
                                                         world: dict[str, Any]) -> None:
     schedule = schedule_create(activation=noisy, user=world["reviewer"], name="Nightly",
-                               command="fail", payload={}, every="hours")
+                               command="fail", payload={}, when="every 1 hour")
     now = timezone.now()
     Schedule.objects.filter(pk=schedule.pk).update(next_run_at=now - timedelta(seconds=1))
     assert schedules_due_send(now=now) == [schedule.pk]

@@ -22,6 +22,7 @@ from teams.services.notifications import (
     notifications_review_settled,
 )
 from tools.models import Activation, VersionBlock
+from tools.services.addresses import addresses_approve_entered
 from tools.services.events import activation_events_queue
 
 Status = Activation.Status
@@ -126,7 +127,8 @@ def activation_decide(*, activation: Activation, user: User, approve: bool,
                 raise _already_decided(activation)
             activation.refresh_from_db()
             _decision_record(activation, user)
-            if approve:
+            if approve:  # the addresses entered already are part of what the decider saw
+                addresses_approve_entered(activation=activation, user=user)
                 previous = activation.previous.version if activation.previous else None
                 activation_events_queue(team_id=activation.team_id, new=activation.version,
                                         old=previous)
@@ -195,6 +197,8 @@ def activation_rollback(*, team: Team, plugin: Plugin, user: User) -> Activation
         audit_record(actor=user, action="tool.rolled_back", team=team, target=back,
                      before={"version": current.version.version},
                      after={"version": target.version})
+        # the admin going back approves the addresses entered, as deciding an activation does
+        addresses_approve_entered(activation=back, user=user)
         activation_events_queue(team_id=team.pk, new=target, old=current.version)
     return back
 

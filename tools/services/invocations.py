@@ -28,16 +28,19 @@ from django.urls import reverse
 from django.utils import timezone
 
 from autocoder import durable
+from autocoder.plugins import SettingDecl
 from autocoder.runtime.declarations import payload_errors
 from autocoder.runtime.http_gate import HttpGate, HttpPolicy
 from autocoder.runtime.invoke import INVOKE_LIMITS, CallOutcome, PluginCall, call_plugin
-from marketplace.models import PluginVersion
-from teams.services.notifications import notifications_review_requested
+from autocoder.runtime.setting_words import settings_missing_words
 from tools.declared import command_names, declared_inputs, entry_of, manifest_of
 from tools.json_input import json_input_problem
 from tools.models import Activation, Invocation, Schedule, ToolStorage, ToolToken, VersionBlock
+from tools.selectors import missing_settings, settings_page
+from tools.services.addresses import approved_hosts_for_call
 from tools.services.events import INVOKE_ACTOR, json_size
-from tools.services.schedule_owners import schedule_owner_is_member, schedule_still_owned
+from tools.services.schedule_notes import schedule_outcome_tell
+from tools.services.schedule_owners import schedule_still_owned
 from tools.services.tool_settings import settings_for_call
 
 logger = logging.getLogger(__name__)
@@ -55,15 +58,25 @@ OWNER_LEFT = ("Not run: whoever set up this schedule is no longer a member of th
 HTTP_STATUS = {"plugin_error": 422, "bad_output": 422, "memory_limit": 422,
                "output_too_large": 422, "storage_too_large": 422, "timeout": 504,
                "cpu_limit": 504, "payload_too_large": 413, "sandbox_unavailable": 503,
-               "disabled": 403, "not_in_use": 409}
+               "disabled": 403, "not_in_use": 409, "settings_missing": 409}
 
 
 class InvocationRefused(Exception):
-    """A call refused before anything ran; `status` is the HTTP status an API answers with."""
+    """A call refused before anything ran; `status` is the HTTP status an API answers with.
+    For settings still missing, `missing` names them and `url` is the (site-relative) page
+    where a team admin enters them; `said_at(base)` gives the words with a full address."""
 
-    def __init__(self, message: str, *, status: int) -> None:
+    def __init__(self, message: str, *, status: int, missing: tuple[str, ...] = (),
+                 url: str = "") -> None:
         super().__init__(message)
         self.status = status
+        self.missing = missing
+        self.url = url
+
+    def said_at(self, base: str) -> str:
+        """The words with `url` written in full (`base`: "https://portal.example.org")."""
+        text = str(self)
+        return text.replace(self.url, base.rstrip("/") + self.url) if self.url else text
 
 
 @dataclass(frozen=True)
@@ -74,8 +87,11 @@ class Caller:
     schedule: Schedule | None = None
 
 
-def invocation_check(*, activation: Activation, command: str, payload: Any) -> None:
-    """InvocationRefused (with the HTTP status) unless the call may run as asked."""
+def invocation_check(*, activation: Activation, command: str, payload: Any,
+                     settings_needed: bool = True) -> None:
+    """InvocationRefused (with the HTTP status) unless the call may run as asked.
+    `settings_needed=False` checks only the command and its input: for a schedule saved
+    before an admin has entered the settings (it is refused when it comes due instead)."""
     version = activation.version
     if VersionBlock.objects.filter(version_id=version.pk).exists():
         raise InvocationRefused(DISABLED, status=403)
@@ -83,6 +99,9 @@ def invocation_check(*, activation: Activation, command: str, payload: Any) -> N
     if command not in names:
         raise InvocationRefused(f"Unknown command {command!r}: this plugin has "
                                 f"{', '.join(names) or 'no commands'}.", status=400)
+    missing = missing_settings(activation) if settings_needed else []
+    if missing:
+        raise settings_missing_refusal(activation, missing)
     if not isinstance(payload, dict):
         raise InvocationRefused('The input must be a JSON object, like {"text": "hello"}.',
                                 status=400)
@@ -97,6 +116,16 @@ def invocation_check(*, activation: Activation, command: str, payload: Any) -> N
     if problems:
         raise InvocationRefused("The input does not fit: " + "; ".join(problems) + ".",
                                 status=400)
+
+
+def settings_missing_refusal(activation: Activation,
+                             missing: list[SettingDecl]) -> InvocationRefused:
+    """The refusal of a call while settings are missing: which ones, and where an admin enters
+    them (the words api.http uses too: autocoder/runtime/setting_words.py)."""
+    url = settings_page(activation)
+    words = settings_missing_words([(item.name, item.description) for item in missing], url)
+    return InvocationRefused(f"Not run: {words}.", status=409,
+                             missing=tuple(item.name for item in missing), url=url)
 
 
 def invocation_request(*, activation: Activation, user_id: int, command: str,
@@ -135,11 +164,31 @@ def invocation_perform(*, invocation_id: int) -> Invocation | None:
             Invocation.objects.filter(pk=invocation_id).update(payload={})
             return _finish(invocation, status=Invocation.Status.REFUSED,
                            error_kind="owner_left", error=OWNER_LEFT)
+    missing = _missing_at_run(invocation)
+    if missing is not None:  # queued before a setting lost its value, or a schedule come due
+        if invocation.caller != Invocation.Caller.USER:
+            Invocation.objects.filter(pk=invocation_id).update(payload={})
+        return _finish(invocation, status=Invocation.Status.REFUSED,
+                       error_kind="settings_missing", error=str(missing))
+    if invocation.schedule is not None:
         _schedule_event(invocation)
     if invocation.caller != Invocation.Caller.USER:
         # Only the person's own results keep what went in; a schedule's payload is on it.
         Invocation.objects.filter(pk=invocation_id).update(payload={})
     return _execute(invocation, payload)
+
+
+def _missing_at_run(invocation: Invocation) -> InvocationRefused | None:
+    """The refusal of a queued call whose tool still lacks a needed setting (the portal's own
+    events are delivered whatever is missing)."""
+    if invocation.caller == Invocation.Caller.EVENT:
+        return None
+    activation = (Activation.objects.select_related("team", "plugin", "version")
+                  .filter(team_id=invocation.team_id, plugin_id=invocation.plugin_id,
+                          version_id=invocation.version_id, status=Activation.Status.ACTIVE)
+                  .first())
+    missing = missing_settings(activation) if activation is not None else []
+    return settings_missing_refusal(activation, missing) if activation and missing else None
 
 
 def _schedule_still_owned(schedule: Schedule) -> bool:
@@ -174,7 +223,7 @@ def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
     stored = ToolStorage.objects.filter(team_id=invocation.team_id,
                                         plugin_id=invocation.plugin_id).first()
     event = invocation.caller == Invocation.Caller.EVENT
-    gate = _http_gate(version, values, secret_names)
+    gate = _http_gate(invocation, values, secret_names)
     try:
         outcome = call_plugin(PluginCall(
             files=version.files, entry=entry_of(version),
@@ -191,18 +240,30 @@ def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
     return _finish_outcome(invocation, outcome)
 
 
-def _http_gate(version: PluginVersion, values: dict[str, str],
+def _http_gate(invocation: Invocation, values: dict[str, str],
                secret_names: Collection[str]) -> HttpGate | None:
     """The host's side of the plugin's api.http for this call: only the hosts its reviewed
-    plugin.toml declares, with the team's secrets filled in on those requests only (None: it
-    declares no host, and api.http says so)."""
+    plugin.toml declares and the addresses a team admin approved for the activation
+    (tools/services/addresses.py), with the team's secrets filled in on those requests only
+    (None: it declares no host and no address setting, and api.http says so)."""
+    version = invocation.version
     manifest = manifest_of(version)
-    if manifest is None or not manifest.hosts:
+    if manifest is None or not (manifest.hosts or manifest.address_settings):
         return None
-    # every declared secret, "" for one not filled in yet: the gate says it has no value yet
+    approved, note = approved_hosts_for_call(team_id=invocation.team_id,
+                                             plugin_id=invocation.plugin_id,
+                                             version=version, values=values)
+    # every declared secret, "" for one not filled in yet: the gate says it has no value yet,
+    # and where an admin enters it
     secrets = {name: values.get(name) or "" for name in secret_names}
+    page = reverse("tools:settings", args=[invocation.team.slug,
+                                           invocation.plugin.normalized_name])
     return HttpGate(HttpPolicy(hosts=tuple(manifest.hosts), secrets=secrets,
-                               internal_hosts=frozenset(settings.TOOLS_INTERNAL_HOSTS)))
+                               internal_hosts=frozenset(settings.TOOLS_INTERNAL_HOSTS),
+                               settings_url=page,
+                               described={item.name: item.description
+                                          for item in manifest.settings},
+                               approved=approved, address_note=note))
 
 
 def _refusal_at_call_time(invocation: Invocation) -> tuple[str, str] | None:
@@ -286,23 +347,7 @@ def _schedule_event(invocation: Invocation) -> None:
 
 def _schedule_outcome(invocation: Invocation) -> None:
     """A schedule's owner hears about a failure once, until it works again."""
-    schedule = invocation.schedule
-    if schedule is None:
-        return
-    if invocation.status == Invocation.Status.OK:
-        Schedule.objects.filter(pk=schedule.pk, failing=True).update(failing=False)
-        return
-    if invocation.error_kind == "owner_left":
-        return  # nobody to tell: the schedule is paused, and its page says why
-    if not Schedule.objects.filter(pk=schedule.pk, failing=False).update(failing=True):
-        return
-    if schedule.owner is None or not schedule_owner_is_member(schedule):
-        return  # a failure is never told to someone who left the team
-    url = reverse("tools:log", args=[invocation.team.slug, invocation.plugin.normalized_name])
-    message = (f"Your schedule “{schedule.name}” of {invocation.plugin.name} failed: "
-               f"{invocation.error or invocation.get_status_display()}")
-    notifications_review_requested(team=invocation.team, users=[schedule.owner],
-                                   message=message, url=f"{url}?failed={invocation.pk}")
+    schedule_outcome_tell(invocation)
 
 
 def http_status(invocation: Invocation) -> int:

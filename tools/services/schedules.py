@@ -1,41 +1,47 @@
-"""Schedules: a command with a fixed input, run every N minutes, every N hours, or every day at
-a time (UTC). Plain choices instead of cron: the people who set them up are not programmers,
-and three choices cover what they ask for ("every morning at 7", "every 15 minutes").
+"""Schedules: a command with an input, run on a calendar rule in a time zone (calendar.py: the
+`when` words or a cron expression), the period placeholders of its input filled in at each run
+(periods.py). Setting one up, deleting, pausing and resuming it are here; its runs (the
+watchdog's sweep, the catch-up rule, a run that cannot start) are in schedule_runs.py.
 
-The watchdog's quick sweep (every worker heartbeat, a few seconds; one worker at a time)
-calls `schedules_due_send`. Each due schedule is claimed with a guarded update of its
-`next_run_at`, so two workers sweeping at once start it once. A schedule missed while
-nothing ran (the installation was down) runs once when it is back, then keeps its rhythm from
-then on: no burst of catch-up runs.
+A schedule's time zone is the one chosen when it was set up; the form starts with the team's:
+the one the team's latest schedule uses, else the installation's (TIME_ZONE). Settings are not
+asked for when a schedule is saved (an admin may enter them later): a run while one is missing
+does not start and says why (docs/tools.md, "Schedules").
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, time, timedelta
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
+from zoneinfo import ZoneInfo
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
+from autocoder.runtime.declarations import payload_errors
 from marketplace.models import Plugin
 from teams.models import Membership, Team
 from teams.services.audit import audit_record
-from tools.models import Activation, Invocation, Schedule
-from tools.services.invocations import (
-    Caller,
-    InvocationRefused,
-    invocation_check,
-    invocation_queue,
+from tools.declared import command_names, declared_inputs
+from tools.json_input import json_input_problem
+from tools.models import Activation, Schedule
+from tools.services.calendar import (
+    RuleError,
+    ScheduleRule,
+    cron_rule_parse,
+    next_run,
+    rule_words,
+    schedule_rule_parse,
+    time_zone_get,
 )
-from tools.services.schedule_owners import (
-    owner_left_reason,
-    schedule_pause,
-    schedule_still_owned,
-)
+from tools.services.events import json_size
+from tools.services.invocations import MAX_PAYLOAD_BYTES
+from tools.services.periods import PeriodError, Periods, payload_fill, placeholders_check
+from tools.services.schedule_owners import owner_left_reason, schedule_pause
 
-Every = Schedule.Every
-LIMITS = {Every.MINUTES: (5, 1440), Every.HOURS: (1, 24), Every.DAY: (1, 1)}
 MAX_NAME_CHARS = 80
 
 
@@ -43,26 +49,43 @@ class ScheduleError(Exception):
     """A schedule that cannot be saved as asked; `str()` says why in plain words."""
 
 
-def next_run(*, every: str, interval: int, at_time: time | None, after: datetime) -> datetime:
-    """The first moment strictly after `after` the schedule is due (UTC)."""
-    if every == Every.MINUTES:
-        return after + timedelta(minutes=interval)
-    if every == Every.HOURS:
-        return after + timedelta(hours=interval)
-    if at_time is None:
-        raise ScheduleError("Say at what time of day it runs.")
-    after = after.astimezone(UTC)
-    today = datetime.combine(after.date(), at_time.replace(tzinfo=None), tzinfo=UTC)
-    return today if today > after else today + timedelta(days=1)
+@dataclass(frozen=True)
+class Rhythm:
+    """A schedule's rule and the time zone its times are in."""
+
+    rule: ScheduleRule
+    zone: ZoneInfo
+
+    @property
+    def words(self) -> str:
+        return f"{rule_words(self.rule)} ({self.zone.key})"
+
+
+def rhythm_read(*, when: str = "", cron: str = "", time_zone: str = "") -> Rhythm:
+    """The rhythm the `when` words or the cron expression say, in `time_zone`."""
+    try:
+        rule = cron_rule_parse(cron) if cron.strip() else schedule_rule_parse(when)
+        return Rhythm(rule=rule, zone=time_zone_get(time_zone or "UTC"))
+    except RuleError as exc:
+        raise ScheduleError(str(exc)) from exc
+
+
+def rhythm_of(schedule: Schedule) -> Rhythm:
+    return rhythm_read(when=schedule.when, cron=schedule.cron, time_zone=schedule.time_zone)
 
 
 def describe(schedule: Schedule) -> str:
-    """The rhythm in words, as the page shows it."""
-    if schedule.every == Every.MINUTES:
-        return f"every {schedule.interval} minutes"
-    if schedule.every == Every.HOURS:
-        return "every hour" if schedule.interval == 1 else f"every {schedule.interval} hours"
-    return f"every day at {schedule.at_time:%H:%M} UTC" if schedule.at_time else "every day"
+    """The rhythm in words, as the page shows it ("every Monday at 08:00 (Europe/Berlin)")."""
+    try:
+        return rhythm_of(schedule).words
+    except ScheduleError as exc:  # a rule saved before this portal read it: said, not hidden
+        return f"{schedule.cron or schedule.when} ({exc})"
+
+
+def team_time_zone(team: Team) -> str:
+    """The time zone a new schedule of `team` starts with (see the module's docstring)."""
+    latest = Schedule.objects.filter(team=team).order_by("-created_at", "-id").first()
+    return latest.time_zone if latest is not None else (settings.TIME_ZONE or "UTC")
 
 
 def _may_schedule(team: Team, user: User) -> None:
@@ -72,39 +95,54 @@ def _may_schedule(team: Team, user: User) -> None:
         raise ScheduleError(f"Only reviewers and admins of {team.name} set up schedules.")
 
 
-def _rhythm_check(every: str, interval: int, at_time: time | None) -> None:
-    if every not in LIMITS:
-        raise ScheduleError("Choose how often it runs.")
-    low, high = LIMITS[Every(every)]
-    if not low <= interval <= high:
-        unit = "minutes" if every == Every.MINUTES else "hours"
-        raise ScheduleError(f"Every {low} to {high} {unit}.")
-    if every == Every.DAY and at_time is None:
-        raise ScheduleError("Say at what time of day it runs (UTC), like 07:30.")
+def _input_check(activation: Activation, command: str, payload: dict[str, Any]) -> None:
+    """The input as a call would check it, filled in for the first run (settings aside)."""
+    version = activation.version
+    names = command_names(version)
+    if command not in names:
+        raise ScheduleError(f"Unknown command {command!r}: this plugin has "
+                            f"{', '.join(names) or 'no commands'}.")
+    problem = json_input_problem(payload)
+    if problem is not None:
+        raise ScheduleError(problem)
+    if json_size(payload) > MAX_PAYLOAD_BYTES:
+        raise ScheduleError(f"The input is {json_size(payload) // 1024} KB of JSON; the limit "
+                            f"is {MAX_PAYLOAD_BYTES // 1024} KB.")
+    problems = payload_errors(declared_inputs(version, command), payload)
+    if problems:
+        raise ScheduleError("The input does not fit: " + "; ".join(problems) + ".")
 
 
 def schedule_create(*, activation: Activation, user: User, name: str, command: str,
-                    payload: dict[str, Any], every: str, interval: int = 1,
-                    at_time: time | None = None) -> Schedule:
-    """A new schedule of the tool in use; its input is checked now as a call's would be."""
+                    payload: dict[str, Any], when: str = "", cron: str = "",
+                    time_zone: str = "", now: datetime | None = None) -> Schedule:
+    """A new schedule of the tool in use. Its rhythm, time zone and placeholders are checked,
+    and its input as its first run would send it."""
     _may_schedule(activation.team, user)
-    name = " ".join(name.split())[:MAX_NAME_CHARS] or command
-    if every == Every.DAY:
-        interval = 1
-    _rhythm_check(every, interval, at_time)
+    if not isinstance(payload, dict):
+        raise ScheduleError('The input must be a JSON object, like {"text": "hi"}.')
+    rhythm = rhythm_read(when=when, cron=cron,
+                         time_zone=time_zone or team_time_zone(activation.team))
     try:
-        invocation_check(activation=activation, command=command, payload=payload)
-    except InvocationRefused as exc:
+        placeholders_check(payload)
+    except PeriodError as exc:
         raise ScheduleError(str(exc)) from exc
-    first = next_run(every=every, interval=interval, at_time=at_time, after=timezone.now())
+    now = now or timezone.now()
+    try:
+        first = next_run(rhythm.rule, rhythm.zone, now)
+    except RuleError as exc:
+        raise ScheduleError(str(exc)) from exc
+    _input_check(activation, command, payload_fill(payload, Periods(first, rhythm.zone, now)))
+    name = " ".join(name.split())[:MAX_NAME_CHARS] or command
+    rule = rhythm.rule
     with transaction.atomic():
         schedule = Schedule.objects.create(
             team=activation.team, plugin=activation.plugin, owner=user, name=name,
-            command=command, payload=payload, every=every, interval=interval, at_time=at_time,
-            next_run_at=first)
+            command=command, payload=payload, when="" if rule.cron else rule.text,
+            cron=rule.cron, time_zone=rhythm.zone.key, next_run_at=first)
         audit_record(actor=user, action="tool.schedule_created", team=activation.team,
                      target=schedule, after={"plugin": activation.plugin.name,
-                                             "command": command, "when": describe(schedule)})
+                                             "command": command, "when": rhythm.words})
     return schedule
 
 
@@ -133,14 +171,15 @@ def schedules_owner_left(*, team: Team, user: User, actor: User | None = None) -
 
 
 def schedule_resume(*, team: Team, plugin: Plugin, user: User, schedule_id: int) -> bool:
-    """Run a paused schedule again, now as `user`'s (they are told of its failures)."""
+    """Run a paused schedule again, now as `user`'s (they are told of its failures), from its
+    next time: the runs it missed while paused are not made up."""
     _may_schedule(team, user)
     schedule = Schedule.objects.filter(pk=schedule_id, team=team, plugin=plugin,
                                        enabled=False).first()
     if schedule is None:
         return False
-    following = next_run(every=schedule.every, interval=schedule.interval,
-                         at_time=schedule.at_time, after=timezone.now())
+    rhythm = rhythm_of(schedule)
+    following = next_run(rhythm.rule, rhythm.zone, timezone.now())
     with transaction.atomic():
         if not Schedule.objects.filter(pk=schedule.pk, enabled=False).update(
                 enabled=True, paused_reason="", owner=user, failing=False,
@@ -148,38 +187,4 @@ def schedule_resume(*, team: Team, plugin: Plugin, user: User, schedule_id: int)
             return False
         audit_record(actor=user, action="tool.schedule_resumed", team=team, target=schedule,
                      after={"command": schedule.command, "owner": user.get_username()})
-    return True
-
-
-def schedules_due_send(*, now: datetime | None = None) -> list[int]:
-    """Queue one call for each schedule that is due; returns their ids. Never twice for the
-    same due time: the claim is an update guarded by the `next_run_at` that was read."""
-    now = now or timezone.now()
-    sent: list[int] = []
-    due = (Schedule.objects.select_related("team", "plugin", "owner")
-           .filter(enabled=True, next_run_at__lte=now).order_by("next_run_at"))
-    for schedule in due[:200]:
-        if _schedule_fire(schedule, now):
-            sent.append(schedule.pk)
-    return sent
-
-
-def _schedule_fire(schedule: Schedule, now: datetime) -> bool:
-    following = next_run(every=schedule.every, interval=schedule.interval,
-                         at_time=schedule.at_time, after=now)
-    with transaction.atomic():
-        if not Schedule.objects.filter(pk=schedule.pk, next_run_at=schedule.next_run_at).update(
-                next_run_at=following, last_run_at=now):
-            return False  # another sweep claimed it
-        activation = (Activation.objects.select_related("version")
-                      .filter(team_id=schedule.team_id, plugin_id=schedule.plugin_id,
-                              status=Activation.Status.ACTIVE).first())
-        if activation is None:
-            return False  # the team stopped using the plugin: the schedule waits, does nothing
-        if not schedule_still_owned(schedule):
-            return False  # the owner left (checked again here, at run time): paused
-        invocation_queue(activation=activation, command=schedule.command,
-                         payload=schedule.payload,
-                         caller=Caller(Invocation.Caller.SCHEDULE, user_id=schedule.owner_id,
-                                       schedule=schedule))
     return True

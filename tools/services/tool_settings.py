@@ -14,8 +14,14 @@ from teams.models import Membership, Team
 from teams.services.audit import audit_record
 from tools.declared import declared_settings
 from tools.models import Activation, ToolSetting, VersionBlock
-from tools.selectors import SettingView, setting_rows
+from tools.selectors import SettingView, setting_rows, settings_page
 from tools.services.activations import check_may_decide
+from tools.services.addresses import (
+    address_permissions,
+    address_values_check,
+    addresses_approve_entered,
+    approved_hosts_for_call,
+)
 from tools.services.events import tool_event_queue
 
 MAX_SETTING_CHARS = 4000
@@ -28,15 +34,25 @@ class SettingsError(Exception):
 
 
 def setting_views(*, team: Team, plugin: Plugin, version: PluginVersion) -> list[SettingView]:
-    """The declared settings of `version` with what the team entered (secrets: set or not)."""
+    """The declared settings of `version` with what the team entered (secrets: set or not),
+    and for an address setting its host and who approved it for the activation in use."""
     rows = setting_rows(team, plugin)
+    in_use = Activation.objects.filter(team=team, plugin=plugin, version=version,
+                                       status=Activation.Status.ACTIVE).first()
+    addresses = {item.setting: item for item in address_permissions(
+        activation=in_use, version=version,
+        values={name: row.value for name, row in rows.items() if not row.secret})}
     views = []
     for declared in declared_settings(version):
         row = rows.get(declared.name)
+        address = addresses.get(declared.name)
         views.append(SettingView(
             name=declared.name, description=declared.description, secret=declared.secret,
             is_set=bool(row and row.value),
-            value="" if declared.secret or row is None else row.value))
+            value="" if declared.secret or row is None else row.value,
+            required=declared.required, address=address is not None,
+            host=address.host if address else "",
+            approved_by=address.approved_by if address else ""))
     return views
 
 
@@ -51,6 +67,11 @@ def tool_settings_save(*, team: Team, plugin: Plugin, version: PluginVersion, us
                 for name, value in values.items() if len(value) > MAX_SETTING_CHARS}
     if too_long:
         raise SettingsError(too_long)
+    # An address setting's value must be an address; it is kept as the URL the plugin gets.
+    addresses, not_addresses = address_values_check(version, values)
+    if not_addresses:
+        raise SettingsError(not_addresses)
+    values = {**values, **addresses}
     rows = setting_rows(team, plugin)
     changed = []
     with transaction.atomic():
@@ -71,7 +92,17 @@ def tool_settings_save(*, team: Team, plugin: Plugin, version: PluginVersion, us
                          after={"settings": changed})
             tool_event_queue(team_id=team.pk, version=version, event="settings_changed",
                              data={"names": changed})
+        _addresses_approve(team, plugin, version, user)
     return changed
+
+
+def _addresses_approve(team: Team, plugin: Plugin, version: PluginVersion, user: User) -> None:
+    """An admin who saves the settings approves the hosts its addresses name for the version in
+    use, as the page says (docs/safety.md, "Hosts a version may reach")."""
+    in_use = Activation.objects.filter(team=team, plugin=plugin, version=version,
+                                       status=Activation.Status.ACTIVE).first()
+    if in_use is not None:
+        addresses_approve_entered(activation=in_use, user=user)
 
 
 def settings_for_call(*, team: Team | int, plugin: Plugin | int,
@@ -87,19 +118,26 @@ def settings_for_call(*, team: Team | int, plugin: Plugin | int,
 
 def try_settings_of(*, user_id: int, team_id: int, version: PluginVersion) -> TrySettings | None:
     """The marketplace's "Try it" hook (autocoder/hooks.py "try_settings"): the settings a tool
-    call of `team_id` would get, if the user is still a member and the team uses this very
-    version (another version in use: only its number, the values stay with the version the team
-    reviewed, whose hosts it approved). None: the team does not use the plugin, or the version
-    is disabled."""
+    call of `team_id` would get, with the hosts of the address settings its admin approved, if
+    the user is still a member and the team uses this very version (another version in use:
+    only its number, the values stay with the version the team reviewed, whose hosts it
+    approved). None: the team does not use the plugin, or the version is disabled."""
     if not Membership.objects.filter(team_id=team_id, user_id=user_id).exists():
         return None
     in_use = Activation.objects.filter(team_id=team_id, plugin_id=version.plugin_id,
                                        status=Activation.Status.ACTIVE).select_related(
-                                           "version").first()
+                                           "version", "team", "plugin").first()
     if in_use is None or VersionBlock.objects.filter(version_id=version.pk).exists():
         return None
+    team = in_use.team
     if in_use.version_id != version.pk:
-        return TrySettings(values={}, secret_names=(), other_version=in_use.version.version)
+        return TrySettings(values={}, secret_names=(), other_version=in_use.version.version,
+                           team_name=team.name)
     values, secret_names = settings_for_call(team=team_id, plugin=version.plugin_id,
                                              version=version)
-    return TrySettings(values=values, secret_names=tuple(secret_names))
+    # A real send reaches the addresses the team's admin approved, as a call does.
+    approved, note = approved_hosts_for_call(team_id=team_id, plugin_id=version.plugin_id,
+                                             version=version, values=values)
+    return TrySettings(values=values, secret_names=tuple(secret_names), team_name=team.name,
+                       settings_url=settings_page(in_use), approved=approved,
+                       address_note=note)

@@ -61,6 +61,10 @@ def tool_api(request: HttpRequest, team_slug: str, plugin_name: str,
         invocation = invocation_call(activation=activation, token=token, command=command,
                                      payload=payload)
     except InvocationRefused as exc:
+        if exc.missing:  # settings an admin must enter first: which, and the page's address
+            return _error(exc.status, exc.said_at(request.build_absolute_uri("/")),
+                          kind="settings_missing", missing_settings=list(exc.missing),
+                          settings_url=request.build_absolute_uri(exc.url))
         return _error(exc.status, str(exc))
     status = http_status(invocation)
     if status != 200:

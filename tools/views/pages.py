@@ -4,7 +4,6 @@ decisions through the services (which ask runs/approval_rules.py who may decide)
 from __future__ import annotations
 
 import json
-from datetime import time
 from typing import Any
 
 from django.contrib import messages
@@ -18,8 +17,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 from autocoder.runtime.invoke import INVOKE_LIMITS
 from marketplace.install_commands import TOKEN_PLACEHOLDER
 from marketplace.models import PluginVersion
+from marketplace.selectors.network import network_summary
 from projects.diffs import unified_rows
-from runs.approval_rules import activation_refusal
+from runs.approval_rules import activation_deciders, activation_refusal
 from teams.http import AuthenticatedHttpRequest
 from teams.models import Membership, Team
 from teams.permissions import get_team_for_member
@@ -28,10 +28,13 @@ from tools.api_commands import api_example, curl_command, example_known
 from tools.change_selectors import plugin_change_requests
 from tools.declared import command_info, command_names, declared_hosts, declared_settings
 from tools.forms import CommandForm, input_specs, output_blocks, output_csv, prefill
-from tools.json_input import JsonInputError, json_input_parse
-from tools.models import Activation, Invocation, Schedule
-from tools.services import activations, blocks, schedules, tokens, tool_settings
+from tools.models import Activation, Invocation
+from tools.schedule_selectors import schedule_offer
+from tools.services import activations, blocks, tokens, tool_settings
+from tools.services.address_approval import AddressesRefused, activation_approve
+from tools.services.addresses import AddressPermission, address_permissions
 from tools.services.invocations import InvocationRefused, invocation_request
+from tools.views.schedule_parts import schedule_post, schedule_section
 
 
 def _tool(request: AuthenticatedHttpRequest, slug: str,
@@ -57,15 +60,16 @@ def tool_list(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         "may_decide": _may_decide(membership, team)})
 
 
-def _review_context(team: Team, version: PluginVersion,
-                    previous: Activation | None) -> dict[str, Any]:
+def _review_context(team: Team, version: PluginVersion, previous: Activation | None,
+                    addresses: list[AddressPermission]) -> dict[str, Any]:
     """What a decider sees: permissions, reports, settings, limits, and what changes."""
     before = previous.version if previous is not None else None
     hosts = declared_hosts(version)
     return {
         "version": version, "plugin": version.plugin,
         "permissions": selectors.manifest_permissions(version),
-        "hosts": hosts,
+        # the marketplace page's words, each address with what the team entered
+        "network": network_summary(version, entered={item.setting: item for item in addresses}),
         "hosts_added": [host for host in hosts if before and host not in declared_hosts(before)],
         "settings_declared": declared_settings(version),
         "limits": INVOKE_LIMITS.described(),
@@ -73,6 +77,7 @@ def _review_context(team: Team, version: PluginVersion,
         "permissions_before": selectors.manifest_permissions(before) if before else None,
         "diff": unified_rows(before.files, version.files) if before else None,
         "withdrawn": activations.yanked_refusal(version) if version.yanked else "",
+        "schedule_offer": schedule_offer(version),
     }
 
 
@@ -96,10 +101,7 @@ def activation_new(request: AuthenticatedHttpRequest, slug: str, name: str,
             return redirect("tools:list", team.slug)
         messages.success(request, "Asked. The team's admins have been told.")
         return redirect("tools:activation", team.slug, activation.pk)
-    current = selectors.active_activation(team, found.plugin)
-    return render(request, "tools/activation.html", {
-        "team": team, "activation": None, "may_decide": _may_decide(membership, team),
-        **_review_context(team, found, current)})
+    return _review_page(request, team, membership, None, found)
 
 
 @login_required
@@ -109,27 +111,67 @@ def activation_detail(request: AuthenticatedHttpRequest, slug: str, pk: int) -> 
     activation = selectors.activation_for_member(team, pk)
     if request.method == "POST":
         return _decide(request, activation)
+    return _review_page(request, team, membership, activation, activation.version)
+
+
+def _review_page(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
+                 activation: Activation | None, version: PluginVersion, *,
+                 typed: dict[str, str] | None = None, errors: dict[str, str] | None = None,
+                 comment: str = "") -> HttpResponse:
+    """The review page; with the addresses as typed and their problems when they were refused."""
+    decided = activation is not None and activation.status != Activation.Status.PENDING
+    previous = activation.previous if decided and activation is not None else \
+        selectors.active_activation(team, version.plugin)
+    values = {name: row.value for name, row in selectors.setting_rows(team, version.plugin).items()
+              if not row.secret}
+    addresses = address_permissions(activation=activation, version=version, values=values)
     return render(request, "tools/activation.html", {
         "team": team, "activation": activation, "may_decide": _may_decide(membership, team),
-        **_review_context(team, activation.version, activation.previous
-                          if activation.status != Activation.Status.PENDING
-                          else selectors.active_activation(team, activation.plugin))})
+        "addresses": [{"permission": item, "value": (typed or values).get(item.setting, ""),
+                       "error": (errors or {}).get(item.setting, "")} for item in addresses],
+        "comment": comment, **_review_context(team, version, previous, addresses)},
+        status=400 if errors else 200)
 
 
 def _decide(request: AuthenticatedHttpRequest, activation: Activation) -> HttpResponse:
     approve = request.POST.get("decision") == "approve"
+    comment = request.POST.get("comment", "")
+    typed = {key.removeprefix("address-"): str(value) for key, value in request.POST.items()
+             if key.startswith("address-")}
     try:
-        activations.activation_decide(activation=activation, user=request.user,
-                                      approve=approve, comment=request.POST.get("comment", ""))
+        if approve:
+            activation_approve(activation=activation, user=request.user, comment=comment,
+                               addresses=typed)
+        else:
+            activations.activation_decide(activation=activation, user=request.user,
+                                          approve=False, comment=comment)
+    except AddressesRefused as refused:
+        membership = Membership.objects.get(team=activation.team, user=request.user)
+        return _review_page(request, activation.team, membership, activation,
+                            activation.version, typed=typed, errors=refused.errors,
+                            comment=comment)
     except activations.ActivationError as exc:
         messages.error(request, str(exc))
         return redirect("tools:activation", activation.team.slug, activation.pk)
     if approve:
+        missing = selectors.missing_settings(activation)
+        needs = (f" It needs {len(missing)} setting{'s' if len(missing) > 1 else ''} before "
+                 "it can run: they are listed below, with where to enter them." if missing
+                 else "")
         messages.success(request, f"{activation.plugin.name} {activation.version.version} is "
-                                  "now in use by the team.")
+                                  f"now in use by the team.{needs}")
+        _schedule_offered(request, activation)
         return redirect("tools:detail", activation.team.slug, activation.plugin.normalized_name)
     messages.success(request, "Refused. Whoever asked has been told.")
     return redirect("tools:list", activation.team.slug)
+
+
+def _schedule_offered(request: AuthenticatedHttpRequest, activation: Activation) -> None:
+    offer = schedule_offer(activation.version)
+    if offer is not None:
+        messages.info(request, f"The request asked for it to run “{offer.words or offer.when}”: "
+                               "the schedule is filled in for you under Schedules below; check "
+                               "it and save it.")
 
 
 @login_required
@@ -175,12 +217,11 @@ def _forms(activation: Activation, bound: tuple[str, CommandForm] | None = None,
 
 
 def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
-                    activation: Activation) -> dict[str, Any]:
+                    activation: Activation, schedule_form: Any = None) -> dict[str, Any]:
     command, sample = api_example(activation.version)
     return {
         "team": team, "activation": activation, "plugin": activation.plugin,
         "version": activation.version, "may_decide": _may_decide(membership, team),
-        "may_schedule": membership.can_review,
         "commands": _forms(activation),
         "recent": selectors.recent_results(team, activation.plugin, request.user.pk),
         "curl_command": _curl(request, activation, command, sample),
@@ -188,26 +229,22 @@ def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: M
         "api_command": command, "api_sample": json.dumps(sample),
         "limits": INVOKE_LIMITS.described(),
         "blocked": selectors.version_block(activation.version_id),
-        "schedules": _schedules(team, activation),
-        "every_choices": Schedule.Every.choices,
+        **schedule_section(team, membership, activation, schedule_form),
         "history": selectors.activation_history(team, activation.plugin)[:10],
         "storage": selectors.storage_of(team, activation.plugin),
         "storage_kb": INVOKE_LIMITS.storage_kb,
         "change_requests": list(plugin_change_requests(team, activation.plugin)[:10]),
+        **_missing_context(team, activation),
     }
 
 
-def _schedules(team: Team, activation: Activation) -> list[dict[str, Any]]:
-    """Each schedule, its rhythm in words, its latest calls and the newest one's answer."""
-    results = selectors.schedule_results(team, activation.plugin)
-    found = []
-    for schedule in selectors.schedules_of(team, activation.plugin):
-        calls = results.get(schedule.pk, [])
-        latest = next((c for c in calls if c.status == Invocation.Status.OK), None)
-        found.append({"schedule": schedule, "when": schedules.describe(schedule),
-                      "calls": calls, "latest": latest,
-                      "blocks": output_blocks(latest.output) if latest else []})
-    return found
+def _missing_context(team: Team, activation: Activation) -> dict[str, Any]:
+    """The settings still missing (calls are refused until they are entered), where an admin
+    enters them, and who may (for a member who cannot)."""
+    missing = selectors.missing_settings(activation)
+    return {"missing_settings": missing, "settings_url": selectors.settings_page(activation),
+            "setting_admins": [u.get_username() for u in activation_deciders(team=team)]
+            if missing else []}
 
 
 @login_required
@@ -231,17 +268,17 @@ def tool_run(request: AuthenticatedHttpRequest, slug: str, name: str,
         raise Http404("No such command")
     form = CommandForm(request.POST, request.FILES,
                        specs=input_specs(activation.version, command), prefix=command)
-    refusal = ""
+    refusal, refusal_url = "", ""
     if form.is_valid():
         try:
             invocation = invocation_request(activation=activation, user_id=request.user.pk,
                                             command=command, payload=form.payload())
             return redirect("tools:result", team.slug, name, invocation.pk)
         except InvocationRefused as exc:
-            refusal = str(exc)
+            refusal, refusal_url = str(exc), exc.url
     context = _detail_context(request, team, membership, activation)
     context.update(commands=_forms(activation, (command, form)), refusal=refusal,
-                   refused_command=command)
+                   refusal_url=refusal_url, refused_command=command)
     return render(request, "tools/tool_detail.html", context, status=400)
 
 
@@ -321,20 +358,39 @@ def tool_settings_page(request: AuthenticatedHttpRequest, slug: str, name: str) 
     if request.method == "POST":
         values = {key: str(value) for key, value in request.POST.items()
                   if key != "csrfmiddlewaretoken"}
+        unapproved = {view.name for view in _setting_views(team, activation)
+                      if view.address and not view.approved_by}
         try:
             changed = tool_settings.tool_settings_save(
                 team=team, plugin=activation.plugin, version=activation.version,
                 user=request.user, values=values)
-            messages.success(request, f"Saved ({', '.join(changed)})." if changed
-                             else "Nothing changed.")
+            messages.success(request, _saved_words(team, activation, changed, unapproved))
             return redirect("tools:settings", team.slug, name)
         except tool_settings.SettingsError as exc:
             messages.error(request, str(exc))
-    views = tool_settings.setting_views(team=team, plugin=activation.plugin,
-                                        version=activation.version)
+    views = _setting_views(team, activation)
     return render(request, "tools/settings.html", {
         "team": team, "activation": activation, "plugin": activation.plugin,
-        "settings": views, "has_secrets": any(view.secret for view in views)})
+        "settings": views, "has_secrets": any(view.secret for view in views),
+        "missing_count": sum(1 for view in views if view.required and not view.is_set)})
+
+
+def _setting_views(team: Team, activation: Activation) -> list[selectors.SettingView]:
+    return tool_settings.setting_views(team=team, plugin=activation.plugin,
+                                       version=activation.version)
+
+
+def _saved_words(team: Team, activation: Activation, changed: list[str],
+                 unapproved: set[str]) -> str:
+    """"Saved (booking_address); approved: sends data to bookings.example.org." Saving an
+    address approves it (docs/safety.md, "Hosts a version may reach"), also one saved again
+    unchanged: the page says which (`unapproved`: the addresses not approved before)."""
+    approved = [view.host for view in _setting_views(team, activation)
+                if view.address and view.host and view.approved_by
+                and (view.name in changed or view.name in unapproved)]
+    said = f"Saved ({', '.join(changed)})" if changed else "Saved" if approved else \
+        "Nothing changed"
+    return said + (f"; approved: sends data to {', '.join(approved)}." if approved else ".")
 
 
 @login_required
@@ -366,56 +422,12 @@ def tool_tokens(request: AuthenticatedHttpRequest, slug: str, name: str) -> Http
 @login_required
 @require_POST
 def tool_schedules(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpResponse:
-    team, _, activation = _tool(request, slug, name)
-    try:
-        if request.POST.get("delete"):
-            schedules.schedule_delete(team=team, plugin=activation.plugin, user=request.user,
-                                      schedule_id=int(request.POST["delete"]))
-            messages.success(request, "Schedule deleted.")
-        elif request.POST.get("resume"):
-            if schedules.schedule_resume(team=team, plugin=activation.plugin, user=request.user,
-                                         schedule_id=int(request.POST["resume"])):
-                messages.success(request, "Schedule resumed: it runs as yours from now on.")
-        else:
-            schedules.schedule_create(
-                activation=activation, user=request.user, name=request.POST.get("name", ""),
-                command=request.POST.get("command", ""),
-                payload=_json_object(request.POST.get("payload", "")),
-                every=request.POST.get("every", ""),
-                interval=_int(request.POST.get("interval", "1")),
-                at_time=_time(request.POST.get("at_time", "")))
-            messages.success(request, "Schedule saved.")
-    except schedules.ScheduleError as exc:
-        messages.error(request, str(exc))
-    return redirect(reverse("tools:detail", args=[team.slug, name]) + "#schedules")
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    if not text.strip():
-        return {}
-    try:
-        value = json_input_parse(text)
-    except JsonInputError as exc:
-        raise schedules.ScheduleError(str(exc)) from exc
-    if not isinstance(value, dict):
-        raise schedules.ScheduleError('The input must be a JSON object, like {"text": "hi"}.')
-    return value
-
-
-def _int(text: str) -> int:
-    try:
-        return int(text)
-    except ValueError as exc:
-        raise schedules.ScheduleError("How often: write a whole number.") from exc
-
-
-def _time(text: str) -> time | None:
-    if not text.strip():
-        return None
-    try:
-        return time.fromisoformat(text.strip())
-    except ValueError as exc:
-        raise schedules.ScheduleError("Write the time as HH:MM, like 07:30.") from exc
+    team, membership, activation = _tool(request, slug, name)
+    form = schedule_post(request, team, activation)
+    if form is None:
+        return redirect(reverse("tools:detail", args=[team.slug, name]) + "#schedules")
+    context = _detail_context(request, team, membership, activation, schedule_form=form)
+    return render(request, "tools/tool_detail.html", context, status=400)
 
 
 # -- the kill switch (site admins) ---------------------------------------------------------------

@@ -19,6 +19,7 @@ from autocoder import config
 from autocoder.engine.spec import SpecError, spec_from_json
 from autocoder.llm import ScriptedProvider
 from autocoder.llm.types import LLMConfigError
+from autocoder.reference import background as reference
 from runs.models import Run
 from runs.selectors import results as selectors
 from runs.services import driving
@@ -45,6 +46,14 @@ def ensure_schema() -> None:
     call_command("migrate", interactive=False, verbosity=0)
 
 
+def step_line(run: Run) -> str:
+    """What the command prints after each step: the attempt in hand, numbered and named as
+    the run page does ("Attempt 2"), and the step that comes next."""
+    label = Run.Phase(run.phase).label if run.phase in Run.Phase.values else run.phase
+    return (f"run {run.id}  attempt {selectors.attempt_in_hand(run)} of {run.max_iterations}"
+            f"  next: {label.lower()}")
+
+
 class Command(BaseCommand):
     help = "Generate a plugin from a spec file in this process and print the run's result."
 
@@ -60,6 +69,9 @@ class Command(BaseCommand):
         parser.add_argument("--team", default="", help="team slug (default: the demo team)")
         parser.add_argument("--no-lessons", action="store_true",
                             help="neither retrieve nor write lessons")
+        parser.add_argument("--reference-wait", type=float, default=None, metavar="SECONDS",
+                            help="after the run, wait at most this long for the reference docs "
+                                 "to finish loading, then stop the load (default: until done)")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
@@ -73,9 +85,13 @@ class Command(BaseCommand):
         script = self._script(options["script"]) if scripted else None
         if options["max_iterations"] is not None and options["max_iterations"] < 1:
             raise CommandError("--max-iterations must be at least 1")
+        if options["reference_wait"] is not None and options["reference_wait"] < 0:
+            raise CommandError("--reference-wait must be 0 or more seconds")
         ensure_schema()
         team = self._team(options["team"])
         quiet = options["json"]
+        # The run's first prompts would start it too; starting it now gives it a head start.
+        reference.ensure_loaded()
         run = driving.generation_run(
             team=team, requester=driving.team_requester(team), spec=spec, provider=provider,
             script=script, max_iterations=options["max_iterations"],
@@ -85,6 +101,7 @@ class Command(BaseCommand):
         out = Path(options["out"] or settings.VAR_DIR / "plugins" / f"{run.project.name}-{run.id}")
         written = selectors.candidate_write(run, out)
         summary = selectors.run_summary(run, plugin_dir=str(written) if written else None)
+        summary["reference"] = self._reference(options["reference_wait"])
         if quiet:
             self.stdout.write(json.dumps(summary))
         else:
@@ -95,6 +112,18 @@ class Command(BaseCommand):
             raise SystemExit(3)
         if summary["status"] in FAILED:
             raise SystemExit(1)
+
+    def _reference(self, wait_s: float | None) -> dict[str, Any]:
+        """The reference docs' load, settled before the process exits: a load still running
+        in its thread at exit aborted the process (exit code 134) after a run that succeeded
+        (autocoder/reference/background.py)."""
+        if reference.load_running():
+            bound = "" if wait_s is None else f" (for up to {wait_s:g} s)"
+            self.stderr.write(f"waiting for the reference docs to finish loading{bound}: only "
+                              "the first load on a machine takes minutes; Ctrl-C stops it, and "
+                              "`manage.py reference_load` loads them later")
+        settled = reference.load_settle(wait_s=wait_s)
+        return {"state": settled.state, "entries": settled.entries, "detail": settled.text}
 
     def _spec(self, path: Path) -> dict[str, Any]:
         try:
@@ -128,15 +157,14 @@ class Command(BaseCommand):
 
     def _progress(self, run: Run) -> None:
         if run.status == Run.Status.RUNNING:
-            self.stdout.write(f"run {run.id}  iteration {run.iteration + 1}/{run.max_iterations}"
-                              f"  next: {run.phase}")
+            self.stdout.write(step_line(run))
 
     def _report(self, summary: dict[str, Any]) -> None:
         self.stdout.write(f"status      {summary['status']}")
-        self.stdout.write(f"iterations  {summary['iterations']}")
+        self.stdout.write(f"attempts    {summary['iterations']}")
         self.stdout.write(f"pass rate   {summary['pass_rate']:.0%}")
         for event in summary["loop_events"]:
-            self.stdout.write(f"loop event  iteration {event['iteration']}: {event['type']} "
+            self.stdout.write(f"loop event  after attempt {event['iteration']}: {event['type']} "
                               f"-> {event['action']}")
         tokens = summary["tokens"]
         self.stdout.write(f"tokens      {tokens['prompt']} prompt, {tokens['completion']} "
@@ -147,3 +175,4 @@ class Command(BaseCommand):
             self.stdout.write(f"waiting     for a {summary['pending_approval']} approval "
                               f"(manage.py approve {summary['run_id']} --as USERNAME)")
         self.stdout.write(f"plugin      {summary['plugin_dir'] or '(no candidate)'}")
+        self.stdout.write(f"reference   {summary['reference']['detail']}")

@@ -176,11 +176,23 @@ class Command(BaseCommand):
         self.stdout.write("Press Ctrl-C to stop everything.\n")
 
     def _print_model_state(self, url: str) -> None:
-        """Say so when no model works: requests would wait in the queue without a word."""
+        """Say so when no model works: requests would wait in the queue without a word. A
+        model the environment sets is called once here, as the Model page calls one before it
+        saves it (docs/llm.md, "A model that does not answer")."""
         from autocoder.installation import fault_of
+        from autocoder.llm.readiness import model_start_check
 
         fault = fault_of("model")
         if fault is None:
+            checked = model_start_check()
+            if checked is not None and checked.ok:
+                self.stdout.write(f"Model (set in the environment): {checked.detail}.")
+            elif checked is not None:
+                self.stdout.write(self.style.WARNING(
+                    f"The model set in the environment does not answer: {checked.detail} To "
+                    f"fix it: {checked.fix}. Until it answers, new requests wait in the queue "
+                    "(held) and go on by themselves once it does; /healthz and the admins' "
+                    "banner say so."))
             return
         state = ("No model is set up" if fault.problem == "no model is set up"
                  else f"The model cannot work ({fault.problem})")

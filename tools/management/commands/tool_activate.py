@@ -6,9 +6,14 @@ page's "Approve and activate" does (tools/services/activations.py: the request a
 decision, only the team's admins decide, a withdrawn or disabled version is refused, both in the
 team's audit log), then saves the settings given through the settings page's service (secrets
 sealed; the audit log names the settings changed, never their values). A secret's value is
-read from the environment variable named, never from the command line. Everything is checked
-before anything is saved, and saved in one transaction: an error leaves nothing behind.
-Running it again changes nothing (the same version in use, the same values).
+read from the environment variable named, never from the command line. An address setting
+(`kind = "address"`) is given with --setting like the others: the admin approves the host it
+names with the activation, as the review page's address fields do (tools/services/addresses.py),
+and the output says so. Everything is checked before anything is saved, and saved in one
+transaction: an error leaves nothing behind.
+Running it again changes nothing (the same version in use, the same values). Settings the
+version needs that still have no value are named at the end (JSON: `missing_settings`): calls
+are refused until they are entered.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ from tools.services.activations import (
     activation_request,
     check_may_decide,
 )
+from tools.services.addresses import address_permissions
+from tools.services.invocations import settings_missing_refusal
 from tools.services.tool_settings import SettingsError, tool_settings_save
 
 
@@ -85,8 +92,18 @@ class Command(BaseCommand):
             raise CommandError(f"{exc} Nothing was saved.") from None
         except SettingsError as exc:
             raise CommandError(f"the settings were refused ({exc}); nothing was saved.") from None
+        result["addresses"] = _addresses(team, version)
+        in_use = selectors.active_activation(team, version.plugin)
+        missing = selectors.missing_settings(in_use) if in_use is not None else []
+        result["missing_settings"] = [item.name for item in missing]
         self._report(result, version, {d.name for d in declared_settings(version) if d.secret},
                      options["json"])
+        if missing and in_use is not None and not options["json"]:
+            # the refusal every call would meet, and how to fill them in from here
+            self.stdout.write("  still missing, so calls are refused until they are entered: "
+                              + str(settings_missing_refusal(in_use, missing)).removeprefix(
+                                  "Not run: ")
+                              + " (or here: --setting NAME=VALUE, --secret NAME=ENV_VAR)")
 
     def _report(self, result: dict[str, Any], version: PluginVersion, secret_names: set[str],
                 as_json: bool) -> None:
@@ -104,6 +121,14 @@ class Command(BaseCommand):
                               f"{result['by']}.")
         if result["activated"]:
             self.stdout.write(f"  permissions approved: {_permissions_words(version)}")
+        for item in result["addresses"]:
+            if item["host"]:
+                self.stdout.write(f"  address approved: sends data to and reads from "
+                                  f"{item['host']} ({item['setting']}), approved by "
+                                  f"{item['approved_by'] or 'nobody yet'}")
+            else:
+                self.stdout.write(f"  address {item['setting']}: none entered yet; give it as "
+                                  f"--setting {item['setting']}=https://... to approve it")
         changed = result["settings_changed"]
         if changed:
             self.stdout.write("  settings saved: " + ", ".join(
@@ -128,6 +153,17 @@ def _activate(team: Team, version: PluginVersion, user: Any, comment: str) -> di
     result.update(activated=True, activation=decided.pk,
                   previous_version=current.version.version if current is not None else None)
     return result
+
+
+def _addresses(team: Team, version: PluginVersion) -> list[dict[str, Any]]:
+    """Each address setting's host and who approved it for the activation in force."""
+    activation = selectors.active_activation(team, version.plugin)
+    values = {name: row.value for name, row in selectors.setting_rows(team, version.plugin).items()
+              if not row.secret}
+    return [{"setting": item.setting, "host": item.host, "approved_by": item.approved_by,
+             "approved_at": item.approved_at.isoformat() if item.approved_at else None}
+            for item in address_permissions(activation=activation, version=version,
+                                            values=values)]
 
 
 def _permissions_words(version: PluginVersion) -> str:

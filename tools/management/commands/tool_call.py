@@ -7,7 +7,8 @@ invocation log, as the call of the member named by --as (without it: the admin w
 the version in use). The payload is read like the API's body (tools/json_input.py): JSON the
 tools cannot use is refused before anything runs. It waits for the answer; with --json it
 prints one object: ok, output, error, error_kind, invocation (the log entry's id),
-http_requests (the requests the call made through `api.http`, from the log entry). The exit
+http_requests (the requests the call made through `api.http`, from the log entry), and for a
+tool whose needed settings are not all entered, missing_settings and settings_url. The exit
 status is non-zero whenever ok is false.
 """
 
@@ -23,7 +24,7 @@ from django.http import Http404
 from autocoder.plugins.names import normalize_name
 from teams.models import Membership, Team
 from tools import selectors
-from tools.json_input import JsonInputError, json_input_parse
+from tools.management._options import json_object_option
 from tools.models import Activation, Invocation
 from tools.services.invocations import InvocationRefused, invocation_call
 
@@ -57,7 +58,7 @@ class Command(BaseCommand):
             invocation = invocation_call(activation=activation, token=None, user_id=user.pk,
                                          command=options["command"], payload=payload)
         except InvocationRefused as exc:
-            self._refused(str(exc), options["json"])
+            self._refused(exc, options["json"])
             raise CommandError(f"refused, nothing was run: {exc}") from None
         result = _result(invocation)
         if options["json"]:
@@ -67,11 +68,13 @@ class Command(BaseCommand):
         if not result["ok"]:
             raise CommandError(f"the call failed ({result['error_kind']}): {result['error']}")
 
-    def _refused(self, error: str, as_json: bool) -> None:
+    def _refused(self, refused: InvocationRefused, as_json: bool) -> None:
         if as_json:  # a script reads one object whatever happened
-            self.stdout.write(json.dumps({"ok": False, "output": None, "error": error,
+            extra = ({"missing_settings": list(refused.missing), "settings_url": refused.url}
+                     if refused.missing else {})
+            self.stdout.write(json.dumps({"ok": False, "output": None, "error": str(refused),
                                           "error_kind": "refused", "invocation": None,
-                                          "http_requests": []}, ensure_ascii=False))
+                                          "http_requests": [], **extra}, ensure_ascii=False))
 
     def _words(self, result: dict[str, Any], invocation: Invocation, username: str) -> None:
         head = (f"{invocation.command} of {invocation.plugin.name} "
@@ -111,15 +114,7 @@ def _caller(team: Team, activation: Activation, username: str) -> Any:
 
 def _payload(text: str) -> dict[str, Any]:
     """The payload as the API reads its body; a CommandError (nothing run) when unusable."""
-    try:
-        payload = json_input_parse(text)
-    except JsonInputError as exc:
-        raise CommandError(f"--payload is not JSON the tool can use: {exc} Nothing was "
-                           "run.") from None
-    if not isinstance(payload, dict):
-        raise CommandError('--payload must be a JSON object, like {"text": "hello"}. Nothing '
-                           "was run.")
-    return payload
+    return json_object_option(text, option="--payload", nothing="Nothing was run.")
 
 
 def _result(invocation: Invocation) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tools', '0006_change_request_follow_up'),
+        ('tools', '0008_approved_address'),
     ]
 
     operations = [
