@@ -265,7 +265,10 @@ def _readme(spec: Spec) -> str:
     if spec.constraints:
         parts.append("## Constraints\n")
         parts.append("".join(f"- {c.strip()}\n" for c in spec.constraints))
-    first = spec.commands[0] if spec.commands else None
+    # The commands' examples passed the tests: the first command that has one is called, so
+    # the printed commands work as printed (a command without an example would get `{}`).
+    first = next((c for c in spec.commands if c.examples),
+                 spec.commands[0] if spec.commands else None)
     payload = first.examples[0].input if first and first.examples else {}
     parts.append(_INSTALL.format(name=spec.name, package=spec.package,
                                  command=first.name if first else "COMMAND",

@@ -243,3 +243,14 @@ def test_the_readmes_python_example_runs_as_written_and_names_no_placeholder_hos
     name, payload = call.split(", ", 1)
     assert json.loads(name) == "generate-schedule"
     assert json.loads(payload) == spec.commands[0].examples[0].input
+
+
+def test_the_readmes_commands_call_a_command_with_an_example_not_an_empty_body() -> None:
+    """Issue 48: a first command without an example printed `-d '{}'`, which failed."""
+    spec = make_spec(commands=[
+        {"name": "reset", "description": "Starts over.", "examples": []},
+        {"name": "count", "description": "How many tasks.",
+         "examples": [{"input": {"tasks": ["a"]}, "output": {"count": 1}}]}])
+    readme = scaffold_files(spec)["README.md"]
+    assert "-d '{}'" not in readme
+    assert "/count \\" in readme and '{"tasks": ["a"]}' in readme
