@@ -18,7 +18,7 @@ import psutil
 import pytest
 from django.conf import settings
 
-from tests.live import free_port
+from tests.live import free_port, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -151,7 +151,7 @@ def test_up_serves_the_portal_stops_everything_and_keeps_data(var_dir: Path) -> 
     time.sleep(1)
     survivors = [pid for pid in children if _alive(pid)]
     assert survivors == [], "processes left running after Ctrl-C"
-    assert not (var_dir / "pg" / "postmaster.pid").exists(), "PostgreSQL still running"
+    _postgres_stopped(var_dir)
     assert not (var_dir / "redis" / "redis.sock").exists() or not _redis_alive(var_dir)
     assert list((var_dir / "run").glob("start-gate-*")) == [], "the start gate was left behind"
 
@@ -169,8 +169,15 @@ def test_up_serves_the_portal_stops_everything_and_keeps_data(var_dir: Path) -> 
             assert statuses and set(statuses) == {200}
             children = stop_up(process, signal.SIGINT)
     assert process.returncode == 0
-    assert not (var_dir / "pg" / "postmaster.pid").exists(), "PostgreSQL still running"
+    _postgres_stopped(var_dir)
     assert [pid for pid in children if _alive(pid)] == []
+
+
+def _postgres_stopped(var_dir: Path) -> None:
+    """The embedded PostgreSQL's last act, removing its pid file, can trail `up`'s exit by a
+    moment on a busy machine (its shutdown checkpoint): waited for, a minute at most."""
+    wait_for(lambda: not (var_dir / "pg" / "postmaster.pid").exists(), 60,
+             "PostgreSQL still running 60 s after up stopped")
 
 
 def _web_pids(up: subprocess.Popen[str]) -> set[int]:
