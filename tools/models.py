@@ -198,6 +198,8 @@ class Invocation(models.Model):
         # An event the portal delivers to on_event (activated, settings changed, ...): the
         # command column names the event.
         EVENT = "event", "The portal (an event)"
+        MCP = "mcp", "An assistant (via MCP)"
+        TRIGGER = "trigger", "Another system (a webhook trigger)"
 
     class Status(models.TextChoices):
         PENDING = "pending", "Waiting for a worker"

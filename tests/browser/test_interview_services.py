@@ -33,6 +33,9 @@ def test_two_systems_one_address_unknown_and_a_weekly_run(
 
     no = page.get_by_label("No, it works on its own")
     expect(no).to_be_checked()
+    # The page's heading takes the focus when it loads (autofocus, applied after load): wait
+    # for it, or the browser may move the focus off the radio button between focus and key.
+    expect(page.get_by_role("heading", level=1)).to_be_focused()
     name = page.locator("#svc-0-name")
     expect(name).to_be_hidden()  # "No" needs nothing more
     no.focus()
