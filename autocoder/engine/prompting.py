@@ -23,6 +23,7 @@ from string import Template
 from autocoder.engine.replies import parse_reply
 from autocoder.engine.scaffold import ACCEPTANCE_TEST_PATH, method_name
 from autocoder.engine.spec import Spec
+from autocoder.llm.config import REPLY_WORDS
 from autocoder.llm.types import ROLES, Message
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
@@ -80,12 +81,19 @@ def build_messages(role: str, ctx: PromptContext, *, budget_chars: int = 24000) 
     return [Message("system", system_text), Message("user", user.render())]
 
 
-def plan_from_reply(text: str) -> str:
-    """The architect's plan: the reply without file blocks, capped at PLAN_MAX_CHARS."""
+# Added where a reply is still cut at its length limit after being continued: whoever reads
+# it next (the implementer, a person at a gate) knows its end is missing.
+CUT_NOTE = "\n[The reply stops here: it was cut at the model's length limit, its end is missing.]"
+
+
+def plan_from_reply(text: str, *, cut: bool = False) -> str:
+    """The architect's plan: the reply without file blocks, capped at PLAN_MAX_CHARS; a plan
+    `cut` at the model's length limit says so at its end."""
     plan = parse_reply(text).prose.strip()
-    if len(plan) <= PLAN_MAX_CHARS:
-        return plan
-    marker = "\n[... plan shortened ...]"
+    note = CUT_NOTE if cut else ""
+    if len(plan) + len(note) <= PLAN_MAX_CHARS:
+        return plan + note
+    marker = note or "\n[... plan shortened ...]"
     return plan[: PLAN_MAX_CHARS - len(marker)].rstrip() + marker
 
 
@@ -99,16 +107,20 @@ def review_verdict(text: str) -> str:
     return found.group(1).lower().replace(" ", "_") if found else ""
 
 
-def review_opinion(text: str) -> dict[str, str] | None:
+def review_opinion(text: str, *, cut: bool = False) -> dict[str, str] | None:
     """The reviewer's reply as {"verdict", "remarks"}; None for a reply without a verdict
-    line (empty, or not what was asked for), which is no opinion at all."""
+    line (empty, or not what was asked for), which is no opinion at all. Remarks `cut` at the
+    model's length limit say so at their end."""
     found = _VERDICT.search(text or "")
     if found is None:
         return None
     # The whole verdict line goes, with any markdown around the verdict ("**VERDICT: ...**").
     end = text.find("\n", found.end())
     remarks = (text[:found.start()] + (text[end:] if end >= 0 else "")).strip()
-    return {"verdict": review_verdict(text), "remarks": _cap(remarks, MAX_REMARKS_CHARS)}
+    note = CUT_NOTE.strip() if cut else ""
+    remarks = _cap(remarks, MAX_REMARKS_CHARS - len(note) - 1)
+    return {"verdict": review_verdict(text),
+            "remarks": f"{remarks}\n{note}".strip() if note else remarks}
 
 
 # -- templates -----------------------------------------------------------------------------------
@@ -121,6 +133,7 @@ def _template(name: str) -> str:
 
 def _role_template(role: str, spec: Spec, iteration: int) -> tuple[str, str]:
     values = {"plugin_name": spec.name, "package": spec.package, "iteration": str(iteration),
+              "words": str(REPLY_WORDS.get(role, 0)),
               "acceptance_path": ACCEPTANCE_TEST_PATH, "libraries": runtime_libraries_text(),
               "services": services_text(spec), "testing": testing_text(spec)}
     values["contract"] = Template(_template("_contract")).substitute(values).strip()

@@ -51,12 +51,12 @@ def second_opinion(step: Step, *, files: dict[str, str], result: dict[str, Any],
     ctx = prompt_context(step, files=files)
     ctx.checks = _checks_text(result, reasons)
     try:
-        text = ask(step.llm, "reviewer", build_messages("reviewer", ctx,
-                                                        budget_chars=budget_chars()))
+        answer = ask(step.llm, "reviewer", build_messages(
+            "reviewer", ctx, budget_chars=budget_chars(step, "reviewer")))
     except (LLMError, InstallationFault) as error:  # on record with its error; the run goes on
         logger.warning("run %s: no second opinion, the reviewer's call failed: %s", run.id, error)
         return None
-    opinion = review_opinion(as_text("reviewer", text))
+    opinion = review_opinion(as_text("reviewer", answer.text), cut=answer.cut)
     return {**opinion, "iteration": step.number} if opinion is not None else None
 
 

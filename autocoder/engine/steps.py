@@ -106,5 +106,10 @@ def failures_for_prompt(checkpoint: Checkpoint | None) -> str:
     return text.strip()
 
 
-def budget_chars() -> int:
-    return int(setting("ENGINE_PROMPT_BUDGET_CHARS", 24000))
+def budget_chars(step: Step | None = None, role: str = "") -> int:
+    """The most characters `role`'s prompt may have: ENGINE_PROMPT_BUDGET_CHARS, or less where
+    the model's context window must keep the reply's room beside it (docs/llm.md, "Reply
+    caps")."""
+    chosen = int(setting("ENGINE_PROMPT_BUDGET_CHARS", 24000))
+    room = step.llm.prompt_chars(role) if step is not None and role else None
+    return chosen if room is None else min(chosen, room)

@@ -84,6 +84,7 @@ def verify_phase(step: Step) -> Transition:
             "failures": result["failures"], "plan": run.plan,
             "reasoning": pending.get("prose", ""), "succeeded": result["succeeded"],
             "permissions_change": pending.get("permissions_change"),
+            "cut_replies": pending.get("cut_replies", []),
             "services": services_for_review(spec, files.get("plugin.toml", "")),
             **({"second_opinion": opinion} if opinion is not None else {}),
         })

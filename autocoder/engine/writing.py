@@ -14,6 +14,7 @@ from autocoder.engine.changing import (
     keep_base_tests,
     tests_may_change,
 )
+from autocoder.engine.llm_port import SHORTER as ASKED_SHORTER
 from autocoder.engine.llm_port import reply_hash
 from autocoder.engine.prompting import build_messages, plan_from_reply
 from autocoder.engine.replies import EDIT_MISSED, apply_edits, merge_files
@@ -31,7 +32,7 @@ from autocoder.engine.steps import (
 )
 from autocoder.engine.transitions import Approval, Transition
 from autocoder.engine.verifying import services_for_review
-from autocoder.llm.types import CAPPED, Message
+from autocoder.llm.types import Message
 from autocoder.plugins import permissions_or_none
 
 GENERATED_TESTS_PREFIX = "tests/test_generated_"
@@ -51,9 +52,9 @@ def plan_phase(step: Step) -> Transition:
     files = current_files(step)
     ctx = prompt_context(step, files=files, failures=failures_for_prompt(latest),
                          replanning=bool(run.plan))
-    text = ask(step.llm, "architect", build_messages("architect", ctx,
-                                                     budget_chars=budget_chars()))
-    plan = plan_from_reply(as_text("architect", text))
+    answer = ask(step.llm, "architect", build_messages(
+        "architect", ctx, budget_chars=budget_chars(step, "architect")))
+    plan = plan_from_reply(as_text("architect", answer.text), cut=answer.cut)
     approaches = [*run.approaches, run.plan] if run.plan and run.plan != plan else run.approaches
     updates = {"plan": plan, "approaches": approaches}
     transition = Transition(phase=Phase.IMPLEMENT, pending=pending, updates=updates,
@@ -61,7 +62,7 @@ def plan_phase(step: Step) -> Transition:
     if _plan_needs_approval(step):
         transition.approval = Approval(GateKind.PLAN, {
             "plan": plan, "earlier_approaches": approaches, "lessons": pending.get("lessons", ""),
-            "guidance": run.guidance,
+            "guidance": run.guidance, "plan_cut": answer.cut,
             "services": services_for_review(spec, files.get("plugin.toml", "")),
             "reasoning": f"Plan for iteration {step.number}; the loop starts implementing it "
                          "once approved.",
@@ -92,16 +93,18 @@ def implement_phase(step: Step) -> Transition:
     base = current_files(step)
     ctx = prompt_context(step, files=base, failures=failures_for_prompt(latest_checkpoint(step)))
     ctx.edits = edits_offered(step)
-    messages = build_messages("implementer", ctx, budget_chars=budget_chars())
-    text = ask(step.llm, "implementer", messages, package=spec.package, edits=ctx.edits)
-    parsed = read_files(text)
-    if not parsed.files and not parsed.edits and step.llm.last_finish_reason == CAPPED:
-        # Stopped at its length limit before a file was whole: not the iteration's fault yet.
-        # Asked once more, shorter (docs/engine.md, "The loop, step by step").
-        text = ask(step.llm, "implementer", [*messages[:-1], Message(
+    messages = build_messages("implementer", ctx,
+                              budget_chars=budget_chars(step, "implementer"))
+    answer = ask(step.llm, "implementer", messages, package=spec.package, edits=ctx.edits)
+    parsed = read_files(answer.text)
+    if not parsed.files and not parsed.edits and answer.cut:
+        # Still cut, continued, before a file was whole: not the iteration's fault yet. Asked
+        # once more, shorter (docs/engine.md, "The loop, step by step").
+        answer = ask(step.llm, "implementer", [*messages[:-1], Message(
             "user", messages[-1].content + "\n\n" + SHORTER)], package=spec.package,
-            edits=ctx.edits)
-        parsed = read_files(text)
+            edits=ctx.edits, purpose=ASKED_SHORTER)
+        parsed = read_files(answer.text)
+    text = answer.text
     changes, missed = apply_edits(base, parsed.files, parsed.edits)
     protected = change_protected(step.run, spec, base)
     files, rejected = merge_files(base, changes, protected=protected)
@@ -118,6 +121,7 @@ def implement_phase(step: Step) -> Transition:
     pending.update(
         files=files, rejected=rejected_list, prose=parsed.prose[:4000],
         reply_hash=reply_hash(text), permissions_change=permissions,
+        cut_replies=["implementer"] if answer.cut else [],
         no_code=("the reply contained no file blocks" if not changes and not parsed.edits else
                  "no file of the reply could be applied" if nothing else ""),
     )
@@ -154,9 +158,9 @@ def test_write_phase(step: Step) -> Transition:
     spec, pending = step.spec, step.pending
     files = dict(pending["files"])
     ctx = prompt_context(step, files=files)
-    text = ask(step.llm, "tester", build_messages("tester", ctx, budget_chars=budget_chars()),
-               package=spec.package)
-    parsed = read_files(text)
+    answer = ask(step.llm, "tester", build_messages(
+        "tester", ctx, budget_chars=budget_chars(step, "tester")), package=spec.package)
+    parsed = read_files(answer.text)
     tests = {p: c for p, c in parsed.files.items()
              if p.startswith(GENERATED_TESTS_PREFIX) and p.endswith(".py")}
     refused = [{"path": p, "reason": "the tester may only add tests/test_generated_*.py files"}
@@ -170,6 +174,8 @@ def test_write_phase(step: Step) -> Transition:
                                                     "they were left out"})
     files, rejected = merge_files(files, tests, protected=change_protected(step.run, spec, files))
     pending["files"] = files
+    if answer.cut:
+        pending["cut_replies"] = [*pending.get("cut_replies", []), "tester"]
     pending["rejected"] = [*pending.get("rejected", []), *refused,
                            *({"path": r.path, "reason": r.reason} for r in rejected)]
     return Transition(phase=Phase.GATE, pending=pending)
