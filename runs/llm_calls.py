@@ -134,9 +134,7 @@ class RunLLM:
         if stream is not None:
             stream.start()
         provider = self.provider(role)
-        cap = fitted_cap(self._role_cap(role, provider) * max(1, room),
-                         context=self._context(provider),
-                         prompt_chars=sum(len(m.content) for m in messages))
+        cap = self._fitted(role, provider, messages, room)
         self.last_finish_reason = ""
         try:
             completion = structured.complete(
@@ -157,6 +155,14 @@ class RunLLM:
             stream.finish("cut" if completion.finish_reason == DEADLINE else "done",
                           tokens=completion.completion_tokens)
         return completion.text
+
+    def reply_cap(self, role: str, messages: list[Message], *, room: int = 1) -> int:
+        return self._fitted(role, self.provider(role), messages, room)
+
+    def _fitted(self, role: str, provider: Provider, messages: list[Message], room: int) -> int:
+        return fitted_cap(self._role_cap(role, provider) * max(1, room),
+                          context=self._context(provider),
+                          prompt_chars=sum(len(m.content) for m in messages))
 
     def prompt_chars(self, role: str) -> int | None:
         """The most characters `role`'s prompt may have for its reply to keep its room in the

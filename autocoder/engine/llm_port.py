@@ -37,6 +37,10 @@ class ModelCalls(Protocol):
         `room` multiplies the role's reply cap (still fitted to the context window)."""
         ...
 
+    def reply_cap(self, role: str, messages: list[Message], *, room: int = 1) -> int:
+        """The cap, in tokens, a call of `role` with `messages` and `room` would have."""
+        ...
+
     def prompt_chars(self, role: str) -> int | None:
         """The most characters `role`'s prompt may have for its reply to keep its room in the
         model's context window; None when the window is not known."""

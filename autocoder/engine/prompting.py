@@ -5,8 +5,9 @@ write files, the reply protocol) and a user message made of sections. When the w
 fit in `budget_chars`, the least important material goes first: older earlier approaches (the
 newest two stay longest), then the bodies of files other than the package's plugin.py (listed
 by name instead), then the middle of the failures (down to FAILURES_FLOOR, keeping the first and
-last lines), then reference docs and lessons (the least relevant, last, first), then the rest
-of the failures and approaches, and as a last resort the middle of plugin.py. The request with
+last lines), then reference docs and lessons (the least relevant, last, first), then the
+second-newest approach where the failures would go otherwise, then the rest of the failures
+and approaches, and as a last resort the middle of plugin.py. The request with
 its examples, the person's guidance, the plan and the task are never dropped, so only they can
 push a prompt over budget.
 """
@@ -20,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from string import Template
 
+from autocoder.engine.judging import bar_text
 from autocoder.engine.replies import parse_reply
 from autocoder.engine.scaffold import ACCEPTANCE_TEST_PATH, method_name
 from autocoder.engine.spec import Spec
@@ -133,7 +135,7 @@ def _template(name: str) -> str:
 
 def _role_template(role: str, spec: Spec, iteration: int) -> tuple[str, str]:
     values = {"plugin_name": spec.name, "package": spec.package, "iteration": str(iteration),
-              "words": str(REPLY_WORDS.get(role, 0)),
+              "words": str(REPLY_WORDS.get(role, 0)), "judged": bar_text(spec, role),
               "acceptance_path": ACCEPTANCE_TEST_PATH, "libraries": runtime_libraries_text(),
               "services": services_text(spec), "testing": testing_text(spec)}
     values["contract"] = Template(_template("_contract")).substitute(values).strip()
@@ -297,6 +299,10 @@ class _UserMessage:
             self.reference = _cut_tail(self.reference, len(self.reference) - excess())
         if excess() > 0 and self.lessons:
             self.lessons = _cut_tail(self.lessons, len(self.lessons) - excess())
+        # The newest approach stays longer than the failures, the one before it does not.
+        while (len(self.approaches) > 1 and self.failures
+               and excess() > len(self.failures) - MIN_TRIMMED_SECTION):
+            self.approaches.pop(0)
         if excess() > 0 and self.failures:
             self.failures = _squeeze(self.failures, len(self.failures) - excess())
         while self.approaches and excess() > 0:

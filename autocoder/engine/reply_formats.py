@@ -124,16 +124,19 @@ def ask(llm: ModelCalls, role: str, messages: list[Message], *, package: str = "
     A reply that stops at its length limit, or leaves a file block or a JSON object open, is
     completed: free text is continued (the model is shown what it wrote and asked to go on,
     and the two are joined), a JSON reply is asked for again with twice the room, then three
-    times, as a JSON object cannot be continued in a new message. At most MAX_COMPLETIONS
-    times; a reply still short is an Answer with `cut`."""
+    times where the context window has that room, as a JSON object cannot be continued in a
+    new message. At most MAX_COMPLETIONS times; a reply still short is an Answer with `cut`."""
     schema = schema_for(role, package=package, edits=edits)
     text = llm.complete(role, messages, schema=schema, purpose=purpose)
     asked: list[str] = []
     while _stops_short(role, text, llm.last_finish_reason) and len(asked) < MAX_COMPLETIONS:
         if _json_start(text) is not None:
+            room = asked.count(LONGER) + 2
+            if llm.reply_cap(role, messages, room=room) <= llm.reply_cap(role, messages,
+                                                                        room=room - 1):
+                break  # the context window has no more room to give
             asked.append(LONGER)
-            text = llm.complete(role, messages, schema=schema, purpose=LONGER,
-                                room=asked.count(LONGER) + 1)
+            text = llm.complete(role, messages, schema=schema, purpose=LONGER, room=room)
             continue
         asked.append(CONTINUE)
         more = llm.complete(role, [*messages, Message("assistant", text),

@@ -14,8 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autocoder.engine.budgets import budget_exhausted
+from autocoder.engine.judging import quality_lines
 from autocoder.engine.prompting import build_messages, review_opinion
 from autocoder.engine.reply_formats import as_text, ask
+from autocoder.engine.spec import Spec
 from autocoder.engine.states import Autonomy, RunHistory
 from autocoder.engine.steps import Step, budget_chars, prompt_context
 from autocoder.installation import InstallationFault
@@ -49,7 +51,7 @@ def second_opinion(step: Step, *, files: dict[str, str], result: dict[str, Any],
     if run.max_tokens and run.tokens_total >= run.max_tokens:
         return None
     ctx = prompt_context(step, files=files)
-    ctx.checks = _checks_text(result, reasons)
+    ctx.checks = _checks_text(step.spec, result, reasons)
     try:
         answer = ask(step.llm, "reviewer", build_messages(
             "reviewer", ctx, budget_chars=budget_chars(step, "reviewer")))
@@ -60,8 +62,9 @@ def second_opinion(step: Step, *, files: dict[str, str], result: dict[str, Any],
     return {**opinion, "iteration": step.number} if opinion is not None else None
 
 
-def _checks_text(result: dict[str, Any], reasons: list[str]) -> str:
-    """What the reviewer is told about the candidate besides its code."""
+def _checks_text(spec: Spec, result: dict[str, Any], reasons: list[str]) -> str:
+    """What the reviewer is told about the candidate besides its code: the tests, the quality
+    score and coverage against the bar, the safety gate, why a person is asked."""
     report, safety = result["test_report"] or {}, result["safety_report"] or {}
     if result["tests_ran"]:
         examples = "all pass" if result["acceptance_passed"] else "do not all pass"
@@ -70,6 +73,7 @@ def _checks_text(result: dict[str, Any], reasons: list[str]) -> str:
                  f"requester's examples {examples}."]
     else:
         lines = ["The tests did not run."]
+    lines += quality_lines(spec, result.get("quality") or {})
     findings = safety.get("findings", [])
     lines.append(f"Safety gate: {safety.get('verdict') or 'not run'}, "
                  f"{len(findings)} finding(s).")

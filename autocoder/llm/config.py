@@ -123,10 +123,12 @@ ROLE_MAX_TOKENS: dict[str, int] = {
 # never cut.
 REPLY_WORDS: dict[str, int] = {"analyst": 300, "architect": 300, "reviewer": 250,
                                "reflector": 150}
-# Prompts are measured in characters; three a token over-estimates a prompt's tokens (English
-# and code run at about four), which is the safe side when a reply must fit beside it.
+# Prompts are measured in characters. A prompt is kept short enough at three characters a token
+# (English and code run at about four: an over-estimate is the safe side for what must fit);
+# a reply's cap is fitted beside it at four, so that a prompt near its budget does not leave a
+# reply too little room (a server stops a reply where the window ends in any case).
 CHARS_PER_TOKEN = 3
-REPLY_FLOOR_TOKENS = 64  # below this a reply says nothing: the prompt is what must shrink
+_FIT_CHARS_PER_TOKEN = 4
 _CONTEXT_MARGIN_TOKENS = 16  # the chat template's own tokens around the messages
 
 
@@ -149,12 +151,13 @@ def context_tokens(config: ProviderConfig | None) -> int:
 
 
 def fitted_cap(cap: int, *, context: int, prompt_chars: int) -> int:
-    """`cap`, or less where the context window cannot hold that much beside the prompt
-    (never below REPLY_FLOOR_TOKENS, or the cap where it is smaller)."""
+    """`cap`, or less where the context window cannot hold that much beside the prompt; never
+    less than a quarter of the window (or the cap where it is smaller): a prompt that long is
+    what must shrink, and a reply of a few tokens would say nothing."""
     if context <= 0:
         return cap
-    room = context - prompt_chars // CHARS_PER_TOKEN - _CONTEXT_MARGIN_TOKENS
-    return max(min(cap, room), min(cap, REPLY_FLOOR_TOKENS))
+    room = context - prompt_chars // _FIT_CHARS_PER_TOKEN - _CONTEXT_MARGIN_TOKENS
+    return max(min(cap, room), min(cap, context // 4))
 
 
 def prompt_room_chars(cap: int, *, context: int) -> int | None:

@@ -38,6 +38,11 @@ class Model:
     def prompt_chars(self, role: str) -> int | None:
         return None
 
+    def reply_cap(self, role: str, messages: list[Message], *, room: int = 1) -> int:
+        return min(self.window, 1000 * room)
+
+    window: int = 10**9
+
 
 def test_a_file_cut_at_the_limit_is_continued_and_joined_whole() -> None:
     reply = f"Here it is.\n\n```python path=greeter/plugin.py\n{FILE}```\n"
@@ -80,6 +85,13 @@ def test_a_json_reply_cut_short_is_asked_for_again_with_more_room() -> None:
     assert [(c["purpose"], c["room"]) for c in model.calls] == [
         ("", 1), ("longer", 2), ("longer", 3)]
     assert all(c["messages"] == ASKED and c["schema"] is not None for c in model.calls)
+
+
+def test_a_json_reply_is_not_asked_again_when_the_window_has_no_more_room() -> None:
+    model = Model([('{"files": [{"path": "greeter/plugin.py", "content": "cl', CAPPED)])
+    model.window = 1000  # the cap already fills what the window leaves
+    answer = ask(model, "implementer", ASKED, package="greeter")
+    assert answer.cut and answer.asked == () and len(model.calls) == 1
 
 
 def test_a_reply_still_cut_after_two_continuations_says_so() -> None:

@@ -64,9 +64,11 @@ def test_a_cap_is_fitted_to_the_context_window_beside_the_prompt() -> None:
     from autocoder.llm.config import fitted_cap, prompt_room_chars
 
     assert fitted_cap(6000, context=0, prompt_chars=90_000) == 6000  # window unknown
-    assert fitted_cap(6000, context=4096, prompt_chars=6000) == 4096 - 2000 - 16
+    assert fitted_cap(6000, context=4096, prompt_chars=6000) == 4096 - 1500 - 16
     assert fitted_cap(1200, context=32_000, prompt_chars=6000) == 1200
-    assert fitted_cap(6000, context=4096, prompt_chars=30_000) == 64  # the prompt must shrink
+    # A prompt that fills the window keeps a quarter of it for the reply: the prompt must shrink.
+    assert fitted_cap(6000, context=4096, prompt_chars=30_000) == 1024
+    assert fitted_cap(700, context=4096, prompt_chars=30_000) == 700
     # A prompt leaves the reply its cap, or half the window where the cap is larger.
     assert prompt_room_chars(6000, context=4096) == (4096 - 2048 - 16) * 3
     assert prompt_room_chars(700, context=4096) == (4096 - 700 - 16) * 3
