@@ -21,6 +21,7 @@ from functools import cache
 from pathlib import Path
 from string import Template
 
+from autocoder.engine.host_api import host_api_lines
 from autocoder.engine.judging import bar_text
 from autocoder.engine.replies import parse_reply
 from autocoder.engine.scaffold import ACCEPTANCE_TEST_PATH, method_name
@@ -152,35 +153,11 @@ def services_text(spec: Spec) -> str:
     if not services:
         return ("- This plugin talks to no other service: it works only on the payload it is"
                 " given.")
-    hosts = ", ".join(rule.text() for rule in services.hosts) or "none"
     lines = [
         "- This plugin talks to other services, only through the host's API, which",
         "  `on_initialize(self, api)` receives: keep it (`self.api = api`). Never import",
         "  socket, urllib.request, http.client or requests: the sandbox has no network.",
-        f"  - `api.http.get/post/put/patch/delete(url, params=, headers=, json=, data=,"
-        f" timeout=, auth=)` reaches only these hosts: {hosts}. It returns a response with"
-        " `.status`, `.ok`, `.text`, `.json()`, `.headers`, `.raise_for_status()`; a refused"
-        " or failed request raises `api.http.HttpError`.",
-    ]
-    plain = [s.name for s in services.settings if not s.secret]
-    secret = [s.name for s in services.settings if s.secret]
-    if plain:
-        lines.append(f"  - Settings the team enters: {', '.join(plain)}; read them as"
-                     " `api.settings[\"name\"]`.")
-    if secret:
-        lines.append(f"  - Secrets: {', '.join(secret)}. Their values never reach the plugin:"
-                     " send one as `auth=api.secret(\"name\")` (a bearer token),"
-                     " `auth=(\"user\", api.secret(\"name\"))` (basic) or a header template"
-                     " `headers={\"X-Key\": \"{name}\"}`; reading it from api.settings raises.")
-    if services.storage:
-        lines.append("  - `api.storage` keeps JSON values between calls (`get`, `set`,"
-                     " `delete`, `[key]`).")
-    lines += [
-        "  - Tests never reach a network: they take the `plugin_api` fixture (the same api with",
-        "    a recording api.http): `plugin_api.configure(settings={...})`,",
-        "    `plugin_api.http.reply(\"POST\", url, status=200, json=... or text=...)`, then",
-        "    `plugin = Plugin(); plugin.on_initialize(plugin_api)`, and assert on",
-        "    `plugin_api.http.requests[i]` (`.method`, `.url`, `.json`, `.headers`, `.auth`).",
+        *host_api_lines(spec),  # each fact checked on the real classes (engine/host_api.py)
     ]
     return "\n".join(lines)
 
