@@ -61,9 +61,8 @@ def _score_line() -> str:
 
 def _lint_lines() -> list[str]:
     return [
-        f"- ruff {_lint_families()} (ignored: {', '.join(rules.LINT_IGNORE)}), lines up to"
-        f" {rules.LINE_LENGTH}, `# noqa` not honoured: -{_points(score.LINT_COST, 'lint')}"
-        " a finding.",
+        f"- ruff {_lint_families()}, lines up to {rules.LINE_LENGTH}, `# noqa` not honoured:"
+        f" -{_points(score.LINT_COST, 'lint')} a finding.",
         f"- McCabe complexity at most {rules.MAX_COMPLEXITY} a function (ruff"
         f" {rules.COMPLEXITY_RULE}): -{_points(score.LINT_COST, 'lint')} for each one over.",
         f"- mypy on the package: -{_points(score.TYPES_COST, 'types')} an error.",
@@ -92,7 +91,9 @@ def _implementer(spec: Spec) -> list[str]:
 
 
 def _tester(spec: Spec) -> list[str]:
-    return [_passes(spec), _score_line(), _coverage(spec),
+    # The coverage a strategy requires is in the tester's brief (prompting.testing_text).
+    covered = [] if strategy(spec.testing_strategy).coverage_min > 0 else [_coverage(spec)]
+    return [_passes(spec), _score_line(), *covered,
             f"- ruff checks tests too ({_lint_families()}; `assert` is fine)."]
 
 
@@ -103,7 +104,8 @@ def _architect(spec: Spec) -> list[str]:
 
 
 def _reviewer(spec: Spec) -> list[str]:
-    return [_passes(spec), _coverage(spec),
+    # The coverage the strategy needs is beside the candidate's own (quality_lines).
+    return [_passes(spec),
             "- This candidate's score and coverage are under \"What the tests and the safety"
             " gate found\": ask only for what they do not already count."]
 
@@ -123,8 +125,7 @@ def quality_lines(spec: Spec, quality: dict[str, Any]) -> list[str]:
              if isinstance(raw, list) else dict(raw))
     shown = ", ".join(f"{label} {float(parts[part]):.3g}/{score.WEIGHTS[part]}"
                       for part, label in _PARTS if part in parts)
-    lines = [f"Quality score: {quality.get('score', 0)}/100, the bar is "
-             f"{threshold_points(spec)} ({shown})."]
+    lines = [f"Quality score: {quality.get('score', 0)}/100 ({shown})."]
     coverage: dict[str, Any] = next(
         (s for s in quality.get("stages", []) if s.get("stage") == "coverage"), {})
     detail = coverage.get("detail") or {}

@@ -11,11 +11,11 @@ from typing import Any
 
 from django.conf import settings
 
-from autocoder.engine.changing import base_of, start_files
+from autocoder.engine.changing import base_of, regression_path, start_files
 from autocoder.engine.escapes import ESCAPES
 from autocoder.engine.llm_port import ModelCalls
 from autocoder.engine.prompting import PromptContext
-from autocoder.engine.scaffold import scaffold_files
+from autocoder.engine.scaffold import ACCEPTANCE_TEST_PATH, scaffold_files
 from autocoder.engine.spec import Spec
 from autocoder.engine.states import Checkpoint, RunHistory, RunView
 
@@ -92,8 +92,15 @@ def prompt_context(step: Step, *, files: dict[str, str], failures: str = "",
         failures="" if escape == "reset_context" else failures,
         earlier_approaches=approaches,
         lessons=pending.get("lessons", "") if run.use_lessons else "",
-        guidance=run.guidance, escape=escape,
+        guidance=run.guidance, escape=escape, examples_path=examples_path(step),
     )
+
+
+def examples_path(step: Step) -> str:
+    """The tests the request's examples are: the acceptance tests, or in a change run the
+    regression tests it added (autocoder/engine/changing.py)."""
+    base = base_of(step.run)
+    return regression_path(base) if base else ACCEPTANCE_TEST_PATH
 
 
 def failures_for_prompt(checkpoint: Checkpoint | None) -> str:
@@ -102,7 +109,7 @@ def failures_for_prompt(checkpoint: Checkpoint | None) -> str:
         return ""
     text = "\n\n".join(checkpoint.failures)
     if checkpoint.reflection:
-        text += f"\n\nReflection on iteration {checkpoint.number}:\n{checkpoint.reflection}"
+        text += f"\n\nReflection on attempt {checkpoint.number}:\n{checkpoint.reflection}"
     return text.strip()
 
 

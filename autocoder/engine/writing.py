@@ -80,10 +80,8 @@ def _plan_needs_approval(step: Step) -> bool:
 
 
 def edits_offered(step: Step) -> bool:
-    """From the second iteration on, the implementer may answer with edits instead of whole
-    files, unless edits it sent in the last iteration did not apply (docs/engine.md)."""
-    if step.number < 2:
-        return False
+    """From its first reply on, the implementer may answer with edits instead of whole files,
+    unless edits it sent in the last attempt did not apply (docs/engine.md)."""
     latest = latest_checkpoint(step)
     return latest is None or not any(EDIT_MISSED in str(failure) for failure in latest.failures)
 

@@ -179,7 +179,7 @@ def test_the_contract_states_each_fact_that_applies_once() -> None:
     for line in host_api_lines(spec):
         assert contract.count(line.strip()) == 1, line
     assert "reaches only these hosts: hooks.slack.com;" in contract
-    assert "Settings the team enters: channel." in contract and "Secrets: token." in contract
+    assert "Settings the team enters: channel." in contract and "Secrets: token," in contract
     plain = spec_from_dict({**SPEC, "services": {"hosts": ["hooks.slack.com"],
                                                  "storage": False, "settings": []},
                             "commands": [{"name": "post-summary", "examples": [
@@ -188,3 +188,7 @@ def test_the_contract_states_each_fact_that_applies_once() -> None:
     lines = "\n".join(host_api_lines(plain))
     assert "Secrets:" not in lines and "api.storage" not in lines and "Settings" not in lines
     assert "plugin_api.http.requests[i]" in lines
+    # The roles that neither write tests nor explain their failures are told less of them.
+    assert "plugin_api.http.requests[i]" not in "\n".join(host_api_lines(plain,
+                                                                        harness="fixture"))
+    assert "plugin_api" not in "\n".join(host_api_lines(plain, harness="none"))
