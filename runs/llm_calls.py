@@ -28,6 +28,7 @@ from autocoder.llm.config import (
 )
 from autocoder.llm.models import ModelPrice
 from autocoder.llm.pricing import prices_for
+from autocoder.llm.speed import speed_record
 from autocoder.llm.types import (
     DEADLINE,
     CallRecord,
@@ -151,6 +152,7 @@ class RunLLM:
         self.last_finish_reason = completion.finish_reason
         self._store(role, messages, records, reply=completion.text, completion=completion,
                     purpose=purpose)
+        speed_record(provider, completion)  # the Model page's measured speed (docs/llm.md)
         if stream is not None:
             stream.finish("cut" if completion.finish_reason == DEADLINE else "done",
                           tokens=completion.completion_tokens)

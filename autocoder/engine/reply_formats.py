@@ -185,8 +185,10 @@ def schema_for(role: str, *, package: str = "", edits: bool = False) -> ReplySch
 
 # Where each role writes, as a path pattern (flat, as _PATH; a dot as [.], since llama.cpp's
 # grammar made from a pattern turns `\.` into an escape its parser does not know).
+# The implementer may mend the tester's files, never the acceptance tests or the harness (a
+# small model held to a looser pattern sent an empty tests/test_acceptance.py).
 _WRITES = {
-    "implementer": ("^({package}/[A-Za-z0-9_./-]+|tests/[A-Za-z0-9_./-]+"
+    "implementer": ("^({package}/[A-Za-z0-9_./-]+|tests/test_generated_[A-Za-z0-9_]+[.]py"
                     "|README[.]md|plugin[.]toml)$"),
     "tester": "^tests/test_generated_[A-Za-z0-9_]+[.]py$",
 }

@@ -93,14 +93,17 @@ def implement_phase(step: Step) -> Transition:
     ctx.edits = edits_offered(step)
     messages = build_messages("implementer", ctx,
                               budget_chars=budget_chars(step, "implementer"))
-    answer = ask(step.llm, "implementer", messages, package=spec.package, edits=ctx.edits)
+    # Held to a JSON schema, the first reply sends whole files: a small model editing the
+    # stub through the schema sends edits of files that do not exist (docs/engine.md).
+    json_edits = ctx.edits and step.number > 1
+    answer = ask(step.llm, "implementer", messages, package=spec.package, edits=json_edits)
     parsed = read_files(answer.text)
     if not parsed.files and not parsed.edits and answer.cut:
         # Still cut, continued, before a file was whole: not the iteration's fault yet. Asked
         # once more, shorter (docs/engine.md, "The loop, step by step").
         answer = ask(step.llm, "implementer", [*messages[:-1], Message(
             "user", messages[-1].content + "\n\n" + SHORTER)], package=spec.package,
-            edits=ctx.edits, purpose=ASKED_SHORTER)
+            edits=json_edits, purpose=ASKED_SHORTER)
         parsed = read_files(answer.text)
     text = answer.text
     changes, missed = apply_edits(base, parsed.files, parsed.edits)
