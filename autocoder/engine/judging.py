@@ -29,15 +29,21 @@ def _percent(share: float) -> str:
     return f"{share:.0%}"
 
 
-def bar_text(spec: Spec, role: str) -> str:
+def bar_text(spec: Spec, role: str, *, change: str = "", examples: str = "") -> str:
     """The lines of `role`'s prompt that say what its reply is judged by ("" for a role that
-    is not judged)."""
+    is not judged); `change`: the version a change run changes, whose tests and the change's
+    own (`examples`, its regression tests) are what must pass."""
     lines = {"implementer": _implementer, "tester": _tester, "architect": _architect,
              "reviewer": _reviewer, "reflector": _reflector}.get(role)
     if lines is None:
         return ""
+    told = lines(spec)
+    if change:  # every list starts with the pass rule
+        told[0] = (f"- It passes when this change's examples ({examples}) and every test of "
+                   f"version {change} pass and the quality score reaches "
+                   f"{threshold_points(spec)}/100.")
     return "\n".join(["How the candidate is judged (the quality pipeline's own numbers):",
-                      *lines(spec)])
+                      *told])
 
 
 def _passes(spec: Spec) -> str:

@@ -25,16 +25,18 @@ _HOST_WRITTEN = ("plugin.toml", ACCEPTANCE_TEST_PATH, README, "tests/conftest.py
 
 
 def host_written(spec: Spec, files: dict[str, str], *, examples_path: str = "",
-                 stub: bool = False) -> dict[str, str]:
+                 stub: bool = False, change: bool = False) -> dict[str, str]:
     """{path: how it is named} of the files in `files` the host wrote from the request and
     that are unchanged: they need not be shown. `examples_path`: a change run's regression
     tests (the request's examples); `stub`: the package's plugin.py while it is the
-    scaffold's too."""
+    scaffold's too; `change`: a change run, whose model reads the version's plugin.toml (it
+    may rewrite its summary and descriptions)."""
     scaffold = scaffold_files(spec)
     found: dict[str, str] = {}
     for path in _HOST_WRITTEN:
         # plugin.toml is the host's whatever it holds (permissions, the libraries' pins).
-        if path in files and (path == "plugin.toml" or files[path] == scaffold.get(path)):
+        host = path == "plugin.toml" and not change
+        if path in files and (host or files[path] == scaffold.get(path)):
             found[path] = path
     if examples_path and examples_path != ACCEPTANCE_TEST_PATH and \
             files.get(examples_path) == regression_tests(spec):

@@ -71,8 +71,9 @@ class PromptContext:
     reference: str | None = None  # API reference entries; None: retrieved for the plan+failures
     edits: bool = False  # the implementer may answer with edits instead of whole files
     # Where the request's examples are tests: the acceptance tests, or a change run's
-    # regression tests (autocoder/engine/changing.py).
+    # regression tests (autocoder/engine/changing.py); the version a change run changes.
     examples_path: str = ACCEPTANCE_TEST_PATH
+    base_version: str = ""
 
 
 def build_messages(role: str, ctx: PromptContext, *, budget_chars: int = 24000) -> list[Message]:
@@ -80,7 +81,7 @@ def build_messages(role: str, ctx: PromptContext, *, budget_chars: int = 24000) 
         raise ValueError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
     if ctx.escape and ctx.escape not in PROMPT_ESCAPES:
         raise ValueError(f"unknown escape {ctx.escape!r} (expected one of {PROMPT_ESCAPES})")
-    system_text, task_text = _role_template(role, ctx.spec, ctx.iteration)
+    system_text, task_text = _role_template(role, ctx)
     if role == "implementer" and ctx.edits:
         task_text += "\n\n" + Template(_template("_edits")).substitute(
             package=ctx.spec.package).strip()
@@ -142,12 +143,16 @@ def _template(name: str) -> str:
     return (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
 
 
-def _role_template(role: str, spec: Spec, iteration: int) -> tuple[str, str]:
+def _role_template(role: str, ctx: PromptContext) -> tuple[str, str]:
     from autocoder.quality.strategies import strategy
 
-    values = {"plugin_name": spec.name, "package": spec.package, "iteration": str(iteration),
-              "words": str(REPLY_WORDS.get(role, 0)), "judged": bar_text(spec, role),
-              "acceptance_path": ACCEPTANCE_TEST_PATH,
+    spec = ctx.spec
+    values = {"plugin_name": spec.name, "package": spec.package, "iteration": str(ctx.iteration),
+              "words": str(REPLY_WORDS.get(role, 0)),
+              "judged": bar_text(spec, role, change=ctx.base_version,
+                                 examples=ctx.examples_path),
+              "read_only": _read_only(ctx),
+              "change": _change_words(ctx) if role == "implementer" else "",
               "libraries": runtime_libraries_text(detail=role in _CHOOSE_LIBRARIES),
               "stdlib": ", ".join(CONTRACT_STDLIB),
               "services": services_text(spec, harness=_HARNESS_TOLD.get(role, "none")),
@@ -155,8 +160,29 @@ def _role_template(role: str, spec: Spec, iteration: int) -> tuple[str, str]:
     values["contract"] = Template(_template("_contract")).substitute(values).strip()
     values["protocol"] = Template(_template("_protocol")).substitute(values).strip()
     system, _, task = _template(role).partition(TASK_MARKER)
-    return (Template(system).substitute(values).strip(),
-            Template(task).substitute(values).strip())
+    system = Template(system).substitute(values).strip()
+    if values["change"]:
+        system += "\n\n" + values["change"]
+    return system, Template(task).substitute(values).strip()
+
+
+def _read_only(ctx: PromptContext) -> str:
+    """The contract's line on the tests the model may not touch: the acceptance tests, or in
+    a change run the change's regression tests (its acceptance tests) and the version's."""
+    if not ctx.base_version:
+        return (f"`{ACCEPTANCE_TEST_PATH}` (the requester's examples) and `tests/conftest.py`"
+                " are read-only: never send them.")
+    return (f"This run changes version {ctx.base_version}: `{ctx.examples_path}` (this change's"
+            " examples, its acceptance tests) and `tests/conftest.py` are read-only (never"
+            f" send them), and every test of version {ctx.base_version} keeps passing.")
+
+
+def _change_words(ctx: PromptContext) -> str:
+    if not ctx.base_version:
+        return ""
+    return ("When the change makes the plugin's summary or a command's description untrue, send"
+            " `plugin.toml` with only those words rewritten (the host keeps the rest of it), and"
+            " README.md with its words made true too.")
 
 
 # The roles that choose libraries are told what each is for; the roles that write tests or
@@ -259,7 +285,8 @@ class _UserMessage:
         self.files = FileSection(ctx.files, self.main_path, readme_first=role == "reviewer",
                                  host=host_written(ctx.spec, ctx.files,
                                                    examples_path=ctx.examples_path,
-                                                   stub=writes_plan)) \
+                                                   stub=writes_plan,
+                                                   change=bool(ctx.base_version))) \
             if "files" in wanted else None
 
     def sections(self, files_text: str | None = None) -> list[str]:

@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autocoder.engine.budgets import budget_exhausted
+from autocoder.engine.change_words import words_lines, words_request
+from autocoder.engine.changing import base_of
 from autocoder.engine.judging import quality_lines
 from autocoder.engine.prompting import build_messages, review_opinion
 from autocoder.engine.reply_formats import as_text, ask
@@ -51,7 +53,8 @@ def second_opinion(step: Step, *, files: dict[str, str], result: dict[str, Any],
     if run.max_tokens and run.tokens_total >= run.max_tokens:
         return None
     ctx = prompt_context(step, files=files)
-    ctx.checks = _checks_text(step.spec, result, reasons)
+    ctx.checks = "\n".join([_checks_text(step.spec, result, reasons),
+                            *_rewritten_words(step, files)])
     try:
         answer = ask(step.llm, "reviewer", build_messages(
             "reviewer", ctx, budget_chars=budget_chars(step, "reviewer")))
@@ -83,6 +86,16 @@ def _checks_text(spec: Spec, result: dict[str, Any], reasons: list[str]) -> str:
         lines.append("Why a person is asked: " + "; ".join(reasons))
     lines += result["failures"]
     return "\n".join(lines)[:MAX_CHECKS_CHARS]
+
+
+def _rewritten_words(step: Step, files: dict[str, str]) -> list[str]:
+    """In a change run, the plugin's own words the change rewrote (its summary, a command's
+    description), against the version in use (change_words.py)."""
+    base = base_of(step.run)
+    if not base:
+        return []
+    changed = words_request(base.get("plugin.toml", ""), files.get("plugin.toml", ""))
+    return words_lines(changed[1] if changed else None)
 
 
 def asks_for_changes(opinion: dict[str, Any] | None) -> bool:

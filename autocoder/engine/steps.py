@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
-from autocoder.engine.changing import base_of, regression_path, start_files
+from autocoder.engine.changing import base_of, base_version, regression_path, start_files
 from autocoder.engine.escapes import ESCAPES
 from autocoder.engine.llm_port import ModelCalls
 from autocoder.engine.prompting import PromptContext
@@ -93,6 +93,7 @@ def prompt_context(step: Step, *, files: dict[str, str], failures: str = "",
         earlier_approaches=approaches,
         lessons=pending.get("lessons", "") if run.use_lessons else "",
         guidance=run.guidance, escape=escape, examples_path=examples_path(step),
+        base_version=base_version(run) if base_of(run) else "",
     )
 
 

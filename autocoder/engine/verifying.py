@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from autocoder.engine.change_words import words_lines
 from autocoder.engine.changing import change_reasons
 from autocoder.engine.detector import FAILING
 from autocoder.engine.quality_gate import quality_failure, quality_met
@@ -249,6 +250,9 @@ def _major_reasons(spec: Spec, checkpoint: dict[str, Any], pending: dict[str, An
     if touched:
         reasons.append("the reply tried to change the acceptance tests or the test harness "
                        f"({', '.join(sorted(touched))}); the change was refused")
+    # A change run's rewritten summary or descriptions: what the tool page and the marketplace
+    # will say (change_words.py).
+    reasons += words_lines(pending.get("words_change"))
     limit = int(setting("ENGINE_MAJOR_DIFF_LINES", 400))
     size = checkpoint["diff_stats"]["added"] + checkpoint["diff_stats"]["removed"]
     if size > limit:

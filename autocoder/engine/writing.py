@@ -5,9 +5,11 @@ test_write (the tester's extra tests); and the plugin.toml permissions a reply m
 from __future__ import annotations
 
 import ast
+import dataclasses
 from typing import Any
 
 from autocoder.engine import lessons_port
+from autocoder.engine.change_words import words_request
 from autocoder.engine.changing import (
     base_of,
     change_protected,
@@ -33,7 +35,8 @@ from autocoder.engine.steps import (
 from autocoder.engine.transitions import Approval, Transition
 from autocoder.engine.verifying import services_for_review
 from autocoder.llm.types import Message
-from autocoder.plugins import permissions_or_none
+from autocoder.plugins import permissions_or_none, read_manifest
+from autocoder.plugins.render import render_manifest
 
 GENERATED_TESTS_PREFIX = "tests/test_generated_"
 # Added to the implementer's prompt when its reply stopped at the length limit with no file.
@@ -114,15 +117,15 @@ def implement_phase(step: Step) -> Transition:
     files, kept = keep_base_tests(base_of(step.run), base, files,  # a change run's tests stay
                                   may_change=tests_may_change(step.run))
     rejected_list += kept
-    files, rejected_list, permissions = _permission_request(spec, base, changes, files,
-                                                            rejected_list)
+    files, rejected_list, permissions, words = _manifest_request(
+        spec, base, changes, files, rejected_list, change=bool(base_of(step.run)))
     # A file one of whose edits missed is still changed by those that applied.
     refused = {r["path"] for r in rejected_list if not r["reason"].startswith(EDIT_MISSED)}
     nothing = not [path for path in changes if path not in refused]
     pending.update(
         files=files, rejected=rejected_list, prose=parsed.prose[:4000],
         reply_hash=reply_hash(text), permissions_change=permissions,
-        cut_replies=["implementer"] if answer.cut else [],
+        cut_replies=["implementer"] if answer.cut else [], words_change=words,
         no_code=("the reply contained no file blocks" if not changes and not parsed.edits else
                  "no file of the reply could be applied" if nothing else ""),
     )
@@ -130,22 +133,33 @@ def implement_phase(step: Step) -> Transition:
     return Transition(phase=next_phase, pending=pending)
 
 
-def _permission_request(spec: Spec, base: dict[str, str], proposed: dict[str, str],
-                        files: dict[str, str], rejected: list[dict[str, str]],
-                        ) -> tuple[dict[str, str], list[dict[str, str]], dict[str, Any] | None]:
-    """plugin.toml is read-only except its [permissions]: a reply that changes only those is a
-    permissions request, applied here and reported as a major change for a person to see."""
+def _manifest_request(spec: Spec, base: dict[str, str], proposed: dict[str, str],
+                      files: dict[str, str], rejected: list[dict[str, str]], *, change: bool,
+                      ) -> tuple[dict[str, str], list[dict[str, str]], dict[str, Any] | None,
+                                 dict[str, Any] | None]:
+    """plugin.toml is read-only except its [permissions] and, in a change run, the plugin's
+    summary and its commands' descriptions (change_words.py): a reply that changes those is a
+    request, applied here; a permissions request is a major change for a person to see.
+    Returns the files, the refusals, the permissions change and the words change."""
     if "plugin.toml" not in proposed:
-        return files, rejected, None
+        return files, rejected, None, None
+    words = words_request(base.get("plugin.toml", ""), proposed["plugin.toml"]) \
+        if change else None
+    if words is not None:
+        files = {**files, "plugin.toml": words[0]}
+        rejected = [r for r in rejected if r["path"] != "plugin.toml"]
     old = permissions_or_none(base.get("plugin.toml", ""))
     new = permissions_or_none(proposed["plugin.toml"])
     if new is None or old is None or new == old:  # unreadable, or against the rule: no request
-        return files, rejected, None
+        return files, rejected, None, words[1] if words else None
     # Re-rendered by the host from what was asked (network, files, hosts): the rest of the
-    # manifest (name, commands, settings) stays the spec's.
-    files = {**files, "plugin.toml": plugin_toml(spec, permissions=new)}
+    # manifest (name, commands, settings) stays the spec's (a change run's: the version's).
+    current = read_manifest(files.get("plugin.toml", "")) if change else None
+    files = {**files, "plugin.toml": render_manifest(dataclasses.replace(current, permissions=new))
+             if current is not None else plugin_toml(spec, permissions=new)}
     rejected = [r for r in rejected if r["path"] != "plugin.toml"]
-    return files, rejected, {"from": old.as_dict(), "to": new.as_dict()}
+    return files, rejected, {"from": old.as_dict(), "to": new.as_dict()}, \
+        words[1] if words else None
 
 
 def manifest_permissions(text: str) -> dict[str, Any] | None:
