@@ -109,3 +109,17 @@ def test_every_standard_module_the_contract_names_is_allowed_by_the_safety_gate(
     for name in CONTRACT_STDLIB:
         assert unreviewed(name) is None, name
     assert "io.StringIO" in CONTRACT_STDLIB and "io.BytesIO" in CONTRACT_STDLIB
+
+
+def test_what_the_contract_allows_passes_the_safety_gate_and_what_it_forbids_does_not() -> None:
+    """csv over io.StringIO and re.compile are fine (the contract says so); the built-in
+    compile() is not."""
+    from autocoder.safety import scan_files
+
+    allowed = ("import csv\nimport io\nimport re\n\nWORD = re.compile(r'\\\\w+')\n\n\n"
+               "def rows(text: str) -> list[list[str]]:\n"
+               "    return list(csv.reader(io.StringIO(text)))\n\n\n"
+               "def sheet() -> io.BytesIO:\n    return io.BytesIO(b'')\n")
+    assert scan_files({"p/helpers.py": allowed}).verdict == "pass"
+    forbidden = "def run(text: str) -> object:\n    return compile(text, 'x', 'exec')\n"
+    assert scan_files({"p/helpers.py": forbidden}).verdict == "block"
