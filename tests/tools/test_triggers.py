@@ -278,3 +278,18 @@ def test_the_secret_is_shown_once_and_never_again(echo: Activation, world: dict[
     assert fresh != secret and fresh in renewed.content.decode()
     assert post(trigger, body, headers_for("github", body, secret=secret,
                                            delivery="d-10")).status_code == 401
+
+
+def test_past_the_rate_limit_a_sender_is_told_when_to_send_again(
+        echo: Activation, world: dict[str, Any], clean_redis: Any) -> None:
+    trigger = make(echo, world["admin"], "github")
+    body = json.dumps(EVENT).encode()
+    with override_settings(TOOLS_TRIGGER_PER_MINUTE=2):
+        answers = [post(trigger, body, headers_for("github", body, delivery=f"d-{n}"))
+                   for n in range(3)]
+    assert [answer.status_code for answer in answers] == [202, 202, 429]
+    assert 1 <= int(answers[2]["Retry-After"]) <= 60
+    assert "More than 2 deliveries a minute" in answers[2].json()["error"]
+    assert calls().count() == 2
+    unsigned = post(trigger, body, {})  # not counted as a delivery: still a plain 401
+    assert unsigned.status_code == 401
