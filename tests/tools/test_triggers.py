@@ -30,7 +30,12 @@ from tools.models import Activation, Delivery, Invocation, Trigger
 from tools.services.activations import activation_decide, activation_request
 from tools.services.blocks import version_block
 from tools.services.invocations import invocation_perform
-from tools.services.triggers import TriggerError, trigger_create, trigger_pause
+from tools.services.triggers import (
+    TriggerError,
+    trigger_create,
+    trigger_pause,
+    trigger_secret_set,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -293,3 +298,22 @@ def test_past_the_rate_limit_a_sender_is_told_when_to_send_again(
     assert calls().count() == 2
     unsigned = post(trigger, body, {})  # not counted as a delivery: still a plain 401
     assert unsigned.status_code == 401
+
+
+def test_a_slack_or_stripe_secret_is_the_senders(echo: Activation,
+                                                 world: dict[str, Any]) -> None:
+    trigger, shown = trigger_create(activation=echo, user=world["admin"], command="echo",
+                                    scheme="stripe")
+    assert shown == "" and trigger.secret == ""
+    body = json.dumps(EVENT).encode()
+    waiting = post(trigger, body, headers_for("stripe", body))
+    assert waiting.status_code == 401 and "no signing secret yet" in waiting.json()["error"]
+    with pytest.raises(TriggerError, match="Stripe makes the signing secret"):
+        trigger_secret_set(team=world["acme"], plugin=echo.plugin, user=world["admin"],
+                           trigger_id=trigger.pk)
+    assert trigger_secret_set(team=world["acme"], plugin=echo.plugin, user=world["admin"],
+                              trigger_id=trigger.pk, secret=SECRET) == ""
+    assert post(trigger, body, headers_for("stripe", body)).status_code == 202
+    with pytest.raises(TriggerError, match="at least 16 characters"):
+        trigger_create(activation=echo, user=world["admin"], command="echo", scheme="plain",
+                       secret="short")

@@ -133,6 +133,9 @@ def trigger_secret_set(*, team: Team, plugin: Plugin, user: User, trigger_id: in
     _may_manage(team, user)
     trigger = _trigger(team, plugin, trigger_id)
     typed = secret.strip()
+    if not typed and trigger.scheme in SENDER_MAKES_SECRET:
+        raise TriggerError(f"{trigger.get_scheme_display().split(' (')[0]} makes the signing "
+                           "secret: paste the one it shows you.")
     kept, shown = _secret_read(PLAIN if not typed else trigger.scheme, typed)
     with transaction.atomic():
         Trigger.objects.filter(pk=trigger.pk).update(secret=seal(kept))
