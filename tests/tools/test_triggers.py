@@ -317,3 +317,34 @@ def test_a_slack_or_stripe_secret_is_the_senders(echo: Activation,
     with pytest.raises(TriggerError, match="at least 16 characters"):
         trigger_create(activation=echo, user=world["admin"], command="echo", scheme="plain",
                        secret="short")
+
+
+def test_githubs_form_setting_is_read_too(echo: Activation, world: dict[str, Any]) -> None:
+    trigger = make(echo, world["admin"], "github")
+    form = urlencode({"payload": json.dumps({"action": "opened"})}).encode()
+    answer = post(trigger, form, headers_for("github", form),
+                  content_type="application/x-www-form-urlencoded")
+    assert answer.status_code == 202, answer.content
+    call = invocation_perform(invocation_id=answer.json()["invocation"])
+    assert call is not None and call.output == {"source": "test", "event": {"action": "opened"}}
+    empty = urlencode({"other": "x"}).encode()
+    refused = post(trigger, empty, headers_for("github", empty, delivery="d-2"),
+                   content_type="application/x-www-form-urlencoded")
+    assert refused.status_code == 400 and "payload=<JSON>" in refused.json()["error"]
+
+
+def test_the_page_says_what_to_correct_and_saves_nothing(echo: Activation,
+                                                        world: dict[str, Any]) -> None:
+    admin = client_for(world["admin"])
+    url = reverse("tools:triggers", args=["acme", "month-totals"])
+    for data, said in (({"fixed": "[1]"}, "Write an object"),
+                       ({"fixed": '{"event": 1}'}, "also name “event”"),
+                       ({"event_field": "the event"}, "letters, digits and _"),
+                       ({"command": "greet"}, "With the event as “event”"),
+                       ({"secret": "short"}, "at least 16 characters")):
+        page = admin.post(url, {"name": "Orders", "command": "echo", "scheme": "plain",
+                                "event_field": "event", "fixed": "{}", **data})
+        assert page.status_code == 400, data
+        assert said in page.content.decode(), (data, page.content.decode()[-3000:])
+        assert 'value="Orders"' in page.content.decode()  # what was typed stays
+    assert not Trigger.objects.exists()
