@@ -15,6 +15,7 @@ import hmac
 import json
 import logging
 import time
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlencode
 
@@ -22,6 +23,7 @@ import dramatiq
 import pytest
 from django.test import Client, override_settings
 from django.urls import reverse
+from django.utils import timezone
 
 from teams.models import AuditEntry
 from tests.live import wait_for
@@ -348,3 +350,15 @@ def test_the_page_says_what_to_correct_and_saves_nothing(echo: Activation,
         assert said in page.content.decode(), (data, page.content.decode()[-3000:])
         assert 'value="Orders"' in page.content.decode()  # what was typed stays
     assert not Trigger.objects.exists()
+
+
+def test_deliveries_are_kept_as_long_as_the_log(echo: Activation, world: dict[str, Any],
+                                                settings: Any) -> None:
+    trigger = make(echo, world["admin"], "github")
+    old = Delivery.objects.create(trigger=trigger, outcome="refused", status=400, reason="x")
+    Delivery.objects.filter(pk=old.pk).update(
+        received_at=timezone.now() - timedelta(days=settings.TOOLS_LOG_RETENTION_DAYS + 1))
+    body = json.dumps(EVENT).encode()
+    assert post(trigger, body, headers_for("github", body)).status_code == 202
+    assert not Delivery.objects.filter(pk=old.pk).exists()
+    assert Delivery.objects.filter(trigger=trigger).count() == 1
