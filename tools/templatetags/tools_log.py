@@ -28,4 +28,6 @@ def caller_label(entry: Invocation) -> str:
         return f"token “{entry.token.name if entry.token is not None else 'deleted'}”"
     if entry.caller == Caller.SCHEDULE:
         return f"schedule “{entry.schedule.name if entry.schedule is not None else 'deleted'}”"
+    if entry.caller == Caller.TRIGGER:
+        return "a webhook trigger"
     return f"the portal: {EVENT_WORDS.get(entry.command, f'event “{entry.command}”')}"
