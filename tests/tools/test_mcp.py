@@ -222,3 +222,33 @@ def test_activating_a_version_tells_connected_assistants(
             return after[0].description or ""
 
     assert "version 1.1.0" in anyio.run(session)
+
+
+def _rpc_answer(response: httpx.Response) -> dict[str, Any]:
+    """The JSON-RPC answer of a Streamable HTTP response (JSON, or the SSE event holding it)."""
+    if response.headers["content-type"].startswith("application/json"):
+        return dict(response.json())
+    data = [line[5:].strip() for line in response.text.splitlines() if line.startswith("data:")]
+    return dict(json.loads(next(item for item in data if '"result"' in item or '"error"' in item)))
+
+
+def test_a_sessions_request_reaching_another_web_process_is_answered(
+        server: LiveServer, world: dict[str, Any], active: Activation) -> None:
+    made = made_token(server, "acme", "acme-admin")
+    headers = {"Accept": "application/json, text/event-stream",
+               "Authorization": f"Bearer {made['token']}"}
+    opened = httpx.post(made["mcp_url"], headers=headers, json={
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}}, timeout=60)
+    assert opened.status_code == 200
+    session = {**headers, "Mcp-Session-Id": opened.headers["mcp-session-id"],
+               "Mcp-Protocol-Version": "2025-11-25"}
+    with live_asgi_server() as second:  # another web process, as `up` runs several
+        listed = httpx.post(f"{second.url}mcp/acme/", headers=session, timeout=60, json={
+            "jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}})
+        assert listed.status_code == 200, listed.text
+        names = {tool["name"] for tool in _rpc_answer(listed)["result"]["tools"]}
+        assert "month-totals__greet" in names
+        stream = httpx.get(f"{second.url}mcp/acme/", headers=session, timeout=60)
+        assert stream.status_code == 404  # the SDK's client opens its GET stream again

@@ -43,6 +43,7 @@ MCP_PATH = re.compile(r"^/mcp/(?P<team>[-a-zA-Z0-9_]+)/?$")
 METADATA_PATH = re.compile(
     r"^/\.well-known/oauth-protected-resource/mcp/(?P<team>[-a-zA-Z0-9_]+)/?$")
 SCOPE = "tools"
+MAX_SESSIONS_NOTED = 20_000  # twice the SDK's limit of open sessions per process
 NEEDS_BEARER = ("A tool token is needed: Authorization: Bearer <token>. A team admin makes one "
                 "on a tool's tokens page.")
 REFUSED_WORDS = ("This token is not valid here: it may have been revoked, or be for another "
@@ -63,7 +64,14 @@ def _headers(scope: Scope) -> dict[str, str]:
 
 
 def _base(scope: Scope, headers: dict[str, str]) -> str:
+    """The portal's address as the client reached it, https behind a proxy that says so
+    (SECURE_PROXY_SSL_HEADER, as Django reads it for the pages)."""
     scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
+    proxy = settings.SECURE_PROXY_SSL_HEADER
+    if proxy:
+        name, value = proxy
+        said = headers.get(name.removeprefix("HTTP_").replace("_", "-").lower(), "")
+        scheme = "https" if said.split(",")[0].strip() == value else scheme
     return f"{scheme}://{headers.get('host', '')}"
 
 
@@ -77,10 +85,11 @@ async def _answer(send: Send, status: int, body: dict[str, Any],
 
 
 def origin_allowed(origin: str | None, base: str) -> bool:
-    """No Origin (a program, not a web page), this portal's own, or a configured one."""
+    """No Origin (a program, not a web page), this portal's own, or a configured one
+    (MCP_ALLOWED_ORIGINS, or the origins trusted for the pages' forms)."""
     if not origin:
         return True
-    allowed = {base, *settings.MCP_ALLOWED_ORIGINS}
+    allowed = {base, *settings.MCP_ALLOWED_ORIGINS, *settings.CSRF_TRUSTED_ORIGINS}
     return origin.rstrip("/") in {item.rstrip("/") for item in allowed}
 
 
@@ -105,6 +114,10 @@ class McpGateway:
         self.app = app
         self.tools = ToolServer()
         self.manager = StreamableHTTPSessionManager(app=self.tools.server, json_response=False)
+        # A handshake-era session lives in the web process that opened it; a request of it that
+        # reaches another process is answered there without the session (see _route).
+        self.stateless = StreamableHTTPSessionManager(app=self.tools.server, stateless=True)
+        self._sessions: dict[str, None] = {}  # this process's session ids, oldest first
         self._ready: asyncio.Event | None = None
         self._runner: asyncio.Task[None] | None = None
 
@@ -157,7 +170,34 @@ class McpGateway:
             resource=base + team_mcp_path(slug)))
         scope["auth"] = AuthCredentials([SCOPE])
         await self._started()
-        await self.manager.handle_request(scope, receive, send)
+        await self._route(scope, receive, send, headers)
+
+    async def _route(self, scope: Scope, receive: Receive, send: Send,
+                     headers: dict[str, str]) -> None:
+        """To this process's session, or, for a POST of a session another web process holds,
+        without a session: a tools/list or tools/call needs nothing a session keeps. (A GET
+        stream there is answered 404, and the SDK's client tries again on a new connection.)"""
+        session = headers.get("mcp-session-id")
+        if session is None:
+            await self.manager.handle_request(scope, receive, self._noting(send))
+        elif session in self._sessions or scope.get("method") != "POST":
+            if scope.get("method") == "DELETE":
+                self._sessions.pop(session, None)
+            await self.manager.handle_request(scope, receive, send)
+        else:
+            await self.stateless.handle_request(scope, receive, send)
+
+    def _noting(self, send: Send) -> Send:
+        """`send`, noting the session id a new session's answer gives."""
+        async def noting(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                for key, value in message.get("headers", []):
+                    if key.lower() == b"mcp-session-id":
+                        self._sessions[value.decode("latin-1")] = None
+                while len(self._sessions) > MAX_SESSIONS_NOTED:
+                    self._sessions.pop(next(iter(self._sessions)))
+            await send(message)
+        return noting
 
     async def _started(self) -> None:
         if self._ready is None:
@@ -166,7 +206,8 @@ class McpGateway:
         await self._ready.wait()
 
     async def _run(self) -> None:
-        async with self.manager.run(), anyio.create_task_group() as group:
+        async with self.manager.run(), self.stateless.run(), \
+                anyio.create_task_group() as group:
             group.start_soon(self.tools.changes_follow)
             assert self._ready is not None
             self._ready.set()
