@@ -183,6 +183,7 @@ class McpGateway:
         elif session in self._sessions or scope.get("method") != "POST":
             if scope.get("method") == "DELETE":
                 self._sessions.pop(session, None)
+                self.tools.forget(session)
             await self.manager.handle_request(scope, receive, send)
         else:
             await self.stateless.handle_request(scope, receive, send)

@@ -36,6 +36,7 @@ from tools.services.tool_changes import CHANNEL
 logger = logging.getLogger(__name__)
 
 GRANT_KEY = "autocoder.mcp.grant"
+MAX_SESSIONS_TOLD = 1000  # per team and web process
 INSTRUCTIONS = ("The tools of one team of an Autocoder portal: each tool is a command of a "
                 "plugin the team approved. Calls run in the portal's sandbox with the team's "
                 "settings and are logged.")
@@ -118,7 +119,16 @@ class ToolServer:
             return
         session_id = ctx.request.headers.get("mcp-session-id")
         if session_id:
-            self._sessions.setdefault(grant.team_id, {})[session_id] = ctx.session
+            sessions = self._sessions.setdefault(grant.team_id, {})
+            sessions.pop(session_id, None)  # newest last
+            sessions[session_id] = ctx.session
+            while len(sessions) > MAX_SESSIONS_TOLD:  # the oldest have most likely gone
+                sessions.pop(next(iter(sessions)))
+
+    def forget(self, session_id: str) -> None:
+        """A session its client ended (DELETE) is told nothing more."""
+        for sessions in self._sessions.values():
+            sessions.pop(session_id, None)
 
     async def tools_changed(self, team_id: int) -> None:
         """`notifications/tools/list_changed` to every session and listen stream of the team
