@@ -252,3 +252,19 @@ def test_a_sessions_request_reaching_another_web_process_is_answered(
         assert "month-totals__greet" in names
         stream = httpx.get(f"{second.url}mcp/acme/", headers=session, timeout=60)
         assert stream.status_code == 404  # the SDK's client opens its GET stream again
+
+
+def test_tool_token_is_for_team_admins_only(world: dict[str, Any]) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "manage.py", "tool_token", *args],
+                              cwd=settings.BASE_DIR, env=child_env(), capture_output=True,
+                              text=True, timeout=120)
+
+    refused = run("acme", "--as", "acme-requester")
+    assert refused.returncode != 0 and "no token made: Only admins of Acme" in refused.stderr
+    assert run("nowhere", "--as", "acme-admin").stderr.strip().endswith(
+        "no team with slug 'nowhere'")
+    made = run("acme", "--as", "acme-admin")
+    assert made.returncode == 0 and "MCP address (for an assistant): " \
+        "http://127.0.0.1:8000/mcp/acme/" in made.stdout
+    assert ToolToken.objects.filter(team=world["acme"], plugin__isnull=True).count() == 1
