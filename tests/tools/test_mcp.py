@@ -17,11 +17,12 @@ import mcp_types as types
 import pytest
 from django.conf import settings
 from django.db import connection
+from django.urls import reverse
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.live import LiveServer, child_env, live_asgi_server
-from tests.tools.conftest import publish_version
+from tests.tools.conftest import client_for, publish_version
 from tools.models import Activation, Invocation, ToolToken
 from tools.services.activations import activation_decide, activation_request
 from tools.services.blocks import version_block
@@ -109,6 +110,8 @@ def test_an_assistant_lists_the_teams_tools_and_calls_one(
     token = ToolToken.objects.get(name="Claude on my laptop")
     assert token.plugin is None and token.created_by == world["admin"]
     assert set(logged.values_list("token_id", flat=True)) == {token.pk}
+    log = client_for(world["admin"]).get(reverse("tools:log", args=["acme", "month-totals"]))
+    assert "an assistant (via MCP), token “Claude on my laptop”" in log.content.decode()
 
 
 def test_a_wrong_revoked_or_other_teams_token_is_refused(
@@ -268,3 +271,30 @@ def test_tool_token_is_for_team_admins_only(world: dict[str, Any]) -> None:
     assert made.returncode == 0 and "MCP address (for an assistant): " \
         "http://127.0.0.1:8000/mcp/acme/" in made.stdout
     assert ToolToken.objects.filter(team=world["acme"], plugin__isnull=True).count() == 1
+
+
+def _disable(world: dict[str, Any], active: Activation) -> None:
+    try:
+        version_block(version=active.version, user=world["staff"], reason="It leaks data")
+    finally:
+        connection.close()
+
+
+def test_the_kill_switch_tells_connected_assistants(
+        server: LiveServer, world: dict[str, Any], active: Activation) -> None:
+    made = made_token(server, "acme", "acme-admin")
+    heard = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            heard.set()
+
+    async def session() -> list[types.Tool]:
+        async with client(made["mcp_url"], made["token"], message_handler=on_message) as assistant:
+            assert (await assistant.list_tools()).tools
+            await anyio.to_thread.run_sync(_disable, world, active)
+            with anyio.fail_after(60):
+                await heard.wait()
+            return (await assistant.list_tools()).tools
+
+    assert anyio.run(session) == []
