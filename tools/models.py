@@ -132,11 +132,13 @@ class ToolStorage(models.Model):
 
 
 class ToolToken(models.Model):
-    """A team's API token for one plugin. Only a SHA-256 is stored (marketplace's token_hash:
+    """A team's API token for one plugin, or for all of the team's tools (`plugin` None: an
+    assistant over MCP, docs/tools.md). Only a SHA-256 is stored (marketplace's token_hash:
     256-bit random tokens need no slow hash)."""
 
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
-    plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
+    plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+",
+                               null=True, blank=True)
     name = models.CharField(max_length=80)
     prefix = models.CharField(max_length=12)
     token_hash = models.CharField(max_length=64, unique=True)

@@ -15,6 +15,7 @@ from teams.models import Membership, Team
 from teams.services.audit import audit_record
 from teams.services.notifications import notifications_review_requested
 from tools.models import Activation, VersionBlock
+from tools.services.tool_changes import tools_changed_announce
 
 MAX_REASON_CHARS = 500
 
@@ -45,6 +46,7 @@ def version_block(*, version: PluginVersion, user: User, reason: str) -> Version
                 audit_record(actor=user, action="tool.version_disabled", team=team,
                              target=version, after=after)
                 _admins_notify(team, version, reason)
+            tools_changed_announce(team_ids=[team.pk for team in teams])
     except IntegrityError as exc:
         raise BlockError("This version is disabled already.") from exc
     return block
@@ -58,6 +60,7 @@ def version_unblock(*, version: PluginVersion, user: User) -> bool:
         if deleted:
             audit_record(actor=user, action="tool.version_enabled", team=None, target=version,
                          after={"plugin": version.plugin.name, "version": version.version})
+            tools_changed_announce(team_ids=[team.pk for team in _teams_using(version)])
     return bool(deleted)
 
 

@@ -197,12 +197,14 @@ def _schedule_still_owned(schedule: Schedule) -> bool:
 
 
 def invocation_call(*, activation: Activation, token: ToolToken | None, command: str,
-                    payload: Any, user_id: int | None = None) -> Invocation:
+                    payload: Any, user_id: int | None = None,
+                    via: str | None = None) -> Invocation:
     """Call now, for the HTTP API with its `token`, or for `manage.py tool_call` as the member
-    `user_id` (token None: logged as that person's call). InvocationRefused before anything
+    `user_id` (token None: logged as that person's call); `via` names another caller kind
+    with a token (Invocation.Caller.MCP: an assistant). InvocationRefused before anything
     runs. The payload is not stored: the log keeps its size."""
     invocation_check(activation=activation, command=command, payload=payload)
-    caller = Invocation.Caller.TOKEN if token is not None else Invocation.Caller.USER
+    caller = via or (Invocation.Caller.TOKEN if token is not None else Invocation.Caller.USER)
     invocation = Invocation.objects.create(
         team_id=activation.team_id, plugin_id=activation.plugin_id,
         version_id=activation.version_id, command=command, caller=caller, token=token,
@@ -287,13 +289,15 @@ def _storage_save(invocation: Invocation, data: dict[str, Any]) -> None:
 
 def _finish_outcome(invocation: Invocation, outcome: CallOutcome) -> Invocation:
     output, size = outcome.output, json_size(outcome.output) if outcome.ok else 0
-    keep = invocation.caller != Invocation.Caller.TOKEN and size <= OUTPUT_KEEP_BYTES
+    # A token's caller (the API, an assistant) has its answer: the log keeps only its size.
+    by_token = invocation.caller in (Invocation.Caller.TOKEN, Invocation.Caller.MCP)
+    keep = not by_token and size <= OUTPUT_KEEP_BYTES
     invocation.output = output  # the API's answer, whether or not the log keeps it
     return _finish(invocation, status=Invocation.Status.OK if outcome.ok
                    else Invocation.Status.FAILED, error=outcome.error,
                    error_kind=outcome.error_kind, output=output if keep else None,
                    output_text=_in_order(output) if keep and outcome.ok else "",
-                   output_cut=outcome.ok and not keep and invocation.caller != "token",
+                   output_cut=outcome.ok and not keep and not by_token,
                    output_bytes=size, duration_ms=outcome.duration_ms,
                    plugin_ms=outcome.plugin_ms, log_lines=outcome.log_lines,
                    http_requests=outcome.http_requests)
