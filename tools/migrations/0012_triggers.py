@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     dependencies = [
         ('marketplace', '0011_try_send'),
         ('teams', '0004_tool_failing_notification'),
-        ('tools', '0010_invocation_caller_mcp_trigger'),
+        ('tools', '0011_tooltoken_team_wide'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
