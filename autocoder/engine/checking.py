@@ -102,7 +102,7 @@ def _runner_crashed(report: Any) -> bool:
 def _raise_if_installation_broken() -> None:
     """A test run that said nothing is the model's fault only if a known-good plugin's tests
     do run: otherwise the runtime or the sandbox is broken and the run must be held."""
-    from autocoder.runtime.probe import runtime_fault
+    from autocoder.sandbox.probe import runtime_fault
 
     fault = runtime_fault(fresh=True)
     if fault is not None:
@@ -111,7 +111,7 @@ def _raise_if_installation_broken() -> None:
 
 def _installation_fault(error: SandboxError) -> InstallationFault:
     from autocoder.runtime import BUILD_FIX
-    from autocoder.runtime.probe import SANDBOX_FIX
+    from autocoder.sandbox.probe import SANDBOX_FIX
 
     if isinstance(error, PluginRuntimeError):
         return InstallationFault("runtime", error.problem, BUILD_FIX)

@@ -14,7 +14,7 @@ Each entry is one `HostRule`:
 - `api.example.com:8443`: another port (without one: 443 for https, 80 for http);
 - `http://intranet.corp`: plain http, only when written so (the default is https only);
 - an IP address (`10.0.0.5`, `[fd00::5]`): accepted here, but the HTTP gate connects to an IP
-  address only when a site admin listed it in TOOLS_INTERNAL_HOSTS (autocoder/runtime/http_gate.py).
+  address only when a site admin listed it in TOOLS_INTERNAL_HOSTS (autocoder/calling/http_gate.py).
 
 Names are normalised: lower case, a trailing dot removed, international names in their IDNA
 (xn--) form. A path, a query, a user name, a wildcard anywhere but in front, or a name that is

@@ -20,7 +20,7 @@ HARNESS_MODULE = "_autocoder_testing"
 HOST_MODULE = "_autocoder_host"
 _HARNESS_FILES: dict[str, str | bytes] = {
     f"{HARNESS_MODULE}.py": Path(__file__).with_name("plugin_testing.py").read_text(),
-    f"{HOST_MODULE}.py": (Path(__file__).parent.parent / "runtime" / "host_runner.py").read_text(),
+    f"{HOST_MODULE}.py": (Path(__file__).parent.parent / "calling" / "host_runner.py").read_text(),
 }
 OUTCOMES = ("passed", "failed", "error", "skipped")
 # pytest's exit statuses that mean "no test result to speak of"

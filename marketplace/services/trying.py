@@ -13,7 +13,7 @@ settings, `kind = "address"`) is a **rehearsal** unless asked otherwise: its api
 every rule of a tool call's (the hosts the reviewed plugin.toml declares, the forms a secret
 takes, the limits) but sends nothing; each request is recorded with what it would send and
 answered from the sample answers of the version's examples
-(autocoder/runtime/http_rehearsal.py), the settings are the examples' values, an address
+(autocoder/calling/http_rehearsal.py), the settings are the examples' values, an address
 setting's example value lets it reach that host (nothing is sent there either), and a secret's
 place shows `[secret NAME]`. **Sending for real** is for a trier whose current team uses this
 very version as a tool: the try then gets that team's settings and secrets, and reaches the
@@ -39,6 +39,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from autocoder import durable, hooks
+from autocoder.calling.http_gate import HttpGate, HttpPolicy
+from autocoder.calling.http_rehearsal import HttpRehearsal, sample_answers, sample_settings
+from autocoder.calling.invoke import InvokeLimits, PluginCall, call_plugin
 from autocoder.plugins import (
     HostError,
     HostRule,
@@ -47,9 +50,6 @@ from autocoder.plugins import (
     address_url,
     read_manifest,
 )
-from autocoder.runtime.http_gate import HttpGate, HttpPolicy
-from autocoder.runtime.http_rehearsal import HttpRehearsal, sample_answers, sample_settings
-from autocoder.runtime.invoke import InvokeLimits, PluginCall, call_plugin
 from marketplace.models import PluginVersion, TryRequest
 from marketplace.validation import PackageError
 from teams.services.audit import audit_record
@@ -59,7 +59,7 @@ logger = logging.getLogger(__name__)
 
 TRY_PER_MINUTE = 10
 TRY_WINDOW_S = 60
-# A try is an invocation like a tool's (one runner for both: autocoder/runtime/invoke.py), with
+# A try is an invocation like a tool's (one runner for both: autocoder/calling/invoke.py), with
 # a smaller answer: the page shows it.
 TRY_LIMITS = InvokeLimits(timeout_s=15, memory_mb=512, cpu_s=10, output_kb=64)
 TRY_MAX_PAYLOAD_CHARS = 20_000

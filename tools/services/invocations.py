@@ -28,11 +28,11 @@ from django.urls import reverse
 from django.utils import timezone
 
 from autocoder import durable
+from autocoder.calling.http_gate import HttpGate, HttpPolicy
+from autocoder.calling.invoke import INVOKE_LIMITS, CallOutcome, PluginCall, call_plugin
+from autocoder.calling.payload import payload_errors
+from autocoder.calling.setting_words import settings_missing_words
 from autocoder.plugins import SettingDecl
-from autocoder.runtime.declarations import payload_errors
-from autocoder.runtime.http_gate import HttpGate, HttpPolicy
-from autocoder.runtime.invoke import INVOKE_LIMITS, CallOutcome, PluginCall, call_plugin
-from autocoder.runtime.setting_words import settings_missing_words
 from tools.declared import command_names, declared_inputs, entry_of, manifest_of
 from tools.json_input import json_input_problem
 from tools.models import Activation, Invocation, Schedule, ToolStorage, ToolToken, VersionBlock
@@ -121,7 +121,7 @@ def invocation_check(*, activation: Activation, command: str, payload: Any,
 def settings_missing_refusal(activation: Activation,
                              missing: list[SettingDecl]) -> InvocationRefused:
     """The refusal of a call while settings are missing: which ones, and where an admin enters
-    them (the words api.http uses too: autocoder/runtime/setting_words.py)."""
+    them (the words api.http uses too: autocoder/calling/setting_words.py)."""
     url = settings_page(activation)
     words = settings_missing_words([(item.name, item.description) for item in missing], url)
     return InvocationRefused(f"Not run: {words}.", status=409,

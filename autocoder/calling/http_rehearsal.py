@@ -1,5 +1,5 @@
 """`api.http` for a rehearsal ("Try it" by default, docs/marketplace.md "Try it"): every rule of
-the real gate (autocoder/runtime/http_gate.py: the declared hosts, the forms a secret may take,
+the real gate (autocoder/calling/http_gate.py: the declared hosts, the forms a secret may take,
 the limits, redirects), but nothing leaves the portal, not even a DNS lookup. Each request is
 recorded with what it would send and answered from the sample answers a version's examples
 give (a spec's `examples[].http`, checked by autocoder/engine/spec_services.py), matched as the
@@ -20,8 +20,8 @@ from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from autocoder.calling.http_gate import HttpGate, HttpPolicy, Refused, _Target
 from autocoder.plugins.hosts import DEFAULT_PORTS
-from autocoder.runtime.http_gate import HttpGate, HttpPolicy, Refused, _Target
 
 PREVIEW_CHARS = 600
 _ANSWER_KEYS = ("method", "url", "status", "json", "text", "headers")

@@ -51,15 +51,14 @@ from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 import httpx
 
-from autocoder.plugins.hosts import DEFAULT_PORTS, HostError, HostRule, is_ip, normalise_host
-from autocoder.runtime import http_watchdog
-from autocoder.runtime.http_addresses import (
+from autocoder.calling import http_watchdog
+from autocoder.calling.http_addresses import (
     address_problem,
     internal_set,
     may_be_internal,
     private_sentence,
 )
-from autocoder.runtime.http_request import (
+from autocoder.calling.http_request import (
     PATH_SAFE,
     REDACTED,
     Outgoing,
@@ -67,6 +66,7 @@ from autocoder.runtime.http_request import (
     Secrets,
     outgoing,
 )
+from autocoder.plugins.hosts import DEFAULT_PORTS, HostError, HostRule, is_ip, normalise_host
 from autocoder.runtime.storable import storable_text
 
 __all__ = ["REDACTED", "HttpGate", "HttpPolicy", "Refused"]

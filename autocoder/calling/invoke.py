@@ -93,7 +93,7 @@ class InvokeLimits:
 
     def described(self) -> list[tuple[str, str]]:
         """The limits in words, for the admin's pages."""
-        from autocoder.runtime.http_gate import HttpPolicy  # httpx: only where it is shown
+        from autocoder.calling.http_gate import HttpPolicy  # httpx: only where it is shown
 
         http = HttpPolicy(hosts=(), internal_hosts=frozenset())
         return [
@@ -154,7 +154,7 @@ def call_plugin(call: PluginCall, limits: InvokeLimits = INVOKE_LIMITS, *,
     """Run one command (or deliver one event) in the sandbox.
 
     `http` carries out the plugin's `api.http` requests while the call runs (the message
-    format is in host_runner.py; autocoder.runtime.http_gate's HttpGate(...).perform is
+    format is in host_runner.py; autocoder.calling.http_gate's HttpGate(...).perform is
     one); None: `api.http` answers that the plugin declared no hosts. It is called in the
     channel's thread (sandbox/channel.py), one request at a time, each request's "timeout" cut
     to what is left of the call's time. `records` (a list, or a callable returning one) is
