@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -65,12 +64,11 @@ def sample_settings(commands: Iterable[Any], command: str) -> dict[str, str]:
 
 class HttpRehearsal(HttpGate):
     """One try's api.http when nothing may be sent. `records` carry `rehearsal: True` and
-    `sent` (the headers and the start of the body the request would carry)."""
+    `sent` (the headers and the start of the body the request would carry). The policy's
+    secrets are placeholders (`secret_placeholder`; team_call.http_for_call gives them)."""
 
-    def __init__(self, policy: HttpPolicy, *, answers: Iterable[Mapping[str, Any]],
-                 secret_names: Iterable[str]) -> None:
-        placeholders = {name: secret_placeholder(name) for name in secret_names}
-        super().__init__(replace(policy, secrets=placeholders))
+    def __init__(self, policy: HttpPolicy, *, answers: Iterable[Mapping[str, Any]]) -> None:
+        super().__init__(policy)
         self.answers = [dict(a) for a in answers]
         self._used: set[int] = set()
 
