@@ -66,7 +66,14 @@ from autocoder.calling.http_request import (
     Secrets,
     outgoing,
 )
-from autocoder.plugins.hosts import DEFAULT_PORTS, HostError, HostRule, is_ip, normalise_host
+from autocoder.plugins.hosts import (
+    DEFAULT_PORTS,
+    HostError,
+    HostRule,
+    is_ip,
+    normalise_host,
+    split_host_port,
+)
 from autocoder.runtime.storable import storable_text
 
 __all__ = ["REDACTED", "HttpGate", "HttpPolicy", "Refused"]
@@ -527,19 +534,14 @@ def _next_hop(sending: Outgoing, status: int, current: _Target, following: _Targ
 
 
 def _host_port(netloc: str) -> tuple[str, int | None]:
-    if netloc.startswith("["):
-        host, _, rest = netloc[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else ("" if not rest else "x")
-    else:
-        host, _, port_text = netloc.rpartition(":") if ":" in netloc else (netloc, "", "")
-    if "{" in host or "}" in host:
+    """The URL's host and port, by the rule of plugin.toml's hosts (plugins/hosts.py); an
+    empty port (`host:`) is the scheme's, as in any URL."""
+    if "{" in netloc or "}" in netloc:
         raise Refused("refused", "api.http: the url's host must be written out, not a {NAME}")
-    if port_text == "":
-        return host, None
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise Refused("refused", f"api.http: the url's port {port_text!r} is not a number from"
-                                 " 1 to 65535")
-    return host, int(port_text)
+    try:
+        return split_host_port(netloc.removesuffix(":"))
+    except HostError as exc:
+        raise Refused("refused", f"api.http: the url's host cannot be used: {exc}") from None
 
 
 def _shown_path(path: str, query: str) -> str:

@@ -53,6 +53,9 @@ STOP_REASONS = {"output_limit": "it printed far too much",
 ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
 
 RUNNER = Path(__file__).with_name("host_runner.py").read_text(encoding="utf-8")
+# api.http's client, imported by the runner at its first use (plugin_http.py)
+HTTP_CLIENT = Path(__file__).with_name("plugin_http.py").read_text(encoding="utf-8")
+HTTP_CLIENT_PATH = "_autocoder_http.py"
 RUNNER_PATH = ".autocoder/host.py"
 RUNNER_PYC_PATH = ".autocoder/host.pyc"
 WORKDIR = "/workdir"  # where the bwrap sandbox puts the job's files
@@ -190,8 +193,9 @@ def _call(call: PluginCall, limits: InvokeLimits, backend: str | None,
         path: text for path, text in call.files.items()
         if not path.startswith(("tests/", ".autocoder/"))}
     runner = RUNNER_PATH
+    files[HTTP_CLIENT_PATH] = HTTP_CLIENT
     if site and _same_python(str(runtime_dir())):
-        files.update(_bytecode(call.files))
+        files.update(_bytecode({**call.files, HTTP_CLIENT_PATH: HTTP_CLIENT}))
         files[RUNNER_PYC_PATH] = _runner_pyc()
         runner = RUNNER_PYC_PATH
     else:
