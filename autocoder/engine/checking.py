@@ -72,8 +72,9 @@ def sandbox_phase(step: Step) -> Transition:
     pending = step.pending
     limits = Limits(timeout_s=float(setting("ENGINE_SANDBOX_TIMEOUT_S", 60)),
                     memory_mb=int(setting("ENGINE_SANDBOX_MEMORY_MB", 512)))
+    candidate: dict[str, str | bytes] = {**pending["files"]}
     try:
-        quality = run_quality(pending["files"], strategy=step.spec.testing_strategy,
+        quality = run_quality(candidate, strategy=step.spec.testing_strategy,
                               limits=limits, cancel_check=step.cancelled)
     except SandboxError as error:
         raise _installation_fault(error) from error

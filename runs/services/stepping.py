@@ -32,7 +32,7 @@ from runs.llm_calls import (
     default_provider_factory,
 )
 from runs.models import ApprovalRequest, Run
-from runs.pending import pending_carried, pending_outcome_status
+from runs.pending import pending_carried, pending_outcome_status, run_pending
 from runs.selectors.results import RunTables
 from runs.services.common import step_max_attempts, step_queue_after_commit
 from runs.services.finishing import run_finish
@@ -158,11 +158,11 @@ def _budget_transition(run: Run) -> loop.Transition | None:
     if not reason and run.max_tokens and run.tokens_total >= run.max_tokens:
         reason = f"token budget exhausted: {run.tokens_total} of {run.max_tokens} tokens used"
     if reason:
-        return loop.ending(dict(pending_carried(run)), Run.Status.FAILED, reason)
+        return loop.ending(pending_carried(run), Run.Status.FAILED, reason)
     reached = budgets.budget_reached(run)
     if reached is None:
         return None
-    return loop.Transition(phase=run.phase, pending=dict(run.pending or {}),
+    return loop.Transition(phase=run.phase, pending=run_pending(run),
                            approval=loop.Approval(kind=ApprovalRequest.Kind.BUDGET,
                                                   payload=reached.payload()))
 
@@ -198,5 +198,5 @@ def _step_failed(run_id: int, token: str, phase: str, error: BaseException, *,
             run_finish(run, pending_outcome_status(run, Run.Status.FAILED), reason)
             return None
     # The end of the run still goes through `learn`, so the failure is remembered.
-    ending = loop.ending(dict(pending_carried(run)), Run.Status.FAILED, reason)
+    ending = loop.ending(pending_carried(run), Run.Status.FAILED, reason)
     return step_commit(run_id, token, phase, ending, None, 0, dispatch)
