@@ -58,6 +58,7 @@ from autocoder.calling.http_addresses import (
     may_be_internal,
     private_sentence,
 )
+from autocoder.calling.http_records import HttpRecord
 from autocoder.calling.http_request import (
     PATH_SAFE,
     REDACTED,
@@ -147,7 +148,7 @@ class HttpGate:
     def __init__(self, policy: HttpPolicy, *, deadline: float | None = None) -> None:
         self.policy = policy
         self.deadline = deadline
-        self.records: list[dict[str, Any]] = []
+        self.records: list[HttpRecord] = []
         self.performed = 0
         self._internal = internal_set(policy.internal_hosts)
         self.secrets = Secrets(policy.secrets, settings_url=policy.settings_url,
@@ -367,12 +368,12 @@ class HttpGate:
             status, response_headers, content = self._exchange(method, target, headers, body,
                                                                ends)
         except Refused as refused:
-            record.update(refused=self.blank(str(refused)),
-                          ms=round((time.monotonic() - started) * 1000, 1))
+            record.update({"refused": self.blank(str(refused)),
+                           "ms": round((time.monotonic() - started) * 1000, 1)})
             refused.recorded = True
             raise
-        record.update(status=status, bytes=len(content),
-                      ms=round((time.monotonic() - started) * 1000, 1))
+        record.update({"status": status, "bytes": len(content),
+                       "ms": round((time.monotonic() - started) * 1000, 1)})
         return status, response_headers, content
 
     def _exchange(self, method: str, target: _Target, headers: Mapping[str, str], body: bytes,
@@ -462,10 +463,10 @@ class HttpGate:
     # Records.
 
     def _record(self, method: str, host: str, path: str, status: int, size: int, ms: float,
-                refused: str) -> dict[str, Any]:
+                refused: str) -> HttpRecord:
         # Words the plugin chose (a method, a parameter's name) go on the call's log: made
         # storable here (autocoder/runtime/storable.py), as all that comes from a sandbox.
-        record = {"method": storable_text(method), "host": storable_text(host),
+        record: HttpRecord = {"method": storable_text(method), "host": storable_text(host),
                   "path": storable_text(path), "status": status, "bytes": size, "ms": ms,
                   "refused": storable_text(refused)}
         self.records.append(record)

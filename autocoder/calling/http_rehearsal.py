@@ -20,6 +20,7 @@ from typing import Any
 from urllib.parse import unquote, urlsplit
 
 from autocoder.calling.http_gate import HttpGate, HttpPolicy, Refused, _Target
+from autocoder.calling.http_records import RehearsedSend
 from autocoder.plugins.hosts import DEFAULT_PORTS
 
 PREVIEW_CHARS = 600
@@ -127,7 +128,7 @@ def _answer(answer: Mapping[str, Any]) -> tuple[int, dict[str, str], bytes]:
     return (status if isinstance(status, int) else 200), headers, content
 
 
-def _preview(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+def _preview(headers: Mapping[str, str], body: bytes) -> RehearsedSend:
     text = body.decode("utf-8", "replace")
     cut = len(text) > PREVIEW_CHARS
     return {"headers": dict(headers), "body": text[:PREVIEW_CHARS] + ("…" if cut else "")}

@@ -27,9 +27,10 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from autocoder import sandbox
+from autocoder.calling.http_records import HttpRecord
 from autocoder.runtime import runtime_dir
 from autocoder.runtime.storable import storable_json, storable_text
 from autocoder.sandbox import SandboxError
@@ -63,7 +64,7 @@ CALL_PATH = ".autocoder/call.json"
 RESULT_PATH = ".autocoder/result.json"
 # api.http's requests, carried out by the host while the call runs (sandbox/channel.py)
 HttpHandler = Callable[[dict[str, Any]], dict[str, Any]]
-Records = list[dict[str, Any]] | Callable[[], list[dict[str, Any]]]
+Records = list[HttpRecord] | Callable[[], list[HttpRecord]]
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ class CallOutcome:
     duration_ms: int  # wall time of the whole call
     plugin_ms: int  # inside on_initialize + on_command/on_event
     detail: str = ""  # for the plugin's author: the end of its traceback, its stderr
-    http_requests: list[dict[str, Any]] = field(default_factory=list)  # api.http's records
+    http_requests: list[HttpRecord] = field(default_factory=list)  # api.http's records
 
     @property
     def overhead_ms(self) -> int:
@@ -173,7 +174,7 @@ def call_plugin(call: PluginCall, limits: InvokeLimits = INVOKE_LIMITS, *,
     found = records() if callable(records) else records
     secrets = _secret_values(call)
     return dataclasses.replace(outcome, http_requests=[
-        redact_json(dict(record), secrets) for record in found])
+        cast(HttpRecord, redact_json(dict(record), secrets)) for record in found])
 
 
 def _call(call: PluginCall, limits: InvokeLimits, backend: str | None,

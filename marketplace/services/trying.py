@@ -39,6 +39,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from autocoder import durable, hooks
+from autocoder.calling.http_records import HttpRecord
 from autocoder.calling.invoke import CallOutcome, InvokeLimits
 from autocoder.calling.team_call import Rehearsal, TeamSettings, call_as_team, rehearsal_of
 from marketplace.models import PluginVersion, TryRequest
@@ -117,7 +118,7 @@ class TryResult:
     detail: str = ""
     duration_ms: int = 0
     # api.http's requests (method, host, path, status, bytes, ms, refused), as a tool call's.
-    http_requests: list[dict[str, Any]] = field(default_factory=list)
+    http_requests: list[HttpRecord] = field(default_factory=list)
 
 
 def try_rate_limit_hit(*, user_id: int) -> None:

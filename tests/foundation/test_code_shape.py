@@ -26,7 +26,7 @@ MAX_LINES = 600
 # types; never raise it (a type alias that hides one counts as one where it is defined, and is
 # no way down). The goal is at most 250 (issue 46).
 DICT_ANY = "dict[str, Any]"
-DICT_ANY_CEILING = 596
+DICT_ANY_CEILING = 589
 DICT_ANY_GOAL = 250
 
 Graph = dict[str, set[str]]
