@@ -34,6 +34,8 @@ class Pending(TypedDict, total=False):
     required_tests: list[str]  # a change run's tests that must pass (changing.py)
     base_check: dict[str, Any]  # a change run's new tests on the version in use (change_check)
     permissions_change: dict[str, Any] | None
+    words_change: dict[str, Any] | None  # a change run's new summary or descriptions
+    cut_replies: list[str]  # the roles whose reply was cut at its cap (prompting.py)
     second_opinion: dict[str, Any]  # the reviewing model's opinion, with its "iteration"
     # Milliseconds per phase, and "tokens", until the checkpoint takes them.
     timings: dict[str, int]
