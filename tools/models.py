@@ -242,7 +242,7 @@ class Invocation(models.Model):
     duration_ms = models.PositiveIntegerField(default=0)
     plugin_ms = models.PositiveIntegerField(default=0)
     log_lines = models.JSONField(default=list, blank=True)
-    # The plugin's api.http requests, as the host made them (autocoder/runtime/http_gate.py):
+    # The plugin's api.http requests, as the host made them (autocoder/calling/http_gate.py):
     # method, host, path (query names only), status, bytes, ms, why refused; never a secret.
     http_requests = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)

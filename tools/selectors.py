@@ -290,6 +290,6 @@ def may_see_usage(user: AbstractBaseUser | AnonymousUser, plugin: Plugin) -> boo
 
 
 def manifest_permissions(version: PluginVersion) -> dict[str, Any]:
-    """`[permissions]` of plugin.toml as stored with the version."""
-    permissions = version.manifest.get("permissions", {})
-    return permissions if isinstance(permissions, dict) else {}
+    """`[permissions]` of the version's reviewed plugin.toml."""
+    manifest = version.reviewed_manifest
+    return manifest.permissions.as_dict() if manifest is not None else {}

@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from autocoder.runtime.invoke import INVOKE_LIMITS
+from autocoder.calling.invoke import INVOKE_LIMITS
 from marketplace.install_commands import TOKEN_PLACEHOLDER
 from marketplace.models import PluginVersion
 from marketplace.selectors.network import network_summary
