@@ -46,7 +46,7 @@ _FIRST_RUNG = {
 
 PROBLEM_WORDS = {
     "identical_replies": "the model gave the same reply again",
-    "no_progress": "nothing improved for several iterations",
+    "no_progress": "nothing improved for several attempts",
     "repeated_error": "the same error keeps coming back",
     "test_failure_loop": "the same tests keep failing",
     "oscillation": "the code keeps flipping back to an earlier state",

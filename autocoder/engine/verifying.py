@@ -68,7 +68,7 @@ def verify_phase(step: Step) -> Transition:
         transition = Transition(phase=Phase.IMPLEMENT, pending=carry)
     elif result["succeeded"]:
         transition = ending(carry, RunStatus.SUCCEEDED,
-                            f"iteration {step.number} passed every acceptance test with a pass "
+                            f"attempt {step.number} passed every acceptance test with a pass "
                             f"rate of {result['pass_rate']:.0%}"
                             + (f" and a quality score of {result['quality_score']}/100"
                                if result["quality_score"] is not None else ""))

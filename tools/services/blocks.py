@@ -34,10 +34,13 @@ def version_block(*, version: PluginVersion, user: User, reason: str) -> Version
     reason = " ".join(reason.split())
     if not reason:
         raise BlockError("Say why (the teams that use it are told).")
+    if len(reason) > MAX_REASON_CHARS:  # refused, not cut: the teams read all of it
+        raise BlockError(f"Please say why in at most {MAX_REASON_CHARS} characters (it has "
+                         f"{len(reason)}).")
     try:
         with transaction.atomic():
             block = VersionBlock.objects.create(version=version, blocked_by=user,
-                                                reason=reason[:MAX_REASON_CHARS])
+                                                reason=reason)
             teams = _teams_using(version)
             after = {"plugin": version.plugin.name, "version": version.version, "reason": reason}
             audit_record(actor=user, action="tool.version_disabled", team=None,

@@ -466,9 +466,16 @@ def kill_switch(request: AuthenticatedHttpRequest) -> HttpResponse:
                                      reason=request.POST.get("reason", ""))
                 messages.success(request, f"{version} is disabled everywhere.")
         except blocks.BlockError as exc:
-            messages.error(request, str(exc))
+            # The form again with what was typed, so a refused reason is not lost.
+            return render(request, "tools/kill_switch.html", {
+                "blocked": selectors.blocked_versions(), "error": str(exc),
+                "asked_plugin": request.POST.get("plugin", ""),
+                "asked_version": request.POST.get("version", ""),
+                "asked_reason": request.POST.get("reason", ""),
+                "max_reason": blocks.MAX_REASON_CHARS}, status=400)
         return redirect("tools:kill_switch")
     return render(request, "tools/kill_switch.html", {
         "blocked": selectors.blocked_versions(),
         "asked_plugin": request.GET.get("plugin", ""),
-        "asked_version": request.GET.get("version", "")})
+        "asked_version": request.GET.get("version", ""),
+        "max_reason": blocks.MAX_REASON_CHARS})
