@@ -14,3 +14,13 @@ class AutocoderConfig(AppConfig):
         from autocoder import checks, metrics  # noqa: F401  (checks: the secret key's)
 
         metrics.configure(settings.METRICS_DIR)
+        self._installation_checks_register()
+
+    @staticmethod
+    def _installation_checks_register() -> None:
+        from autocoder import installation
+        from autocoder.sandbox.probe import runtime_fault
+
+        # The plugin runtime's probe also starts a sandbox, so it answers for both parts.
+        installation.check_register("runtime", runtime_fault)
+        installation.check_register("sandbox", runtime_fault)

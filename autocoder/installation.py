@@ -11,7 +11,6 @@ Held runs go on by themselves once `fault_of(part)` finds the part working again
 from __future__ import annotations
 
 from collections.abc import Callable
-from importlib import import_module
 
 PART_NAMES: dict[str, str] = {
     "model": "model connection",
@@ -51,20 +50,28 @@ class InstallationFault(Exception):
                 "request is saved and waits in the queue; your admins have been told")
 
 
-# Each part's check: returns the fault, or None when the part works. Imported lazily so that
-# this module stays importable from anywhere (settings-free, no app imports at load time).
-_CHECKS: dict[str, str] = {
-    "model": "autocoder.llm.readiness:model_fault",
-    "model_reach": "autocoder.llm.readiness:model_reach_fault",
-    "runtime": "autocoder.sandbox.probe:runtime_fault",
-    "sandbox": "autocoder.sandbox.probe:runtime_fault",
-}
+# Each part's check: returns the fault, or None when the part works. The app that owns the part
+# registers it from its AppConfig.ready (autocoder/apps.py, autocoder/llm/apps.py), as the
+# watchdog's sweeps are (autocoder/heartbeat.py): this module imports no app, so it stays
+# importable from anywhere and import-linter sees every arrow (docs/development.md, "Layers").
+Check = Callable[[], InstallationFault | None]
+_CHECKS: dict[str, Check] = {}
+
+
+def check_register(part: str, check: Check) -> None:
+    """`fault_of(part)` calls `check` from now on (one check per part; the last one wins)."""
+    if part not in PART_NAMES:
+        raise ValueError(f"unknown installation part {part!r}")
+    _CHECKS[part] = check
 
 
 def fault_of(part: str) -> InstallationFault | None:
     """The part's current fault, or None when it works (never raises for a failing check)."""
-    module, name = _CHECKS[part].split(":")
-    check: Callable[[], InstallationFault | None] = getattr(import_module(module), name)
+    try:
+        check = _CHECKS[part]
+    except KeyError:
+        raise LookupError(f"no check is registered for the installation part {part!r}: is the "
+                          "app that owns it in INSTALLED_APPS?") from None
     try:
         return check()
     except InstallationFault as fault:
