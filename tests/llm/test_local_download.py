@@ -169,7 +169,7 @@ def test_the_provider_runs_the_downloaded_file(gguf_http_server: ModelServer, mo
 def test_the_actor_downloads_once_when_delivered_twice(
         gguf_http_server: ModelServer, models_dir: Path, gemma_sha256: str,
         clean_redis: object) -> None:
-    from autocoder.tasks import local_model_download
+    from autocoder.llm.tasks import local_model_download
     from autocoder.testing.workers import in_process_worker
 
     gguf_http_server.misbehave.stall_after = 50_000_000  # keep the first one busy for a moment

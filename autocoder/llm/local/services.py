@@ -32,7 +32,7 @@ def local_model_download_request(*, model: CatalogueModel, user: User) -> Progre
         bytes_total=model.size_bytes, use_when_done_by=user.pk, message="Waiting for a worker."))
     if runtime.runtime_version() is None:
         local_runtime_install_request(user=user)
-    from autocoder.tasks import local_model_download
+    from autocoder.llm.tasks import local_model_download
 
     transaction.on_commit(lambda: local_model_download.send(
         model.url, model.file_name, model.sha256, model.size_bytes, user.pk))
@@ -47,7 +47,7 @@ def local_runtime_install_request(*, user: User) -> Progress | None:
     if current is not None and is_locked(runtime.lock_path()):
         return current
     queued = runtime.runtime_install_queued()
-    from autocoder.tasks import local_runtime_install
+    from autocoder.llm.tasks import local_runtime_install
 
     transaction.on_commit(local_runtime_install.send)
     return queued

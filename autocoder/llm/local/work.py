@@ -1,4 +1,4 @@
-"""What a worker does for the local model: the bodies of the actors in autocoder/tasks.py.
+"""What a worker does for the local model: the bodies of the actors in autocoder/llm/tasks.py.
 
 `services.py` queues the work (it imports the actors); the actors call these functions, so
 nothing here imports the services or the actors back.
