@@ -55,7 +55,8 @@ def approvals_superseded(sender: Any, approval: ApprovalRequest, replaced: list[
                          **kwargs: Any) -> None:
     from teams.services.notifications import notifications_review_settled
 
-    notifications_review_settled(team_id=approval.project.team_id, approval_ids=list(replaced))
+    notifications_review_settled(team_id=approval.project.team_id, target_model=ApprovalRequest,
+                                 target_ids=list(replaced))
     for pk in replaced:
         audit_record(actor=None, action="approval.superseded", team=approval.project.team,
                      target_type="approvalrequest", target_id=str(pk),
@@ -83,7 +84,8 @@ def approval_decided(sender: Any, approval: ApprovalRequest, actor: User,
     from teams.services.notifications import notifications_review_settled
 
     notification_decision_send(approval=approval, actor=actor)
-    notifications_review_settled(team_id=approval.project.team_id, approval_ids=[approval.pk])
+    notifications_review_settled(team_id=approval.project.team_id, target_model=ApprovalRequest,
+                                 target_ids=[approval.pk])
 
 
 @receiver(signals.run_held, dispatch_uid="projects.run_held")

@@ -14,6 +14,7 @@ changed no table.
 from __future__ import annotations
 
 from django.conf import settings
+from django.contrib.contenttypes.fields import GenericRelation
 from django.db import models
 
 from autocoder.engine import states
@@ -299,6 +300,10 @@ class ApprovalRequest(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     comment = models.TextField(blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # The bell's notices about this request (teams.Notification's generic target): deleting
+    # the request deletes them; `Notification.objects.filter(approval=...)` finds them.
+    notifications = GenericRelation("teams.Notification", content_type_field="target_type",
+                                    object_id_field="target_id", related_query_name="approval")
 
     class Meta:
         db_table = "projects_approvalrequest"

@@ -15,6 +15,9 @@ class Migration(migrations.Migration):
         ('projects', '0015_budgets'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
+    # It makes the tables the teams app takes over (teams 0001, state only): the teams app's
+    # migrations name nothing above them, so the order is said here.
+    run_before = [('teams', '0001_initial')]
 
     operations = [
         migrations.AlterField(

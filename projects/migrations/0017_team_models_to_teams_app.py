@@ -19,6 +19,8 @@ class Migration(migrations.Migration):
         ('teams', '0001_initial'),
         ('tools', '0003_team_in_teams_app'),
     ]
+    # The teams app moves the content types once this app has let go of the models.
+    run_before = [('teams', '0002_content_types')]
 
     operations = [
         migrations.SeparateDatabaseAndState(

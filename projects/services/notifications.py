@@ -28,7 +28,7 @@ def notifications_approval_requested(*, approval: ApprovalRequest) -> int:
         message = f"“{project.name}”, run {approval.run_id}: {question}"
     return notifications_review_requested(
         team=project.team, users=gate_deciders(approval), message=message,
-        url=reverse("approval_detail", args=[approval.pk]), approval_id=approval.pk)
+        url=reverse("approval_detail", args=[approval.pk]), target=approval)
 
 
 def notification_decision_send(*, approval: ApprovalRequest,
@@ -40,5 +40,5 @@ def notification_decision_send(*, approval: ApprovalRequest,
         actor=actor, what=f"the {approval.get_kind_display().lower()} request of “{project.name}”",
         outcome=approval.get_status_display().lower(), comment=approval.comment)
     return notification_decided_send(user_id=project.requester_id, team_id=project.team_id,
-                                     actor=actor, message=message, approval_id=approval.pk,
+                                     actor=actor, message=message, target=approval,
                                      url=reverse("approval_detail", args=[approval.pk]))

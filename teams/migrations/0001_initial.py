@@ -6,6 +6,10 @@ Django's state that the teams app owns them: no SQL runs. Every foreign key to t
 here next (lessons 0004, llm 0005, runs 0005, marketplace 0008, tools 0003), then projects 0017
 removes them from its own state; 0002 moves their content types. The audit log's trigger
 (projects 0003, 0010) stays on its table.
+
+A notification's link to a run's gate (the column `approval_id`, a foreign key to
+runs.ApprovalRequest) is left out of this app's state: 0005 gives notifications a generic
+target instead, and runs 0013 moves the links there and drops the column.
 """
 
 import django.db.models.deletion
@@ -21,9 +25,10 @@ class Migration(migrations.Migration):
 
     initial = True
 
+    # The tables exist already on a database that ran the projects app's migrations, which
+    # made them; a fresh database makes them there too: projects 0016 says it runs before this
+    # one (`run_before`), so this app names nothing above it (docs/development.md, "Layers").
     dependencies = [
-        ('projects', '0016_invitations_site_team_settings'),
-        ('runs', '0004_budgets'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -73,7 +78,6 @@ class Migration(migrations.Migration):
                         ('url', models.CharField(blank=True, max_length=300)),
                         ('read_at', models.DateTimeField(blank=True, null=True)),
                         ('created_at', models.DateTimeField(auto_now_add=True)),
-                        ('approval', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='notifications', to='runs.approvalrequest')),
                         ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='notifications', to=settings.AUTH_USER_MODEL)),
                         ('team', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='teams.team')),
                     ],
@@ -81,7 +85,6 @@ class Migration(migrations.Migration):
                         'db_table': 'projects_notification',
                         'ordering': ['-created_at', '-id'],
                         'indexes': [models.Index(fields=['user', 'read_at'], name='notification_user_unread')],
-                        'constraints': [models.UniqueConstraint(fields=('user', 'approval', 'kind'), name='unique_notification_per_approval')],
                     },
                 ),
                 migrations.CreateModel(

@@ -30,9 +30,9 @@ def backwards(apps: Any, schema_editor: Any) -> None:
 
 class Migration(migrations.Migration):
 
+    # After projects 0017 (it says so with `run_before`): this app names nothing above it.
     dependencies = [
         ("teams", "0001_initial"),
-        ("projects", "0017_team_models_to_teams_app"),
         ("contenttypes", "0002_remove_content_type_name"),
     ]
 

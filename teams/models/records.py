@@ -9,6 +9,8 @@ from __future__ import annotations
 from typing import Any, NoReturn
 
 from django.conf import settings
+from django.contrib.contenttypes.fields import GenericForeignKey
+from django.contrib.contenttypes.models import ContentType
 from django.db import models
 from django.utils import timezone
 
@@ -87,8 +89,14 @@ class Notification(models.Model):
     kind = models.CharField(max_length=20, choices=Kind.choices)
     message = models.CharField(max_length=300)
     url = models.CharField(max_length=300, blank=True)
-    approval = models.ForeignKey("runs.ApprovalRequest", null=True, blank=True,
-                                 on_delete=models.CASCADE, related_name="notifications")
+    # What the notice is about when a decision waits on it (a run's gate): any model, so this
+    # app's schema points at nothing above it (docs/development.md, "Layers"); the target's
+    # model declares the way back (runs.ApprovalRequest.notifications, which also removes the
+    # notices with it).
+    target_type = models.ForeignKey(ContentType, null=True, blank=True,
+                                    on_delete=models.CASCADE, related_name="+")
+    target_id = models.PositiveBigIntegerField(null=True, blank=True)
+    target = GenericForeignKey("target_type", "target_id")
     read_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -98,8 +106,8 @@ class Notification(models.Model):
         indexes = [models.Index(fields=["user", "read_at"], name="notification_user_unread")]
         constraints = [
             # Creating the notifications for a request twice (a redelivered event) adds nothing.
-            models.UniqueConstraint(fields=["user", "approval", "kind"],
-                                    name="unique_notification_per_approval"),
+            models.UniqueConstraint(fields=["user", "target_type", "target_id", "kind"],
+                                    name="unique_notification_per_target"),
         ]
 
     def __str__(self) -> str:

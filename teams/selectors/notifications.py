@@ -13,7 +13,8 @@ def notifications_for(user: User | AnonymousUser, *,
                       unread_only: bool = False) -> QuerySet[Notification]:
     if not user.is_authenticated:
         return Notification.objects.none()
-    notifications = Notification.objects.filter(user=user).select_related("team", "approval")
+    notifications = (Notification.objects.filter(user=user).select_related("team")
+                     .prefetch_related("target"))
     return notifications.filter(read_at=None) if unread_only else notifications
 
 

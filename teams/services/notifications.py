@@ -7,9 +7,11 @@ and the tools send theirs through these functions too."""
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
 from django.contrib.auth.models import User
-from django.db import transaction
+from django.contrib.contenttypes.models import ContentType
+from django.db import models, transaction
 from django.urls import reverse
 from django.utils import timezone
 
@@ -28,17 +30,23 @@ def _publish_user_change(team_id: int, user_ids: list[int]) -> None:
                           robust=True)
 
 
+def _about(target: models.Model | None, url: str) -> dict[str, Any]:
+    """The lookup of the notices about `target` (a run's gate), or else about the page `url`."""
+    if target is None:
+        return {"target_type": None, "url": url}
+    return {"target_type": ContentType.objects.get_for_model(target), "target_id": target.pk}
+
+
 def notifications_review_requested(*, team: Team, users: list[User], message: str, url: str,
-                                   approval_id: int | None = None) -> int:
+                                   target: models.Model | None = None) -> int:
     """Tell `users` (who may decide it: the approval rules say who) that something waits for
-    them at `url`: a run's gate (`approval_id`) or an uploaded plugin version. Idempotent per
+    them at `url`: a run's gate (`target`) or an uploaded plugin version. Idempotent per
     user and request (for an upload: per user and page). Returns how many were created."""
-    existing = Notification.objects.filter(kind=Kind.REVIEW_REQUESTED, team=team)
-    existing = (existing.filter(approval_id=approval_id) if approval_id is not None
-                else existing.filter(approval=None, url=url))
+    about = _about(target, url)
+    existing = Notification.objects.filter(kind=Kind.REVIEW_REQUESTED, team=team, **about)
     notified = set(existing.values_list("user_id", flat=True))
     new = [Notification(user=user, team=team, kind=Kind.REVIEW_REQUESTED,
-                        message=message[:MESSAGE_CHARS], url=url, approval_id=approval_id)
+                        message=message[:MESSAGE_CHARS], url=url, target=target)
            for user in users if user.pk not in notified]
     Notification.objects.bulk_create(new, ignore_conflicts=True)
     if new:
@@ -46,15 +54,17 @@ def notifications_review_requested(*, team: Team, users: list[User], message: st
     return len(new)
 
 
-def notifications_review_settled(*, team_id: int, approval_ids: list[int] | None = None,
-                                 url: str = "") -> int:
+def notifications_review_settled(*, team_id: int, target_model: type[models.Model] | None = None,
+                                 target_ids: list[int] | None = None, url: str = "") -> int:
     """A request that no longer waits (decided, or replaced by a newer one) leaves every bell
     it was in: its "Review needed" notices are marked read, so the bell counts what the
-    Reviews page lists. Returns how many were still unread."""
+    Reviews page lists. The requests are `target_ids` of `target_model` (run gates), or else
+    the page `url`. Returns how many were still unread."""
     unread = Notification.objects.filter(kind=Kind.REVIEW_REQUESTED, team_id=team_id,
                                          read_at=None)
-    unread = (unread.filter(approval_id__in=approval_ids) if approval_ids is not None
-              else unread.filter(approval=None, url=url))
+    unread = (unread.filter(target_type=ContentType.objects.get_for_model(target_model),
+                            target_id__in=target_ids or [])
+              if target_model is not None else unread.filter(target_type=None, url=url))
     users = list(unread.values_list("user_id", flat=True))
     settled = unread.update(read_at=timezone.now())
     if settled:
@@ -133,17 +143,15 @@ def decision_message(*, actor: User, what: str, outcome: str, comment: str) -> s
 
 
 def notification_decided_send(*, user_id: int | None, team_id: int, actor: User, message: str,
-                              url: str, approval_id: int | None = None
+                              url: str, target: models.Model | None = None
                               ) -> Notification | None:
     """Tell the author of a request (`user_id`: a project's requester, an upload's submitter)
     about its decision; nothing when they decided it themselves or are unknown. Once per
     request (for an upload: per page)."""
     if user_id is None or user_id == actor.pk:
         return None
-    lookup: dict[str, object] = ({"approval_id": approval_id} if approval_id is not None
-                                 else {"approval": None, "url": url})
     notification, created = Notification.objects.get_or_create(
-        user_id=user_id, kind=Kind.DECIDED, **lookup,
+        user_id=user_id, kind=Kind.DECIDED, **_about(target, url),
         defaults={"team_id": team_id, "message": message[:MESSAGE_CHARS], "url": url})
     if created:
         _publish_user_change(team_id, [user_id])
