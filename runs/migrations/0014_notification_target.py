@@ -37,7 +37,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('contenttypes', '0002_remove_content_type_name'),
-        ('runs', '0012_llm_call_reply_form'),
+        ('runs', '0013_llmcall_purpose'),
         ('teams', '0005_notification_target'),
     ]
 
