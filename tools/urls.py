@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tools.views import api, changes, pages
+from tools.views import api, changes, pages, warm
 
 app_name = "tools"
 
@@ -31,4 +31,5 @@ urlpatterns = [
     path(TOOL + "schedules/", pages.tool_schedules, name="schedules"),
     path(TOOL + "rollback/", pages.tool_rollback, name="rollback"),
     path(TOOL + "deactivate/", pages.tool_deactivate, name="deactivate"),
+    path(TOOL + "warm/", warm.tool_warm, name="warm"),
 ]

@@ -42,6 +42,7 @@ from tools.services.events import INVOKE_ACTOR, json_size
 from tools.services.schedule_notes import schedule_outcome_tell
 from tools.services.schedule_owners import schedule_still_owned
 from tools.services.tool_settings import settings_for_call
+from tools.services.warm import warm_key
 
 logger = logging.getLogger(__name__)
 
@@ -229,7 +230,8 @@ def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
             files=version.files, entry=entry_of(version),
             command=None if event else invocation.command,
             event=invocation.command if event else None, payload=payload, settings=values,
-            storage=stored.data if stored else {}, secret_settings=secret_names),
+            storage=stored.data if stored else {}, secret_settings=secret_names,
+            warm=warm_key(invocation)),
             http=gate.perform if gate else None, records=gate.records if gate else None)
     except ValueError as exc:  # a malformed call (a bad entry): nothing of the plugin ran
         logger.exception("invocation %s could not be made", invocation.pk)
