@@ -72,12 +72,16 @@ def send(ctrl: int, data: bytes) -> None:
         view = view[os.write(ctrl, view):]
 
 
+_libc: list[object] = []
+
+
 def _dumpable(value: int) -> bool:
     try:
-        import ctypes
+        if not _libc:
+            import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_DUMPABLE, value, 0, 0, 0) == 0
+            _libc.append(ctypes.CDLL(None, use_errno=True))
+        return _libc[0].prctl(PR_SET_DUMPABLE, value, 0, 0, 0) == 0  # type: ignore[attr-defined]
     except (ImportError, OSError, AttributeError):
         return False
 
@@ -147,24 +151,23 @@ def _walk(top: str) -> list[tuple[str, os.stat_result]]:
     return found
 
 
-def snapshot() -> dict[str, tuple[str, bytes, int]]:
-    """path -> (kind "d"/"f"/"l", content or link target, mode) of every place's entries."""
-    taken: dict[str, tuple[str, bytes, int]] = {}
+def snapshot() -> dict[str, tuple[str, bytes, os.stat_result]]:
+    """path -> (kind "d"/"f"/"l", content or link target, its lstat) of every place's entries."""
+    taken: dict[str, tuple[str, bytes, os.stat_result]] = {}
     total = 0
     for top in PLACES:
         for path, info in _walk(top):
-            mode = stat.S_IMODE(info.st_mode)
             if stat.S_ISDIR(info.st_mode):
-                taken[path] = ("d", b"", mode)
+                taken[path] = ("d", b"", info)
             elif stat.S_ISLNK(info.st_mode):
-                taken[path] = ("l", os.fsencode(os.readlink(path)), mode)
+                taken[path] = ("l", os.fsencode(os.readlink(path)), info)
             elif stat.S_ISREG(info.st_mode):
                 with open(path, "rb") as stream:
                     data = stream.read()
                 total += len(data)
                 if total > SNAPSHOT_MAX_BYTES:
                     raise OSError("the plugin's files are too large to keep a warm copy of")
-                taken[path] = ("f", data, mode)
+                taken[path] = ("f", data, info)
     for name in KEEP:
         taken.pop(f"{WORKDIR}/{name}", None)
     return taken
@@ -187,21 +190,18 @@ def _remove_one(path: str, info: os.stat_result) -> None:
         pass
 
 
-def _same(path: str, info: os.stat_result, kept: tuple[str, bytes, int]) -> bool:
-    kind, content, mode = kept
-    if stat.S_IMODE(info.st_mode) != mode:
+def _same(info: os.stat_result, kept: tuple[str, bytes, os.stat_result]) -> bool:
+    """Unchanged since the snapshot: the same inode and mode, and for a file or link the same
+    change time, which every write, chmod or utime moves and no process can set back."""
+    was = kept[2]
+    if info.st_ino != was.st_ino or info.st_mode != was.st_mode:
         return False
-    if kind == "d":
-        return stat.S_ISDIR(info.st_mode)
-    if kind == "l":
-        return stat.S_ISLNK(info.st_mode) and os.fsencode(os.readlink(path)) == content
-    if not stat.S_ISREG(info.st_mode) or info.st_size != len(content):
-        return False
-    with open(path, "rb") as stream:  # a regular file, checked above: no symlink to follow
-        return stream.read() == content
+    # a directory's entries are compared one by one (its own times move with them)
+    return kept[0] == "d" or (info.st_ctime_ns == was.st_ctime_ns
+                              and info.st_size == was.st_size)
 
 
-def restore(taken: dict[str, tuple[str, bytes, int]]) -> None:
+def restore(taken: dict[str, tuple[str, bytes, os.stat_result]]) -> None:
     """Put the writable places back as the snapshot has them: whatever a call added, changed
     or removed (its content, its rights) is undone."""
     keep = {f"{WORKDIR}/{name}" for name in KEEP}
@@ -210,11 +210,12 @@ def restore(taken: dict[str, tuple[str, bytes, int]]) -> None:
             if path in keep:
                 continue
             kept = taken.get(path)
-            if kept is None or not _same(path, info, kept):
+            if kept is None or not _same(info, kept):
                 _remove(path, info)
-    for path, (kind, content, mode) in taken.items():  # parents come before their children
+    for path, (kind, content, was) in list(taken.items()):  # parents before their children
         if os.path.lexists(path):
             continue
+        mode = stat.S_IMODE(was.st_mode)
         if kind == "d":
             os.mkdir(path, mode)
             os.chmod(path, mode)
@@ -229,6 +230,7 @@ def restore(taken: dict[str, tuple[str, bytes, int]]) -> None:
             finally:
                 os.close(fd)
             os.chmod(path, mode)
+        taken[path] = (kind, content, os.lstat(path))  # as written back: the next compare
 
 
 # -- one call -----------------------------------------------------------------------------------
@@ -322,7 +324,7 @@ def _status(raw: int) -> int:
     return os.WEXITSTATUS(raw)
 
 
-def serve(ctrl: int, runner: object, taken: dict[str, tuple[str, bytes, int]],
+def serve(ctrl: int, runner: object, taken: dict[str, tuple[str, bytes, os.stat_result]],
           budget: int) -> None:
     while True:
         header = receive(ctrl)
@@ -369,6 +371,12 @@ def main() -> None:
     send(ctrl, json.dumps(answer).encode())
     if problem or not fork_safe:
         os._exit(0)
+    import gc
+
+    # What is loaded now is shared with every call, copy-on-write: kept out of the collector,
+    # whose passes would otherwise write to (and so copy) every page of it in each call.
+    gc.collect()
+    gc.freeze()
     serve(ctrl, runner, taken, int(start["result_max_bytes"]))
 
 

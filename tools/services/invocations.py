@@ -210,10 +210,11 @@ def invocation_call(*, activation: Activation, token: ToolToken | None, command:
         user_id=None if token is not None else user_id, status=Invocation.Status.RUNNING,
         input_bytes=json_size(payload))
     invocation.version = activation.version
-    return _execute(invocation, payload)
+    return _execute(invocation, payload, activation)
 
 
-def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
+def _execute(invocation: Invocation, payload: dict[str, Any],
+             activation: Activation | None = None) -> Invocation:
     refusal = _refusal_at_call_time(invocation)
     if refusal:
         return _finish(invocation, status=Invocation.Status.REFUSED, error=refusal[1],
@@ -231,7 +232,7 @@ def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
             command=None if event else invocation.command,
             event=invocation.command if event else None, payload=payload, settings=values,
             storage=stored.data if stored else {}, secret_settings=secret_names,
-            warm=warm_key(invocation)),
+            warm=warm_key(invocation, activation)),
             http=gate.perform if gate else None, records=gate.records if gate else None)
     except ValueError as exc:  # a malformed call (a bad entry): nothing of the plugin ran
         logger.exception("invocation %s could not be made", invocation.pk)

@@ -45,14 +45,19 @@ def warm_of(activation_id: int | None) -> bool:
     return True if found is None else found
 
 
-def warm_key(invocation: Invocation) -> WarmKey | None:
+def warm_key(invocation: Invocation, activation: Activation | None = None) -> WarmKey | None:
     """The warm sandboxes `invocation` may run in, or None (the portal's events, a tool whose
-    admin turned them off, no activation in force)."""
+    admin turned them off, no activation in force). `activation`: the one in force, read by
+    the caller a moment ago (its in-use check runs before the call anyway)."""
     if invocation.caller == Invocation.Caller.EVENT:
         return None
-    on = Activation.objects.filter(team_id=invocation.team_id, plugin_id=invocation.plugin_id,
-                                   version_id=invocation.version_id,
-                                   status=Activation.Status.ACTIVE, warm_sandbox=True).exists()
+    if activation is not None and activation.version_id == invocation.version_id:
+        on = activation.warm_sandbox
+    else:
+        on = Activation.objects.filter(
+            team_id=invocation.team_id, plugin_id=invocation.plugin_id,
+            version_id=invocation.version_id, status=Activation.Status.ACTIVE,
+            warm_sandbox=True).exists()
     return WarmKey(team_id=invocation.team_id, version_id=invocation.version_id) if on else None
 
 
