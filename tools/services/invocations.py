@@ -311,22 +311,22 @@ def _finish(invocation: Invocation, *, status: str, **fields: Any) -> Invocation
     answer = invocation.output
     fields.setdefault("output", None)
     fields.setdefault("output_text", "")
-    now = timezone.now()
+    written = {"status": status, "finished_at": timezone.now(), **fields}
     try:
         with transaction.atomic():  # a savepoint: a refused write leaves the rest usable
-            Invocation.objects.filter(pk=invocation.pk).update(status=status, finished_at=now,
-                                                               **fields)
+            Invocation.objects.filter(pk=invocation.pk).update(**written)
     except (DataError, ValueError):
         # Something PostgreSQL refuses got past the runtime's cleaning (storable.py): the
         # call still ends, as a failure that says so, rather than "running" for ever.
         logger.exception("invocation %s: its outcome could not be saved", invocation.pk)
         status = Invocation.Status.FAILED
-        Invocation.objects.filter(pk=invocation.pk).update(
-            status=status, finished_at=now, output=None, output_text="", log_lines=[],
-            error_kind="bad_output",
-            error="The plugin's answer could not be saved (it holds text the database cannot "
-                  "keep).")
-    invocation.refresh_from_db()
+        written = {"status": status, "finished_at": written["finished_at"], "output": None,
+                   "output_text": "", "log_lines": [], "error_kind": "bad_output",
+                   "error": "The plugin's answer could not be saved (it holds text the"
+                            " database cannot keep)."}
+        Invocation.objects.filter(pk=invocation.pk).update(**written)
+    for name, value in written.items():  # as saved: one query less than reading it back
+        setattr(invocation, name, value)
     if status == Invocation.Status.OK:
         invocation.output = answer if answer is not None else invocation.output
     if invocation.schedule_id is not None:
