@@ -260,6 +260,9 @@ LLM_MAX_TOKENS = env.int("LLM_MAX_TOKENS", default=0)
 LLM_MAX_RETRIES = env.int("LLM_MAX_RETRIES", default=2)
 LLM_SCRIPT = env.str("LLM_SCRIPT", default="")
 LLM_N_CTX = env.int("LLM_N_CTX", default=4096)
+# The model's context window in tokens, when a server's is known (0: unknown; the model run in
+# the worker has LLM_N_CTX): reply caps and prompts are fitted to it (docs/llm.md, "Reply caps").
+LLM_CONTEXT_TOKENS = env.int("LLM_CONTEXT_TOKENS", default=0)
 # Whether a model reads system messages: "measure" it on a self-run server's first call (the
 # default), "keep" them, or "fold" them into the first user message (docs/llm.md).
 LLM_SYSTEM_MESSAGES = env.str("LLM_SYSTEM_MESSAGES", default="measure").strip().lower()

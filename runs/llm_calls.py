@@ -20,9 +20,15 @@ from django.utils import timezone
 from autocoder import realtime
 from autocoder.installation import InstallationFault
 from autocoder.llm import structured
-from autocoder.llm.config import role_max_tokens
+from autocoder.llm.config import (
+    context_tokens,
+    fitted_cap,
+    prompt_room_chars,
+    role_max_tokens,
+)
 from autocoder.llm.models import ModelPrice
 from autocoder.llm.pricing import prices_for
+from autocoder.llm.speed import speed_record
 from autocoder.llm.types import (
     DEADLINE,
     CallRecord,
@@ -109,7 +115,8 @@ class RunLLM:
         return self.factory(self.run, role)
 
     def complete(self, role: str, messages: list[Message],
-                 schema: ReplySchema | None = None) -> str:
+                 schema: ReplySchema | None = None, *, purpose: str = "",
+                 room: int = 1) -> str:
         """The reply text; every attempt is stored as an LLMCall row (costs are real even when
         the step later dies), and the run's token counters move at once. A failure that is
         the installation's (see readiness.call_fault) is raised as an InstallationFault.
@@ -118,6 +125,8 @@ class RunLLM:
         streaming, up to the end of the run's wall-time budget: there reading stops and the text
         so far is the reply (the next step then ends the run for its budget). With `schema`,
         the reply is held to it where the model's server allows (autocoder.llm.structured).
+        Its cap is the role's (times `room`), fitted to the model's context window beside the
+        prompt; `purpose` is kept on the call's record (autocoder/engine/llm_port.py).
         """
         records: list[CallRecord] = []
         # A scripted reply arrives whole and at once: there is nothing to watch.
@@ -126,16 +135,14 @@ class RunLLM:
         if stream is not None:
             stream.start()
         provider = self.provider(role)
-        # A real provider's configuration carries the role's cap (role_config); the scripted
-        # one is held to the same cap here, so a long scripted reply stops as a model's would.
-        cap = role_max_tokens(role) if self._scripted is not None else None
+        cap = self._fitted(role, provider, messages, room)
         self.last_finish_reason = ""
         try:
             completion = structured.complete(
                 provider, messages, role=role, schema=schema, record=records.append,
-                on_text=stream, deadline=self.deadline(), max_tokens=cap or None)
+                on_text=stream, deadline=self.deadline(), max_tokens=cap)
         except LLMError as error:
-            self._store(role, messages, records, reply="", failure=error)
+            self._store(role, messages, records, reply="", failure=error, purpose=purpose)
             if stream is not None:
                 stream.finish("failed")
             fault = self._installation_fault(error, provider)
@@ -143,11 +150,38 @@ class RunLLM:
                 raise fault from error  # the run is held, never failed (docs/llm.md)
             raise
         self.last_finish_reason = completion.finish_reason
-        self._store(role, messages, records, reply=completion.text, completion=completion)
+        self._store(role, messages, records, reply=completion.text, completion=completion,
+                    purpose=purpose)
+        speed_record(provider, completion)  # the Model page's measured speed (docs/llm.md)
         if stream is not None:
             stream.finish("cut" if completion.finish_reason == DEADLINE else "done",
                           tokens=completion.completion_tokens)
         return completion.text
+
+    def reply_cap(self, role: str, messages: list[Message], *, room: int = 1) -> int:
+        return self._fitted(role, self.provider(role), messages, room)
+
+    def _fitted(self, role: str, provider: Provider, messages: list[Message], room: int) -> int:
+        return fitted_cap(self._role_cap(role, provider) * max(1, room),
+                          context=self._context(provider),
+                          prompt_chars=sum(len(m.content) for m in messages))
+
+    def prompt_chars(self, role: str) -> int | None:
+        """The most characters `role`'s prompt may have for its reply to keep its room in the
+        model's context window (None: the window is not known)."""
+        provider = self.provider(role)
+        return prompt_room_chars(self._role_cap(role, provider),
+                                 context=self._context(provider))
+
+    def _role_cap(self, role: str, provider: Provider) -> int:
+        # A real provider's configuration carries the role's cap (role_config, with the team's
+        # override); the scripted one is held to the same cap, so a long scripted reply stops
+        # as a model's would.
+        config = getattr(provider, "config", None) if self._scripted is None else None
+        return int(getattr(config, "max_tokens", 0) or role_max_tokens(role))
+
+    def _context(self, provider: Provider) -> int:
+        return context_tokens(getattr(provider, "config", None))
 
     def _installation_fault(self, error: LLMError, provider: Provider) -> InstallationFault | None:
         """The installation's fault in `error` (the model is unreachable, refuses the key, does
@@ -168,7 +202,7 @@ class RunLLM:
 
     def _store(self, role: str, messages: list[Message], records: list[CallRecord], *,
                reply: str, completion: Completion | None = None,
-               failure: LLMError | None = None) -> None:
+               failure: LLMError | None = None, purpose: str = "") -> None:
         if not records:
             records = [_record_from(role, completion, failure)]
         sent = [{"role": m.role, "content": m.content} for m in messages]
@@ -184,7 +218,7 @@ class RunLLM:
                            and rec.error is None else ""),
             reply_form=(completion.reply_form if completion is not None
                         and rec.error is None else ""),
-            cost=_priced(prices, rec),
+            cost=_priced(prices, rec), purpose=purpose,
         ) for rec in records]
         LLMCall.objects.bulk_create(rows)
         prompt = sum(rec.prompt_tokens for rec in records)

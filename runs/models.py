@@ -261,6 +261,10 @@ class LLMCall(models.Model):
     # How the reply was asked for: held to the role's schema through a provider option
     # (json_schema, json_object, tool) or "fenced" (docs/llm.md, "Constrained replies").
     reply_form = models.CharField(max_length=16, blank=True)
+    # Why the call was made: "" the first ask; "continue" a reply cut at its length limit,
+    # "longer" the same ask with more room, "shorter" the same ask for a shorter reply
+    # (autocoder/engine/llm_port.py; docs/engine.md, "The reply protocol for files").
+    purpose = models.CharField(max_length=12, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

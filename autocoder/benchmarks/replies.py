@@ -124,7 +124,7 @@ def second_iteration(spec: Spec) -> tuple[dict[str, str], str]:
     """The demo's files after its first attempt, and what went wrong with it."""
     script = json.loads(DEMO_SCRIPT.read_text())
     files = {**scaffold_files(spec), **read_files(script["implementer"][0]).files}
-    return files, f"Reflection on iteration 1:\n{script['reflector'][0]}"
+    return files, f"Reflection on attempt 1:\n{script['reflector'][0]}"
 
 
 def run(config: ProviderConfig, *, calls: int, prompt_chars: int, edits: bool = False,

@@ -180,14 +180,19 @@ def change_reasons(run: Any, previous: Mapping[str, str], files: Mapping[str, st
 
 
 def change_manifest(spec: Spec, base: Mapping[str, str], version: str, *,
-                    permissions: Permissions, libraries: Sequence[str]) -> str | None:
+                    permissions: Permissions, libraries: Sequence[str],
+                    words_from: str = "") -> str | None:
     """A change run's plugin.toml: the version's own (None when it cannot be read), with the
-    permissions granted so far, the libraries the code imports, the spec's new commands and
-    the next version number."""
+    permissions granted so far, the libraries the code imports, the spec's new commands, the
+    summary and descriptions the change rewrote (those of `words_from`, the candidate's
+    plugin.toml; change_words.py) and the next version number."""
+    from autocoder.engine.change_words import with_words
+
     old = _base_manifest(base, version)
     if old is None:
         return None
-    new = _changed(old, spec, permissions=permissions, libraries=libraries)
+    new = with_words(_changed(old, spec, permissions=permissions, libraries=libraries),
+                     read_manifest(words_from) if words_from else None)
     return render_manifest(dataclasses.replace(new, version=next_version(old, new).version))
 
 

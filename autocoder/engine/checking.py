@@ -54,7 +54,8 @@ def _with_declared_libraries(step: Step, files: dict[str, str],
     pins = [f"{lib.distribution}=={lib.version}" for lib in used_libraries(files)]
     base = base_of(step.run)
     manifest = (base and change_manifest(step.spec, base, base_version(step.run),
-                                         permissions=granted, libraries=pins)) \
+                                         permissions=granted, libraries=pins,
+                                         words_from=files.get("plugin.toml", ""))) \
         or plugin_toml(step.spec, permissions=granted, libraries=pins)
     return files if files.get("plugin.toml") == manifest else {**files, "plugin.toml": manifest}
 

@@ -10,7 +10,7 @@ from typing import Any
 from autocoder.engine import lessons_port
 from autocoder.engine.detector import FAILING
 from autocoder.engine.escapes import after_failure
-from autocoder.engine.prompting import build_messages
+from autocoder.engine.prompting import CUT_NOTE, build_messages
 from autocoder.engine.reply_formats import as_text, ask
 from autocoder.engine.states import Checkpoint, Phase, RunStatus
 from autocoder.engine.steps import Step, budget_chars, latest_checkpoint, prompt_context
@@ -23,9 +23,11 @@ def reflect_phase(step: Step) -> Transition:
     assert checkpoint is not None, "reflect runs after a checkpoint"
     ctx = prompt_context(step, files=checkpoint.files, failures="\n\n".join(checkpoint.failures))
     ctx.iteration = checkpoint.number
-    text = ask(step.llm, "reflector", build_messages("reflector", ctx,
-                                                     budget_chars=budget_chars()))
-    reflection = as_text("reflector", text).strip()[:4000]
+    answer = ask(step.llm, "reflector", build_messages(
+        "reflector", ctx, budget_chars=budget_chars(step, "reflector")))
+    reflection = as_text("reflector", answer.text).strip()[:4000]
+    if answer.cut:
+        reflection += CUT_NOTE
     pending = {k: v for k, v in step.pending.items() if k in ("lesson_ids", "lessons")}
     if run.use_lessons and checkpoint.failures:
         found = lessons_port.retrieve(team_id=step.team_id,

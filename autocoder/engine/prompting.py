@@ -5,8 +5,9 @@ write files, the reply protocol) and a user message made of sections. When the w
 fit in `budget_chars`, the least important material goes first: older earlier approaches (the
 newest two stay longest), then the bodies of files other than the package's plugin.py (listed
 by name instead), then the middle of the failures (down to FAILURES_FLOOR, keeping the first and
-last lines), then reference docs and lessons (the least relevant, last, first), then the rest
-of the failures and approaches, and as a last resort the middle of plugin.py. The request with
+last lines), then reference docs and lessons (the least relevant, last, first), then the
+second-newest approach where the failures would go otherwise, then the rest of the failures
+and approaches, and as a last resort the middle of plugin.py. The request with
 its examples, the person's guidance, the plan and the task are never dropped, so only they can
 push a prompt over budget.
 """
@@ -20,9 +21,18 @@ from functools import cache
 from pathlib import Path
 from string import Template
 
+from autocoder.engine.host_api import host_api_lines
+from autocoder.engine.judging import bar_text
+from autocoder.engine.prompt_files import (
+    MIN_TRIMMED_SECTION,
+    FileSection,
+    host_written,
+    squeeze,
+)
 from autocoder.engine.replies import parse_reply
 from autocoder.engine.scaffold import ACCEPTANCE_TEST_PATH, method_name
 from autocoder.engine.spec import Spec
+from autocoder.llm.config import REPLY_WORDS
 from autocoder.llm.types import ROLES, Message
 
 PROMPTS_DIR = Path(__file__).resolve().parent / "prompts"
@@ -32,7 +42,6 @@ PLAN_MAX_CHARS = 6000
 MAX_APPROACH_CHARS = 1500
 KEEP_APPROACHES = 2  # the newest approaches stay until everything else has been trimmed
 FAILURES_FLOOR = 2500
-MIN_TRIMMED_SECTION = 160  # below this a trimmed section says too little to be worth sending
 
 # Which optional sections each role sees; the request and the task are always there.
 _ROLE_SECTIONS: dict[str, frozenset[str]] = {
@@ -61,6 +70,10 @@ class PromptContext:
     checks: str = ""  # for the reviewer: what tests and safety gate found on the candidate
     reference: str | None = None  # API reference entries; None: retrieved for the plan+failures
     edits: bool = False  # the implementer may answer with edits instead of whole files
+    # Where the request's examples are tests: the acceptance tests, or a change run's
+    # regression tests (autocoder/engine/changing.py); the version a change run changes.
+    examples_path: str = ACCEPTANCE_TEST_PATH
+    base_version: str = ""
 
 
 def build_messages(role: str, ctx: PromptContext, *, budget_chars: int = 24000) -> list[Message]:
@@ -68,24 +81,31 @@ def build_messages(role: str, ctx: PromptContext, *, budget_chars: int = 24000) 
         raise ValueError(f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
     if ctx.escape and ctx.escape not in PROMPT_ESCAPES:
         raise ValueError(f"unknown escape {ctx.escape!r} (expected one of {PROMPT_ESCAPES})")
-    system_text, task_text = _role_template(role, ctx.spec, ctx.iteration)
+    system_text, task_text = _role_template(role, ctx)
     if role == "implementer" and ctx.edits:
         task_text += "\n\n" + Template(_template("_edits")).substitute(
             package=ctx.spec.package).strip()
     wanted = _ROLE_SECTIONS[role]
     if "reference" in wanted and ctx.reference is None:
         ctx.reference = _reference(ctx)
-    user = _UserMessage(ctx, wanted, task_text, writes_plan=role == "architect")
+    user = _UserMessage(ctx, wanted, task_text, role=role)
     user.fit(budget_chars - len(system_text))
     return [Message("system", system_text), Message("user", user.render())]
 
 
-def plan_from_reply(text: str) -> str:
-    """The architect's plan: the reply without file blocks, capped at PLAN_MAX_CHARS."""
+# Added where a reply is still cut at its length limit after being continued: whoever reads
+# it next (the implementer, a person at a gate) knows its end is missing.
+CUT_NOTE = "\n[The reply stops here: it was cut at the model's length limit, its end is missing.]"
+
+
+def plan_from_reply(text: str, *, cut: bool = False) -> str:
+    """The architect's plan: the reply without file blocks, capped at PLAN_MAX_CHARS; a plan
+    `cut` at the model's length limit says so at its end."""
     plan = parse_reply(text).prose.strip()
-    if len(plan) <= PLAN_MAX_CHARS:
-        return plan
-    marker = "\n[... plan shortened ...]"
+    note = CUT_NOTE if cut else ""
+    if len(plan) + len(note) <= PLAN_MAX_CHARS:
+        return plan + note
+    marker = note or "\n[... plan shortened ...]"
     return plan[: PLAN_MAX_CHARS - len(marker)].rstrip() + marker
 
 
@@ -99,16 +119,20 @@ def review_verdict(text: str) -> str:
     return found.group(1).lower().replace(" ", "_") if found else ""
 
 
-def review_opinion(text: str) -> dict[str, str] | None:
+def review_opinion(text: str, *, cut: bool = False) -> dict[str, str] | None:
     """The reviewer's reply as {"verdict", "remarks"}; None for a reply without a verdict
-    line (empty, or not what was asked for), which is no opinion at all."""
+    line (empty, or not what was asked for), which is no opinion at all. Remarks `cut` at the
+    model's length limit say so at their end."""
     found = _VERDICT.search(text or "")
     if found is None:
         return None
     # The whole verdict line goes, with any markdown around the verdict ("**VERDICT: ...**").
     end = text.find("\n", found.end())
     remarks = (text[:found.start()] + (text[end:] if end >= 0 else "")).strip()
-    return {"verdict": review_verdict(text), "remarks": _cap(remarks, MAX_REMARKS_CHARS)}
+    note = CUT_NOTE.strip() if cut else ""
+    remarks = _cap(remarks, MAX_REMARKS_CHARS - len(note) - 1)
+    return {"verdict": review_verdict(text),
+            "remarks": f"{remarks}\n{note}".strip() if note else remarks}
 
 
 # -- templates -----------------------------------------------------------------------------------
@@ -119,18 +143,64 @@ def _template(name: str) -> str:
     return (PROMPTS_DIR / f"{name}.md").read_text(encoding="utf-8")
 
 
-def _role_template(role: str, spec: Spec, iteration: int) -> tuple[str, str]:
-    values = {"plugin_name": spec.name, "package": spec.package, "iteration": str(iteration),
-              "acceptance_path": ACCEPTANCE_TEST_PATH, "libraries": runtime_libraries_text(),
-              "services": services_text(spec), "testing": testing_text(spec)}
+def _role_template(role: str, ctx: PromptContext) -> tuple[str, str]:
+    from autocoder.quality.strategies import strategy
+
+    spec = ctx.spec
+    values = {"plugin_name": spec.name, "package": spec.package, "iteration": str(ctx.iteration),
+              "words": str(REPLY_WORDS.get(role, 0)),
+              "judged": bar_text(spec, role, change=ctx.base_version,
+                                 examples=ctx.examples_path),
+              "read_only": _read_only(ctx),
+              "change": _change_words(ctx) if role == "implementer" else "",
+              "libraries": runtime_libraries_text(detail=role in _CHOOSE_LIBRARIES),
+              "stdlib": ", ".join(CONTRACT_STDLIB),
+              "services": services_text(spec, harness=_HARNESS_TOLD.get(role, "none")),
+              "testing": testing_text(spec), "strategy": strategy(spec.testing_strategy).key}
     values["contract"] = Template(_template("_contract")).substitute(values).strip()
     values["protocol"] = Template(_template("_protocol")).substitute(values).strip()
     system, _, task = _template(role).partition(TASK_MARKER)
-    return (Template(system).substitute(values).strip(),
-            Template(task).substitute(values).strip())
+    system = Template(system).substitute(values).strip()
+    if values["change"]:
+        system += "\n\n" + values["change"]
+    return system, Template(task).substitute(values).strip()
 
 
-def services_text(spec: Spec) -> str:
+def _read_only(ctx: PromptContext) -> str:
+    """The contract's line on the tests the model may not touch: the acceptance tests, or in
+    a change run the change's regression tests (its acceptance tests) and the version's."""
+    if not ctx.base_version:
+        return (f"`{ACCEPTANCE_TEST_PATH}` (the requester's examples) and `tests/conftest.py`"
+                " are read-only: never send them.")
+    return (f"This run changes version {ctx.base_version}: `{ctx.examples_path}` (this change's"
+            " examples, its acceptance tests) and `tests/conftest.py` are read-only (never"
+            f" send them), and every test of version {ctx.base_version} keeps passing.")
+
+
+def _change_words(ctx: PromptContext) -> str:
+    if not ctx.base_version:
+        return ""
+    return ("When the change makes the plugin's summary or a command's description untrue, send"
+            " `plugin.toml` with only those words rewritten (the host keeps the rest of it), and"
+            " README.md with its words made true too.")
+
+
+# The roles that choose libraries are told what each is for; the roles that write tests or
+# explain their failures, how the tests' harness answers and records; the reviewer, its
+# fixture (engine/host_api.py).
+_CHOOSE_LIBRARIES = frozenset({"architect", "implementer"})
+_HARNESS_TOLD = {"implementer": "all", "tester": "all", "reflector": "all",
+                 "reviewer": "fixture"}
+# The reviewed standard library as the contract names it: what plugins use most; the safety
+# gate allows each (autocoder/safety/reviewed.py; tests/engine/test_lean_prompts.py checks it).
+CONTRACT_STDLIB = (
+    "json", "csv", "io.StringIO", "io.BytesIO", "re", "datetime", "zoneinfo", "math", "decimal",
+    "statistics", "collections", "itertools", "functools", "dataclasses", "typing", "enum",
+    "textwrap", "hashlib", "base64", "urllib.parse",
+)
+
+
+def services_text(spec: Spec, *, harness: str = "all") -> str:
     """What the contract says about other services: how this plugin reaches the ones its spec
     names (docs/plugins.md, "Host API"), or that it reaches none; and, for a plugin that runs
     on a schedule, the period each run covers."""
@@ -138,38 +208,13 @@ def services_text(spec: Spec) -> str:
     if not services:
         return "\n".join(["- This plugin talks to no other service: it works only on the payload"
                           " it is given.", *_schedule_lines(spec)])
-    hosts = ", ".join(rule.text() for rule in services.hosts) or "none of its own"
     lines = [
-        "- This plugin talks to other services, only through the host's API, which",
-        "  `on_initialize(self, api)` receives: keep it (`self.api = api`). Never import",
-        "  socket, urllib.request, http.client or requests: the sandbox has no network.",
-        f"  - `api.http.get/post/put/patch/delete(url, params=, headers=, json=, data=,"
-        f" timeout=, auth=)` reaches only these hosts: {hosts}"
-        + (", and the addresses of the address settings below" if services.address_settings
-           else "") + ". It returns a response with"
-        " `.status`, `.ok`, `.text`, `.json()`, `.headers`, `.raise_for_status()`; a refused"
-        " or failed request raises `api.http.HttpError`.",
-    ]
-    lines += _systems_lines(spec)
-    plain = [s.name for s in services.settings if not s.secret and s.kind != "address"]
-    secret = [s.name for s in services.settings if s.secret]
-    if plain:
-        lines.append(f"  - Settings the team enters: {', '.join(plain)}; read them as"
-                     " `api.settings[\"name\"]`.")
-    if secret:
-        lines.append(f"  - Secrets: {', '.join(secret)}. Their values never reach the plugin:"
-                     " send one as `auth=api.secret(\"name\")` (a bearer token),"
-                     " `auth=(\"user\", api.secret(\"name\"))` (basic) or a header template"
-                     " `headers={\"X-Key\": \"{name}\"}`; reading it from api.settings raises.")
-    if services.storage:
-        lines.append("  - `api.storage` keeps JSON values between calls (`get`, `set`,"
-                     " `delete`, `[key]`).")
-    lines += [
-        "  - Tests never reach a network: they take the `plugin_api` fixture (the same api with",
-        "    a recording api.http): `plugin_api.configure(settings={...})`,",
-        "    `plugin_api.http.reply(\"POST\", url, status=200, json=... or text=...)`, then",
-        "    `plugin = Plugin(); plugin.on_initialize(plugin_api)`, and assert on",
-        "    `plugin_api.http.requests[i]` (`.method`, `.url`, `.json`, `.headers`, `.auth`).",
+        "- This plugin talks to other services only through the host's API, which",
+        "  `on_initialize(self, api)` receives: keep it (`self.api = api`); never socket,",
+        "  urllib.request, http.client or requests.",
+        # Each fact checked on the real classes (engine/host_api.py).
+        *host_api_lines(spec, harness=harness),
+        *_systems_lines(spec),
     ]
     return "\n".join(lines + _schedule_lines(spec))
 
@@ -223,42 +268,40 @@ def _schedule_lines(spec: Spec) -> list[str]:
 
 
 def testing_text(spec: Spec) -> str:
-    """What the requester's testing strategy asks of the tests (autocoder/quality/strategies.py;
-    docs/engine.md, "Testing strategies")."""
+    """The tester's brief for the requester's testing strategy, one per strategy
+    (autocoder/quality/strategies.py; docs/engine.md, "Testing strategies")."""
     from autocoder.quality.strategies import strategy
 
     chosen = strategy(spec.testing_strategy)
-    lines = [f"The requester chose the {chosen.key} testing strategy:"]
     if chosen.coverage_min <= 0:
-        lines.append("- basic: test the requester's examples and the main cases of every command"
-                     " (a typical input, and an empty one).")
-        return "\n".join(lines)
-    lines += [
-        "- test every command: its main cases, its edge cases (empty, missing and unusual"
-        " values, boundaries) and its errors (bad input raises `ValueError` with a clear"
-        " message);",
-        f"- the tests must run at least {chosen.coverage_min:.0%} of the plugin's lines"
-        " (line coverage, measured with coverage.py), so leave no command or branch untested.",
+        return (f"The requester chose the {chosen.key} testing strategy: test the main cases"
+                " of every command beyond the examples (a typical input, an empty one) and"
+                " that an unknown command raises `ValueError`.")
+    lines = [
+        f"The requester chose the {chosen.key} testing strategy: test every command's main"
+        " cases, its edge cases (empty, missing and unusual values, boundaries) and its errors"
+        " (bad input raises `ValueError` with a clear message); the tests must run at least"
+        f" {chosen.coverage_min:.0%} of the plugin's lines (coverage.py), so leave no command"
+        " or branch untested.",
     ]
     if chosen.property_tests:
-        lines += [
-            "- stress: also write property-based tests with Hypothesis (`from hypothesis import"
-            " given, settings, strategies as st`;"
-            " `@settings(max_examples=50, deadline=None, derandomize=True)`)"
-            " for properties that hold for every input (types, invariants, round trips, no"
-            " crash on any valid input);",
-            "- and at least one test on a large input (thousands of rows or items, built in the"
-            " test) that checks the result and finishes quickly.",
-        ]
+        lines.append(
+            "Stress also asks for property-based tests with Hypothesis (`from hypothesis"
+            " import given, settings, strategies as st`; `@settings(max_examples=50,"
+            " deadline=None, derandomize=True)`) of what holds for every input (types,"
+            " invariants, round trips, no crash on valid input), and a test on a large input"
+            " (thousands of rows or items, built in the test) that checks the result quickly.")
     return "\n".join(lines)
 
 
-def runtime_libraries_text() -> str:
-    """The plugin runtime's libraries as the model is told them (autocoder/runtime)."""
+def runtime_libraries_text(*, detail: bool = True) -> str:
+    """The plugin runtime's libraries as the model is told them (autocoder/runtime): with
+    `detail`, each one's version and what it is for."""
     from autocoder.runtime import LIBRARIES
 
-    return "\n".join(f"  - `{lib.modules[0]}` ({lib.distribution} {lib.version}): {lib.purpose}"
-                     for lib in LIBRARIES)
+    if not detail:
+        return ", ".join(f"`{lib.modules[0]}`" for lib in LIBRARIES)
+    return "; ".join(f"`{lib.modules[0]}` {lib.version} ({lib.purpose})" for lib in LIBRARIES)
 
 
 # -- the user message ----------------------------------------------------------------------------
@@ -268,10 +311,11 @@ class _UserMessage:
     """Sections of the user message, with the trimming that keeps them within a budget."""
 
     def __init__(self, ctx: PromptContext, wanted: frozenset[str], task: str, *,
-                 writes_plan: bool = False) -> None:
+                 role: str = "") -> None:
         self.ctx = ctx
         self.main_path = f"{ctx.spec.package}/plugin.py"
-        self.fixed_head = [request_section(ctx.spec)]
+        writes_plan = role == "architect"
+        self.fixed_head = [request_section(ctx.spec, examples_path=ctx.examples_path)]
         if "guidance" in wanted and ctx.guidance.strip():
             self.fixed_head.append("# Guidance from a person (follow it)\n\n"
                                    + ctx.guidance.strip())
@@ -288,7 +332,12 @@ class _UserMessage:
         self.reference = (ctx.reference or "").strip() if "reference" in wanted else ""
         self.failures = ctx.failures.strip() if "failures" in wanted else ""
         self.checks = ctx.checks.strip() if "checks" in wanted else ""
-        self.files = _FileSection(ctx.files, self.main_path) if "files" in wanted else None
+        self.files = FileSection(ctx.files, self.main_path, readme_first=role == "reviewer",
+                                 host=host_written(ctx.spec, ctx.files,
+                                                   examples_path=ctx.examples_path,
+                                                   stub=writes_plan,
+                                                   change=bool(ctx.base_version))) \
+            if "files" in wanted else None
 
     def sections(self, files_text: str | None = None) -> list[str]:
         parts = list(self.fixed_head)
@@ -298,7 +347,7 @@ class _UserMessage:
             parts.append(_LESSONS_HEADING + self.lessons)
         if self.reference:
             parts.append(_REFERENCE_HEADING + self.reference)
-        if self.files is not None and self.files.paths:
+        if self.files is not None and self.files.shown:
             parts.append(self.files.render() if files_text is None else files_text)
         if self.failures:
             parts.append(_FAILURES_HEADING + self.failures)
@@ -313,7 +362,7 @@ class _UserMessage:
     def size(self) -> int:
         # The files section is counted, not rendered, so trimming hundreds of files stays cheap.
         parts = self.sections(files_text="")
-        files = self.files.size() if self.files is not None and self.files.paths else 0
+        files = self.files.size() if self.files is not None and self.files.shown else 0
         return sum(len(p) for p in parts) + files + 2 * (len(parts) - 1) + 1
 
     def fit(self, budget: int) -> None:
@@ -331,13 +380,17 @@ class _UserMessage:
         # before the failures disappear altogether.
         if excess() > 0 and self.failures:
             limit = max(FAILURES_FLOOR, len(self.failures) - excess())
-            self.failures = _squeeze(self.failures, limit)
+            self.failures = squeeze(self.failures, limit)
         if excess() > 0 and self.reference:  # reference docs go before lessons, weakest first
             self.reference = _cut_tail(self.reference, len(self.reference) - excess())
         if excess() > 0 and self.lessons:
             self.lessons = _cut_tail(self.lessons, len(self.lessons) - excess())
+        # The newest approach stays longer than the failures, the one before it does not.
+        while (len(self.approaches) > 1 and self.failures
+               and excess() > len(self.failures) - MIN_TRIMMED_SECTION):
+            self.approaches.pop(0)
         if excess() > 0 and self.failures:
-            self.failures = _squeeze(self.failures, len(self.failures) - excess())
+            self.failures = squeeze(self.failures, len(self.failures) - excess())
         while self.approaches and excess() > 0:
             self.approaches.pop(0)
         if excess() > 0 and self.files is not None:
@@ -354,92 +407,18 @@ def _reference(ctx: PromptContext) -> str:
     the plan and the failures call for (docs/engine.md, "Reference docs")."""
     from autocoder.engine import reference_port
 
+    # The plan and the failures at hand: the words of the request alone call for nothing.
     query = "\n\n".join(part for part in (ctx.plan, ctx.failures) if part.strip())
-    return reference_port.retrieve(query=query or ctx.spec.summary,
-                                   api_docs=ctx.spec.api_docs)
+    if not query and ctx.spec.api_docs.strip():
+        query = ctx.spec.summary  # the service's documentation is for what the plugin does
+    return reference_port.retrieve(query=query, api_docs=ctx.spec.api_docs)
 
 
-_FAILURES_HEADING = "# What went wrong in the last iteration\n\n"
+_FAILURES_HEADING = "# What went wrong in the last attempt\n\n"
 _CHECKS_HEADING = "# What the tests and the safety gate found\n\n"
-_HIDDEN_NOTE = "Not shown, to save space (they exist and stay as they are unless you send them): "
-MAX_HIDDEN_NAMES = 30
-
-
-class _FileSection:
-    def __init__(self, files: dict[str, str], main_path: str) -> None:
-        self.files = files
-        self.main_path = main_path
-        self.paths = sorted(files, key=lambda p: (_file_rank(p, main_path), p))
-        self.blocks = {path: _file_block(path, files[path]) for path in self.paths}
-        self.hidden: list[str] = []
-
-    def render(self) -> str:
-        shown = [self.blocks[p] for p in self.paths if p in self.blocks]
-        parts = ["# Current files", *shown]
-        if self.hidden:
-            parts.append(self._hidden_line())
-        return "\n\n".join(parts)
-
-    def size(self) -> int:
-        parts = [len("# Current files"), *(len(b) for b in self.blocks.values())]
-        if self.hidden:
-            parts.append(len(self._hidden_line()))
-        return sum(parts) + 2 * (len(parts) - 1)
-
-    def _hidden_line(self) -> str:
-        names = sorted(self.hidden)
-        more = len(names) - MAX_HIDDEN_NAMES
-        shown = ", ".join(names[:MAX_HIDDEN_NAMES]) + (f" and {more} more" if more > 0 else "")
-        return _HIDDEN_NOTE + shown
-
-    def drop_order(self) -> list[str]:
-        """Files whose bodies may be replaced by their names: least important, largest first.
-        The package's plugin.py is never among them."""
-        candidates = [p for p in self.paths if p != self.main_path]
-        return sorted(candidates, key=lambda p: (-_file_rank(p, self.main_path),
-                                                 -len(self.blocks[p])))
-
-    def hide(self, path: str) -> None:
-        if self.blocks.pop(path, None) is not None:
-            self.hidden.append(path)
-
-    def squeeze_main(self, excess: int) -> None:
-        if self.main_path not in self.blocks:
-            return
-        content = self.files[self.main_path]
-        shorter = _squeeze(content, max(0, len(content) - excess), minimum=0)
-        self.blocks[self.main_path] = _file_block(self.main_path, shorter)
-
-
-def _file_rank(path: str, main_path: str) -> int:
-    # Lower ranks matter more to the model and are shown first, dropped last.
-    package = main_path.split("/", 1)[0] + "/"
-    if path == main_path:
-        return 0
-    if path.startswith(package) and path.endswith(".py"):
-        return 1
-    if path.startswith("tests/test_generated_"):
-        return 2
-    if path == ACCEPTANCE_TEST_PATH:
-        return 3  # its examples are already in the request section
-    if path.endswith(".py"):
-        return 4
-    return 5
-
-
-_LANGS = {".py": "python", ".md": "markdown", ".toml": "toml", ".json": "json", ".txt": "text"}
-
-
-def _file_block(path: str, content: str) -> str:
-    lang = next((lang for ext, lang in _LANGS.items() if path.endswith(ext)), "text")
-    runs = [len(m.group(0)) for m in re.finditer(r"^ {0,3}`{3,}", content, re.M)]
-    fence = "`" * max([3, *(r + 1 for r in runs)])
-    body = content if content.endswith("\n") or not content else content + "\n"
-    return f"{fence}{lang} path={path}\n{body}{fence}"
-
-
-def request_section(spec: Spec) -> str:
-    """The request with every example: never trimmed, the model's ground truth."""
+def request_section(spec: Spec, *, examples_path: str = ACCEPTANCE_TEST_PATH) -> str:
+    """The request with every example: never trimmed, the model's ground truth, and the one
+    place each prompt says it (`examples_path`: the tests the examples are)."""
     lines = [
         "# The request",
         "",
@@ -447,8 +426,8 @@ def request_section(spec: Spec) -> str:
         "",
         spec.summary.strip(),
         "",
-        f"Commands, with the requester's examples (they are the acceptance tests in "
-        f"{ACCEPTANCE_TEST_PATH} and must pass exactly):",
+        f"Commands, with the requester's examples (they are the tests in {examples_path}"
+        " and must pass exactly):",
     ]
     for command in spec.commands:
         lines += ["", f"## `{command.name}` (method `{method_name(command.name)}`)"]
@@ -479,38 +458,6 @@ def _approaches_section(approaches: list[str], total: int) -> str:
 
 def _cap(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
-
-
-def _squeeze(text: str, limit: int, *, minimum: int = MIN_TRIMMED_SECTION) -> str:
-    """`text` in at most `limit` characters, keeping its first and last lines and cutting the
-    middle (a traceback's start says where, its end says what). "" when too little fits."""
-    if len(text) <= limit:
-        return text
-    if limit < max(minimum, 60):
-        return ""
-    lines = text.split("\n")
-    marker = "[... {} lines cut to fit ...]"
-    room = limit - len(marker) - 12
-    head: list[str] = []
-    tail: list[str] = []
-    used = 0
-    i, j = 0, len(lines) - 1
-    while i <= j:
-        take_head = len(head) <= len(tail)
-        line = lines[i] if take_head else lines[j]
-        if used + len(line) + 1 > room:
-            break
-        used += len(line) + 1
-        if take_head:
-            head.append(line)
-            i += 1
-        else:
-            tail.insert(0, line)
-            j -= 1
-    if not head and not tail:
-        half = max(0, room // 2)
-        return text[:half] + "\n" + marker.format("some") + "\n" + text[-half:] if half else ""
-    return "\n".join([*head, marker.format(j - i + 1), *tail])
 
 
 def _cut_tail(text: str, limit: int) -> str:

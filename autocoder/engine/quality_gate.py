@@ -45,8 +45,12 @@ def quality_met(spec: Spec, quality: dict[str, Any]) -> bool:
 
 
 def quality_failure(spec: Spec, quality: dict[str, Any]) -> str:
-    """The findings in words for the next prompts, when the score is below the threshold."""
+    """The findings in words for the next prompts, when the score is below the threshold.
+    Failing tests are left out: the failures list each of them already, with its output."""
     head = (f"The quality score {quality.get('score', 0)}/100 is below the required "
             f"{threshold_points(spec)}.")
-    prompt = str(quality.get("prompt") or "")
-    return f"{head}\n{prompt}" if prompt else head
+    lines = [line for line in str(quality.get("prompt") or "").splitlines()
+             if not line.startswith("- tests: ")]
+    findings = lines[1:]  # the first line is the report's own header (its score)
+    return "\n".join([head, "Fix these, most important first:", *findings]) if findings \
+        else head

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from autocoder.engine.llm_port import ModelCalls
+from autocoder.engine.llm_port import CONTINUE, FIRST, LONGER, ModelCalls
 from autocoder.engine.replies import (
     MAX_PATH_CHARS,
     Edit,
@@ -25,7 +25,7 @@ from autocoder.engine.replies import (
     normalize_path,
     parse_reply,
 )
-from autocoder.llm.types import Message, ReplySchema
+from autocoder.llm.types import CAPPED, DEADLINE, Message, ReplySchema
 
 _TEXT = {"type": "string"}
 # Servers' grammars let a raw newline or tab into a string, which strict JSON refuses: a file's
@@ -93,12 +93,83 @@ SCHEMAS: dict[str, ReplySchema] = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class Answer:
+    """A role's reply, whole or said to be cut: `cut` when it still stops short after being
+    continued (or asked again with more room), `asked` how it was completed, in order
+    ("continue", "longer"). Never handed on as complete when cut (docs/engine.md)."""
+
+    text: str
+    cut: bool = False
+    asked: tuple[str, ...] = ()
+
+
+# Told to a model whose reply stopped at its length limit (docs/engine.md, "The reply protocol
+# for files"); its continuation is joined to what it wrote.
+CONTINUE_ASK = ("Your reply above stopped at its length limit. Continue it from exactly where "
+                "it stopped: do not repeat anything, do not start again, no introduction. If it "
+                "stopped inside a file block, go on with that file's content (do not open the "
+                "block again) and close the block when the file ends.")
+MAX_COMPLETIONS = 2  # continuations (or retries with more room) of one reply
+_FILE_ROLES = ("implementer", "tester")
+_OVERLAP_MIN, _OVERLAP_MAX = 12, 400
+
+
 def ask(llm: ModelCalls, role: str, messages: list[Message], *, package: str = "",
-        edits: bool = False) -> str:
+        edits: bool = False, purpose: str = FIRST) -> Answer:
     """The role's reply, asked for in its shape (JSON where the server holds replies to a
     schema, free text elsewhere); read it with `read_files` or `as_text`. `edits`: the
-    implementer may answer with edits instead of whole files."""
-    return llm.complete(role, messages, schema=schema_for(role, package=package, edits=edits))
+    implementer may answer with edits instead of whole files; `purpose` is why it is asked.
+
+    A reply that stops at its length limit, or leaves a file block or a JSON object open, is
+    completed: free text is continued (the model is shown what it wrote and asked to go on,
+    and the two are joined), a JSON reply is asked for again with twice the room, then three
+    times where the context window has that room, as a JSON object cannot be continued in a
+    new message. At most MAX_COMPLETIONS times; a reply still short is an Answer with `cut`."""
+    schema = schema_for(role, package=package, edits=edits)
+    text = llm.complete(role, messages, schema=schema, purpose=purpose)
+    asked: list[str] = []
+    while _stops_short(role, text, llm.last_finish_reason) and len(asked) < MAX_COMPLETIONS:
+        if _json_start(text) is not None:
+            room = asked.count(LONGER) + 2
+            if llm.reply_cap(role, messages, room=room) <= llm.reply_cap(role, messages,
+                                                                        room=room - 1):
+                break  # the context window has no more room to give
+            asked.append(LONGER)
+            text = llm.complete(role, messages, schema=schema, purpose=LONGER, room=room)
+            continue
+        asked.append(CONTINUE)
+        more = llm.complete(role, [*messages, Message("assistant", text),
+                                   Message("user", CONTINUE_ASK)], purpose=CONTINUE)
+        text = joined(text, more)
+    return Answer(text=text, cut=_stops_short(role, text, llm.last_finish_reason,
+                                              deadline=True), asked=tuple(asked))
+
+
+def _stops_short(role: str, text: str, finish: str, *, deadline: bool = False) -> bool:
+    """Whether `text` is not a whole reply: the model stopped at its cap (or, with
+    `deadline`, at the run's deadline, where asking again cannot help), or a JSON object or
+    (for the roles that write files) a file block is left open."""
+    if finish == CAPPED or (deadline and finish == DEADLINE):
+        return True
+    if _json_start(text) is not None:
+        return _whole_object(text) is None
+    return role in _FILE_ROLES and any(r.reason.startswith("unterminated block")
+                                       for r in parse_reply(text).rejected)
+
+
+def joined(head: str, tail: str) -> str:
+    """A reply and its continuation as one text: the continuation's repeat of the reply's
+    last characters, or of the file block's opening fence, is left out."""
+    lines = tail.split("\n", 1)
+    reopened = lines[0].strip()
+    if reopened.startswith(("```", "~~~")) and "path=" in reopened and reopened in head:
+        tail = lines[1] if len(lines) > 1 else ""
+    longest = min(len(head), len(tail), _OVERLAP_MAX)
+    for size in range(longest, _OVERLAP_MIN - 1, -1):
+        if head.endswith(tail[:size]):
+            return head + tail[size:]
+    return head + tail
 
 
 def schema_for(role: str, *, package: str = "", edits: bool = False) -> ReplySchema | None:
@@ -114,8 +185,10 @@ def schema_for(role: str, *, package: str = "", edits: bool = False) -> ReplySch
 
 # Where each role writes, as a path pattern (flat, as _PATH; a dot as [.], since llama.cpp's
 # grammar made from a pattern turns `\.` into an escape its parser does not know).
+# The implementer may mend the tester's files, never the acceptance tests or the harness (a
+# small model held to a looser pattern sent an empty tests/test_acceptance.py).
 _WRITES = {
-    "implementer": ("^({package}/[A-Za-z0-9_./-]+|tests/[A-Za-z0-9_./-]+"
+    "implementer": ("^({package}/[A-Za-z0-9_./-]+|tests/test_generated_[A-Za-z0-9_]+[.]py"
                     "|README[.]md|plugin[.]toml)$"),
     "tester": "^tests/test_generated_[A-Za-z0-9_]+[.]py$",
 }

@@ -105,8 +105,12 @@ def scaffold_manifest(spec: Spec, *, permissions: Permissions | None = None,
 # -- the package ---------------------------------------------------------------------------------
 
 
+# The stub's docstrings are one line each: the request is said once, in the prompt's request
+# section, not again in every file the model reads and copies back (docs/llm.md).
+
+
 def _package_init(spec: Spec) -> str:
-    return f'{_docstring(f"{spec.name}: {_first_line(spec.summary)}")}\n'
+    return f'{_docstring(f"The {spec.name} plugin.")}\n'
 
 
 def _plugin_module(spec: Spec) -> str:
@@ -116,7 +120,7 @@ def _plugin_module(spec: Spec) -> str:
     )
     methods = "".join(_command_method(command, returns) for command in spec.commands)
     return (
-        f"{_docstring(f'The {spec.name} plugin: {_first_line(spec.summary)}')}\n"
+        f"{_docstring(f'The {spec.name} plugin.')}\n"
         "\n"
         "from __future__ import annotations\n"
         "\n"
@@ -124,7 +128,7 @@ def _plugin_module(spec: Spec) -> str:
         "\n"
         "\n"
         "class Plugin:\n"
-        f"    {_docstring(_first_line(spec.summary) or spec.name, indent='    ')}\n"
+        f"    {_docstring(f'The commands of {spec.name}.', indent='    ')}\n"
         "\n"
         "    def on_initialize(self, api: Any) -> None:\n"
         '        """Called once when the host loads the plugin; nothing to set up yet."""\n'
@@ -145,7 +149,7 @@ def _plugin_module(spec: Spec) -> str:
 
 
 def _command_method(command: CommandSpec, returns: str) -> str:
-    doc = command.description.strip() or f"The {command.name} command."
+    doc = f"The {command.name} command."
     message = json.dumps(f"{command.name} is not written yet")
     return (
         "\n"
@@ -348,10 +352,6 @@ def _services_words(spec: Spec) -> str:
 
 
 # -- helpers -------------------------------------------------------------------------------------
-
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")
 
 
 def _docstring(text: str, indent: str = "") -> str:

@@ -14,8 +14,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from autocoder.engine.budgets import budget_exhausted
+from autocoder.engine.change_words import words_lines, words_request
+from autocoder.engine.changing import base_of
+from autocoder.engine.judging import quality_lines
 from autocoder.engine.prompting import build_messages, review_opinion
 from autocoder.engine.reply_formats import as_text, ask
+from autocoder.engine.spec import Spec
 from autocoder.engine.states import Autonomy, RunHistory
 from autocoder.engine.steps import Step, budget_chars, prompt_context
 from autocoder.installation import InstallationFault
@@ -49,19 +53,21 @@ def second_opinion(step: Step, *, files: dict[str, str], result: dict[str, Any],
     if run.max_tokens and run.tokens_total >= run.max_tokens:
         return None
     ctx = prompt_context(step, files=files)
-    ctx.checks = _checks_text(result, reasons)
+    ctx.checks = "\n".join([_checks_text(step.spec, result, reasons),
+                            *_rewritten_words(step, files)])
     try:
-        text = ask(step.llm, "reviewer", build_messages("reviewer", ctx,
-                                                        budget_chars=budget_chars()))
+        answer = ask(step.llm, "reviewer", build_messages(
+            "reviewer", ctx, budget_chars=budget_chars(step, "reviewer")))
     except (LLMError, InstallationFault) as error:  # on record with its error; the run goes on
         logger.warning("run %s: no second opinion, the reviewer's call failed: %s", run.id, error)
         return None
-    opinion = review_opinion(as_text("reviewer", text))
+    opinion = review_opinion(as_text("reviewer", answer.text), cut=answer.cut)
     return {**opinion, "iteration": step.number} if opinion is not None else None
 
 
-def _checks_text(result: dict[str, Any], reasons: list[str]) -> str:
-    """What the reviewer is told about the candidate besides its code."""
+def _checks_text(spec: Spec, result: dict[str, Any], reasons: list[str]) -> str:
+    """What the reviewer is told about the candidate besides its code: the tests, the quality
+    score and coverage against the bar, the safety gate, why a person is asked."""
     report, safety = result["test_report"] or {}, result["safety_report"] or {}
     if result["tests_ran"]:
         examples = "all pass" if result["acceptance_passed"] else "do not all pass"
@@ -70,6 +76,7 @@ def _checks_text(result: dict[str, Any], reasons: list[str]) -> str:
                  f"requester's examples {examples}."]
     else:
         lines = ["The tests did not run."]
+    lines += quality_lines(spec, result.get("quality") or {})
     findings = safety.get("findings", [])
     lines.append(f"Safety gate: {safety.get('verdict') or 'not run'}, "
                  f"{len(findings)} finding(s).")
@@ -79,6 +86,16 @@ def _checks_text(result: dict[str, Any], reasons: list[str]) -> str:
         lines.append("Why a person is asked: " + "; ".join(reasons))
     lines += result["failures"]
     return "\n".join(lines)[:MAX_CHECKS_CHARS]
+
+
+def _rewritten_words(step: Step, files: dict[str, str]) -> list[str]:
+    """In a change run, the plugin's own words the change rewrote (its summary, a command's
+    description), against the version in use (change_words.py)."""
+    base = base_of(step.run)
+    if not base:
+        return []
+    changed = words_request(base.get("plugin.toml", ""), files.get("plugin.toml", ""))
+    return words_lines(changed[1] if changed else None)
 
 
 def asks_for_changes(opinion: dict[str, Any] | None) -> bool:

@@ -11,11 +11,11 @@ from typing import Any
 
 from django.conf import settings
 
-from autocoder.engine.changing import base_of, start_files
+from autocoder.engine.changing import base_of, base_version, regression_path, start_files
 from autocoder.engine.escapes import ESCAPES
 from autocoder.engine.llm_port import ModelCalls
 from autocoder.engine.prompting import PromptContext
-from autocoder.engine.scaffold import scaffold_files
+from autocoder.engine.scaffold import ACCEPTANCE_TEST_PATH, scaffold_files
 from autocoder.engine.spec import Spec
 from autocoder.engine.states import Checkpoint, RunHistory, RunView
 
@@ -92,8 +92,16 @@ def prompt_context(step: Step, *, files: dict[str, str], failures: str = "",
         failures="" if escape == "reset_context" else failures,
         earlier_approaches=approaches,
         lessons=pending.get("lessons", "") if run.use_lessons else "",
-        guidance=run.guidance, escape=escape,
+        guidance=run.guidance, escape=escape, examples_path=examples_path(step),
+        base_version=base_version(run) if base_of(run) else "",
     )
+
+
+def examples_path(step: Step) -> str:
+    """The tests the request's examples are: the acceptance tests, or in a change run the
+    regression tests it added (autocoder/engine/changing.py)."""
+    base = base_of(step.run)
+    return regression_path(base) if base else ACCEPTANCE_TEST_PATH
 
 
 def failures_for_prompt(checkpoint: Checkpoint | None) -> str:
@@ -102,9 +110,14 @@ def failures_for_prompt(checkpoint: Checkpoint | None) -> str:
         return ""
     text = "\n\n".join(checkpoint.failures)
     if checkpoint.reflection:
-        text += f"\n\nReflection on iteration {checkpoint.number}:\n{checkpoint.reflection}"
+        text += f"\n\nReflection on attempt {checkpoint.number}:\n{checkpoint.reflection}"
     return text.strip()
 
 
-def budget_chars() -> int:
-    return int(setting("ENGINE_PROMPT_BUDGET_CHARS", 24000))
+def budget_chars(step: Step | None = None, role: str = "") -> int:
+    """The most characters `role`'s prompt may have: ENGINE_PROMPT_BUDGET_CHARS, or less where
+    the model's context window must keep the reply's room beside it (docs/llm.md, "Reply
+    caps")."""
+    chosen = int(setting("ENGINE_PROMPT_BUDGET_CHARS", 24000))
+    room = step.llm.prompt_chars(role) if step is not None and role else None
+    return chosen if room is None else min(chosen, room)

@@ -5,17 +5,24 @@ must look at the change before the loop builds on it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from autocoder.engine.change_words import words_lines
 from autocoder.engine.changing import change_reasons
 from autocoder.engine.detector import FAILING
 from autocoder.engine.quality_gate import quality_failure, quality_met
 from autocoder.engine.replies import code_hash, diff_stats, unified_diff
-from autocoder.engine.scaffold import acceptance_nodeids, protected_paths
+from autocoder.engine.scaffold import (
+    ACCEPTANCE_TEST_PATH,
+    acceptance_nodeids,
+    method_name,
+    protected_paths,
+)
 from autocoder.engine.second_opinion import review_outcome, second_opinion
 from autocoder.engine.spec import Spec
 from autocoder.engine.states import Autonomy, GateKind, Phase, RunStatus, RunView
-from autocoder.engine.steps import Step, current_files, diff_base, setting
+from autocoder.engine.steps import Step, current_files, diff_base, examples_path, setting
 from autocoder.engine.transitions import Approval, Transition, ending
 from autocoder.plugins import permissions_or_none
 from autocoder.signatures import normalize_error_signature
@@ -28,7 +35,7 @@ def verify_phase(step: Step) -> Transition:
     run, spec, pending = step.run, step.spec, step.pending
     previous = diff_base(step)  # a change run's first diff: against the version in use
     files = pending.get("files") or current_files(step)
-    result = _evaluate(spec, pending)
+    result = _evaluate(spec, pending, examples=examples_path(step))
     added, removed = diff_stats(previous, files)
     checkpoint = {
         "number": step.number, "files": files, "diff": unified_diff(previous, files),
@@ -84,13 +91,15 @@ def verify_phase(step: Step) -> Transition:
             "failures": result["failures"], "plan": run.plan,
             "reasoning": pending.get("prose", ""), "succeeded": result["succeeded"],
             "permissions_change": pending.get("permissions_change"),
+            "cut_replies": pending.get("cut_replies", []),
             "services": services_for_review(spec, files.get("plugin.toml", "")),
             **({"second_opinion": opinion} if opinion is not None else {}),
         })
     return transition
 
 
-def _evaluate(spec: Spec, pending: dict[str, Any]) -> dict[str, Any]:
+def _evaluate(spec: Spec, pending: dict[str, Any], *,
+              examples: str = ACCEPTANCE_TEST_PATH) -> dict[str, Any]:
     """Quality gate: every acceptance test passes and the overall pass rate meets the spec."""
     report = pending.get("report") or {}
     safety = pending.get("safety") or {}
@@ -106,7 +115,8 @@ def _evaluate(spec: Spec, pending: dict[str, Any]) -> dict[str, Any]:
     # pipeline existed (a run resumed across the upgrade) is held to its pass rate.
     meets = quality_met(spec, quality) if quality else pass_rate >= spec.quality_threshold
     succeeded = acceptance_passed and meets
-    failures, signature = _failures(spec, pending, outcomes, tests_ran, pass_rate, succeeded)
+    failures, signature = _failures(spec, pending, outcomes, tests_ran, pass_rate, succeeded,
+                                    examples)
     if tests_ran and quality and not meets:
         failures.append(_cap(quality_failure(spec, quality)))
     return {
@@ -119,7 +129,8 @@ def _evaluate(spec: Spec, pending: dict[str, Any]) -> dict[str, Any]:
 
 
 def _failures(spec: Spec, pending: dict[str, Any], outcomes: list[dict[str, Any]],
-              tests_ran: bool, pass_rate: float, succeeded: bool) -> tuple[list[str], str]:
+              tests_ran: bool, pass_rate: float, succeeded: bool,
+              examples: str = ACCEPTANCE_TEST_PATH) -> tuple[list[str], str]:
     """What went wrong, for the next prompts, and the normalized signature of the main error."""
     failures: list[str] = []
     signatures: list[str] = []
@@ -141,7 +152,7 @@ def _failures(spec: Spec, pending: dict[str, Any], outcomes: list[dict[str, Any]
             str(f.get("rule", "")) for f in (blocking or safety.get("findings", []))})))
     report = pending.get("report") or {}
     if tests_ran:
-        _test_failures(spec, report, outcomes, failures, signatures)
+        _test_failures(spec, report, outcomes, failures, signatures, examples)
         if (not succeeded and not pending.get("quality")
                 and not any(o["outcome"] in FAILING for o in outcomes)):
             failures.append(f"The pass rate {pass_rate:.0%} is below the required "
@@ -152,7 +163,8 @@ def _failures(spec: Spec, pending: dict[str, Any], outcomes: list[dict[str, Any]
 
 
 def _test_failures(spec: Spec, report: dict[str, Any], outcomes: list[dict[str, Any]],
-                   failures: list[str], signatures: list[str]) -> None:
+                   failures: list[str], signatures: list[str],
+                   examples: str = ACCEPTANCE_TEST_PATH) -> None:
     if report.get("timed_out"):
         failures.append("The tests did not finish in time and were killed: look for an "
                         "endless loop or a blocking call (input(), sleep, network).")
@@ -163,13 +175,37 @@ def _test_failures(spec: Spec, report: dict[str, Any], outcomes: list[dict[str, 
     acceptance = set(acceptance_nodeids(spec))
     failing = sorted((o for o in outcomes if o["outcome"] in FAILING),
                      key=lambda o: (o["nodeid"] not in acceptance, o["nodeid"]))
+    shown: dict[str, int] = {}  # a parametrized test's first case, by the test's own id
     for outcome in failing:
-        failures.append(f"{outcome['nodeid']} {outcome['outcome']}:\n{outcome['message']}")
+        test = outcome["nodeid"].split("[", 1)[0]
         signatures.append(_error_line(outcome["message"]) or outcome["nodeid"])
+        if test in shown and "[" in outcome["nodeid"]:
+            # Its other cases run the same code: their id and error line say the rest.
+            failures[shown[test]] += (f"\nalso {outcome['outcome']}: {outcome['nodeid']}: "
+                                      f"{_error_line(outcome['message'])}")
+            continue
+        shown[test] = len(failures)
+        failures.append(f"{outcome['nodeid']} {outcome['outcome']}:\n"
+                        f"{_told_once(spec, examples, outcome['nodeid'], outcome['message'])}")
     if not outcomes and not report.get("timed_out"):
         tail = report.get("output_tail", "").strip()
         failures.append("The tests could not run (no test result was collected):\n" + tail)
         signatures.append(tail or f"pytest exit code {report.get('exit_code')}")
+
+
+def _told_once(spec: Spec, examples: str, nodeid: str, message: str) -> str:
+    """A failing example's message (a test of `examples`, the tests built from the request)
+    without the test's own source, which only says the example again: the request shows it
+    once (docs/llm.md)."""
+    found = re.match(rf"^{re.escape(examples)}::test_(.+)_example_(\d+)$", nodeid)
+    command = next((c.name for c in spec.commands
+                    if found and method_name(c.name) == found.group(1)), "")
+    if not command or found is None:
+        return message
+    kept = [line for line in message.splitlines()
+            if line.startswith("E ") or re.match(r"^\S+\.py:\d+: ", line)]
+    return (f"(example {found.group(2)} of `{command}` in the request)\n"
+            + "\n".join(kept or message.splitlines()[-3:]))
 
 
 def _error_line(message: str) -> str:
@@ -214,6 +250,9 @@ def _major_reasons(spec: Spec, checkpoint: dict[str, Any], pending: dict[str, An
     if touched:
         reasons.append("the reply tried to change the acceptance tests or the test harness "
                        f"({', '.join(sorted(touched))}); the change was refused")
+    # A change run's rewritten summary or descriptions: what the tool page and the marketplace
+    # will say (change_words.py).
+    reasons += words_lines(pending.get("words_change"))
     limit = int(setting("ENGINE_MAJOR_DIFF_LINES", 400))
     size = checkpoint["diff_stats"]["added"] + checkpoint["diff_stats"]["removed"]
     if size > limit:

@@ -109,13 +109,27 @@ def layer(config: ProviderConfig, values: Mapping[str, object]) -> ProviderConfi
     return dataclasses.replace(config, **changes)  # type: ignore[arg-type]
 
 
-# Reply caps sized for a small local model (~20 tokens/s on a laptop CPU): a plan, a plugin's
-# code, its tests, short reviews and reflections. A model given no cap writes until its context
-# is full, which on such a machine takes longer than a whole run may.
+# Reply caps that hold a whole reply of each role from a capable model (docs/llm.md, "Reply
+# caps"): a plan, two or three files of a plugin with their docstrings, its extra tests, a
+# review, a reflection. A model given no cap writes until its context is full, which on a small
+# machine takes longer than a whole run may; where the context window is known, each cap is
+# fitted to what the prompt leaves of it (`fitted_cap`).
 ROLE_MAX_TOKENS: dict[str, int] = {
-    "analyst": 600, "architect": 600, "implementer": 2000, "tester": 1200,
-    "reviewer": 400, "reflector": 400,
+    "analyst": 1000, "architect": 1200, "implementer": 6000, "tester": 3000,
+    "reviewer": 1000, "reflector": 700,
 }
+# The length the prompts ask of the roles that write prose, in words: well inside the cap
+# (about 1.3 tokens a word in English, more in a JSON reply), so a reply that keeps to it is
+# never cut.
+REPLY_WORDS: dict[str, int] = {"analyst": 300, "architect": 300, "reviewer": 250,
+                               "reflector": 150}
+# Prompts are measured in characters. A prompt is kept short enough at three characters a token
+# (English and code run at about four: an over-estimate is the safe side for what must fit);
+# a reply's cap is fitted beside it at four, so that a prompt near its budget does not leave a
+# reply too little room (a server stops a reply where the window ends in any case).
+CHARS_PER_TOKEN = 3
+_FIT_CHARS_PER_TOKEN = 4
+_CONTEXT_MARGIN_TOKENS = 16  # the chat template's own tokens around the messages
 
 
 def role_max_tokens(role: str) -> int:
@@ -123,6 +137,37 @@ def role_max_tokens(role: str) -> int:
     LLM_MAX_TOKENS, else the role's default): what the scripted provider is held to."""
     own = (settings.LLM_ROLE_OVERRIDES.get(role) or {}).get("max_tokens")
     return int(str(own or settings.LLM_MAX_TOKENS or ROLE_MAX_TOKENS.get(role, 0)))
+
+
+def context_tokens(config: ProviderConfig | None) -> int:
+    """The model's context window in tokens (prompt and reply together), 0 when unknown:
+    LLM_CONTEXT_TOKENS, else for the model run in the worker its LLM_N_CTX."""
+    chosen = int(getattr(settings, "LLM_CONTEXT_TOKENS", 0) or 0)
+    if chosen > 0:
+        return chosen
+    if config is not None and normalize_provider(config.provider) == "llamacpp":
+        return int(settings.LLM_N_CTX)
+    return 0
+
+
+def fitted_cap(cap: int, *, context: int, prompt_chars: int) -> int:
+    """`cap`, or less where the context window cannot hold that much beside the prompt; never
+    less than a quarter of the window (or the cap where it is smaller): a prompt that long is
+    what must shrink, and a reply of a few tokens would say nothing."""
+    if context <= 0:
+        return cap
+    room = context - prompt_chars // _FIT_CHARS_PER_TOKEN - _CONTEXT_MARGIN_TOKENS
+    return max(min(cap, room), min(cap, context // 4))
+
+
+def prompt_room_chars(cap: int, *, context: int) -> int | None:
+    """The most characters a prompt may have so that the role's reply keeps its room in the
+    context window: its cap, or half the window where the cap is larger. None when the window
+    is unknown."""
+    if context <= 0:
+        return None
+    reply = min(cap, context // 2)
+    return max(0, (context - reply - _CONTEXT_MARGIN_TOKENS) * CHARS_PER_TOKEN)
 
 
 def role_config(role: str, *, team_id: int | None = None) -> ProviderConfig:

@@ -223,3 +223,25 @@ class ModelReplyForm(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider} {self.model}: {self.form}"
+
+
+class ModelSpeed(models.Model):
+    """How fast one model writes, measured on its replies (docs/llm.md, "How fast the model
+    writes"): tokens a second over a whole reply, the time it took to read the prompt
+    included, averaged over its latest replies. The Model page shows it; the interview waits
+    for the analyst as long as it says a reply takes (projects/services/interviews.py)."""
+
+    provider = models.CharField(max_length=16)
+    base_url = models.CharField(max_length=500, blank=True)
+    model = models.CharField(max_length=200)
+    tokens_per_s = models.FloatField()
+    replies = models.PositiveIntegerField(default=0)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["provider", "base_url", "model"],
+                                               name="unique_model_speed")]
+        verbose_name = "model speed"
+
+    def __str__(self) -> str:
+        return f"{self.provider} {self.model}: {self.tokens_per_s:.1f} tokens/s"

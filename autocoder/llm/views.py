@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 
 from autocoder.llm import pricing, readiness, selectors, services
 from autocoder.llm.forms import ModelPriceForm, SiteModelForm, SiteModelSaveForm
-from autocoder.llm.types import LLMConfigError
+from autocoder.llm.types import LLMConfigError, ProviderConfig
 from autocoder.money import currency
 from teams.http import AuthenticatedHttpRequest
 
@@ -134,7 +134,16 @@ def _role_models() -> list[dict[str, str]]:
     if not any(config.provider for config in configs.values()):
         return []  # "no model is set up" says it all
     return [{"role": role, "provider": config.provider or "none",
-             "model": config.model or "(none)"} for role, config in configs.items()]
+             "model": config.model or "(none)", "speed": _speed_words(config)}
+            for role, config in configs.items()]
+
+
+def _speed_words(config: ProviderConfig) -> str:
+    """The model's measured speed in words ("" before its first reply long enough to tell)."""
+    from autocoder.llm.speed import speed_of
+
+    speed = speed_of(config) if config.provider not in ("", "scripted") else None
+    return f"writes about {speed:.0f} tokens a second" if speed else ""
 
 
 def _local_model_context() -> dict[str, Any]:

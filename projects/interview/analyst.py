@@ -8,8 +8,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from autocoder.llm.types import Message
-from projects.interview import other_systems, schedule
-from projects.interview.checklist import ESSENTIAL, IMPORTANT, NICE, new_question
+from projects.interview import other_systems, schedule, testing
+from projects.interview.checklist import (
+    AUTONOMY_LABELS,
+    ESSENTIAL,
+    IMPORTANT,
+    NICE,
+    default_assumption,
+    new_question,
+)
 from projects.interview.examples import parsed_examples
 from projects.interview.parsing import parse_lines
 
@@ -22,34 +29,66 @@ ANALYST_SYSTEM = (
     "concrete examples per task, what to do with unusual input, whether it talks to another "
     "system (which one, its address, what the team provides), how often it runs and what "
     "period each run covers, and how autonomous the builder "
-    "may be. Do not ask about those. Ask only what is still unclear and would change "
-    "what gets built. Reply with ONLY a JSON list (no prose), at most 5 items, each "
+    "may be. Do not ask about those. Everything under \"Already answered on the form\" is "
+    "settled: never ask it again, in other words either, and never ask for what an example "
+    "already shows (a layout, a format, a column). Ask only what is still unclear and would "
+    "change what gets built. Reply with ONLY a JSON list (no prose), at most 5 items, each "
     '{"question": "...", "priority": "essential" | "important" | "nice", '
     '"assumption": "what to assume if they skip it"}. Use plain words. Reply [] when nothing '
     "essential is unclear."
 )
+_PARTS = (("inputs", "inputs"), ("outputs", "outputs"),
+          ("edge_cases", "when something is missing or looks wrong"))
 
 
 def analyst_messages(request: str, state: Mapping[str, Any],
                      questions: list[dict[str, Any]]) -> list[Message]:
-    lines = [f"Request: {request.strip()}"]
+    """The analyst's messages: the request, then every answer the form holds so far (the
+    tasks with their inputs, outputs and examples, the rules, how autonomous, the other
+    systems, how it is tested, each question answered or skipped), which it must not ask
+    again."""
+    lines = [f"Request: {request.strip()}", "", "Already answered on the form (never ask these "
+             "again):"]
+    if str(state.get("summary", "")).strip() not in ("", request.strip()):
+        lines.append(f"What it does: {' '.join(str(state['summary']).split())}")
     for command in state.get("commands", []):
         lines.append(f"Task {command['name']}: {command.get('description', '')}".rstrip())
-        for part in ("inputs", "outputs", "edge_cases"):
+        for part, words in _PARTS:
             if str(command.get(part, "")).strip():
-                lines.append(f"  {part.replace('_', ' ')}: {'; '.join(parse_lines(command[part]))}")
+                lines.append(f"  {words}: {'; '.join(parse_lines(command[part]))}")
         for example in parsed_examples(command):
             lines.append(f"  example: {json.dumps(example)}")
+    lines += _settled(state, questions)
     if other_systems.talks_to_service(state) or other_systems.answers_of(state)["storage"]:
         lines += [f"{what}: {answer}" for what, answer in other_systems.summary_lines(state)]
     if schedule.answers_of(state)["how"] != "click":
         lines += [f"{what}: {answer}" for what, answer in schedule.summary_lines(state)]
-    answered = [q for q in questions if q.get("source") == "analyst"]
-    for question in answered:
-        reply = question["answer"] or f"(skipped; assume: {question['assumption']})"
-        lines.append(f"Asked: {question['text']} Answer: {reply}")
+    for question in questions:
+        if question.get("source") == "analyst" and (question["answer"] or question["skipped"]):
+            reply = question["answer"] or f"(skipped; assume: {question['assumption']})"
+            lines.append(f"Asked: {question['text']} Answer: {reply}")
     return [Message(role="system", content=ANALYST_SYSTEM),
             Message(role="user", content="\n".join(lines))]
+
+
+def _settled(state: Mapping[str, Any], questions: list[dict[str, Any]]) -> list[str]:
+    """The form's other answers: the rules, how autonomous, how it is tested, the questions
+    the person chose to skip (with what will be assumed)."""
+    lines = []
+    rules = parse_lines(str(state.get("constraints", "")))
+    if rules:
+        lines.append(f"Rules it must follow: {'; '.join(rules)}")
+    if state.get("autonomy") in AUTONOMY_LABELS:
+        lines.append(f"How autonomous the builder may be: {AUTONOMY_LABELS[state['autonomy']]}")
+    if "services" in state and not other_systems.talks_to_service(state):
+        lines.append("Talks to another system: no")
+    if state.get("testing"):
+        lines.append(f"How hard it is tested: {testing.chosen(state).label}")
+    for question in questions:
+        if question.get("source") != "analyst" and question.get("skipped"):
+            assumed = default_assumption(question, state)
+            lines.append(f"Skipped: {question['text']} (assume: {assumed})")
+    return lines
 
 
 def parse_analyst_questions(text: str, existing: list[dict[str, Any]], *,

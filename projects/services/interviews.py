@@ -22,6 +22,7 @@ from django.db import transaction
 from autocoder import realtime
 from autocoder.engine.spec import SpecError, spec_from_dict
 from autocoder.llm import system_role
+from autocoder.llm.speed import speed_record
 from autocoder.llm.types import CallRecord, LLMError, LLMTimeout, Message, Provider
 from projects.interview import (
     analyst,
@@ -45,8 +46,13 @@ logger = logging.getLogger(__name__)
 
 # A person waits for the next page: the analyst gets one try within this bound (the page says
 # so while it thinks), then the checklist's questions go on alone. INTERVIEW_ANALYST_TIMEOUT_S
-# changes it (docs/configuration.md).
+# changes it (docs/configuration.md); a model whose measured speed says its reply takes longer
+# is waited for that long (analyst_wait_s), up to ANALYST_MAX_WAIT_S.
 ANALYST_TIMEOUT_S = 15.0
+ANALYST_MAX_WAIT_S = 240.0
+# When the requester goes on without waiting (the thinking page), the round goes on behind:
+# its questions are added when they come, up to this long after it started.
+ANALYST_LATE_S = 600.0
 ANALYST_MAX_RETRIES = 0
 # Five short questions fit in far less; a small local model writes about 20 tokens a second.
 ANALYST_MAX_TOKENS = 400
@@ -54,6 +60,25 @@ ANALYST_MAX_TOKENS = 400
 
 def analyst_timeout_s() -> float:
     return float(getattr(settings, "INTERVIEW_ANALYST_TIMEOUT_S", ANALYST_TIMEOUT_S))
+
+
+def analyst_wait_s(interview: Interview | None = None) -> float:
+    """How long the wizard waits for the analyst: INTERVIEW_ANALYST_TIMEOUT_S, or as long as
+    the model's measured speed (the Model page's) says a reply of ANALYST_MAX_TOKENS takes,
+    with a quarter more and five seconds to read the prompt; at most ANALYST_MAX_WAIT_S."""
+    from autocoder.llm import role_config
+    from autocoder.llm.speed import seconds_for
+    from autocoder.llm.types import LLMConfigError
+
+    base = analyst_timeout_s()
+    try:
+        needed = seconds_for(ANALYST_MAX_TOKENS, role_config(
+            "analyst", team_id=interview.team_id if interview is not None else None))
+    except LLMConfigError:
+        return base
+    if needed is None:
+        return base
+    return max(base, min(ANALYST_MAX_WAIT_S, needed * 1.25 + 5))
 
 ProviderFor = Callable[[Interview], Provider]
 # Told what the analyst does while it thinks: ("question", its text) for each question as it
@@ -89,11 +114,12 @@ class Saved:
 
 
 def _analyst_provider(interview: Interview) -> Provider:
-    """The team's analyst model, kept short: a person is waiting for the next page."""
+    """The team's analyst model, kept short: a person is waiting for the next page (or, gone
+    on, for its questions: the silence allowed is the longest a round may take)."""
     from autocoder.llm import build_provider, role_config
 
     config = role_config("analyst", team_id=interview.team_id)
-    config = dataclasses.replace(config, timeout_s=min(config.timeout_s, analyst_timeout_s()),
+    config = dataclasses.replace(config, timeout_s=min(config.timeout_s, ANALYST_LATE_S),
                                  max_retries=min(config.max_retries, ANALYST_MAX_RETRIES))
     return build_provider(config)
 
@@ -189,7 +215,7 @@ class AnalystProgress:
 
     def begin(self) -> bool:
         """Claim the round (False: one is already going on for this interview)."""
-        bound = round(analyst_timeout_s()) + 15
+        bound = round(ANALYST_LATE_S) + 15
         if not self.connection.set(self.keys["running"], "1", nx=True, ex=bound):
             return False
         self.connection.delete(self.keys["questions"], self.keys["done"])
@@ -202,11 +228,19 @@ class AnalystProgress:
             pipe.expire(self.keys["questions"], PROGRESS_TTL_S)
             pipe.execute()
 
+    def went_on(self, result: Mapping[str, Any]) -> None:
+        """The page stops waiting (the round goes on): its poll reads `result` as done."""
+        self.connection.set(self.keys["done"], json.dumps(result), ex=PROGRESS_TTL_S)
+
     def finish(self, result: Mapping[str, Any]) -> None:
         pipe = self.connection.pipeline()
         pipe.set(self.keys["done"], json.dumps(result), ex=PROGRESS_TTL_S)
         pipe.delete(self.keys["running"])
         pipe.execute()
+
+    def running(self) -> bool:
+        """Whether a round is still going on (the requester went on without waiting)."""
+        return bool(self.connection.exists(self.keys["running"]))
 
     def read(self) -> dict[str, Any]:
         """{"questions": written so far, "done": the round's result or None}."""
@@ -216,6 +250,17 @@ class AnalystProgress:
         questions, done = pipe.execute()
         return {"questions": [q.decode() for q in questions],
                 "done": json.loads(done) if done else None}
+
+
+def analyst_still_thinking(interview: Interview) -> bool:
+    """Whether an analyst round the requester went on without waiting for is still going on
+    (False when that cannot be told: the progress lives in Redis)."""
+    import redis
+
+    try:
+        return AnalystProgress(interview.pk).running()
+    except redis.RedisError:
+        return False
 
 
 def interview_analyst_due(interview: Interview) -> bool:
@@ -245,18 +290,31 @@ def interview_advance(*, interview: Interview,
 
 def interview_analyst_consult(*, interview: Interview,
                               provider_for: ProviderFor = _analyst_provider,
-                              listen: Listener = _ignore) -> int:
+                              listen: Listener = _ignore, behind: bool = False) -> int:
     """Ask the analyst what is still unclear; returns how many new questions it added.
 
     The model is optional: no model, a failing one or a useless reply adds nothing, and the
     checklist still covers the essentials. The call runs outside any transaction (it can take
-    a while, at most analyst_timeout_s()); its questions are merged under the row lock
-    afterwards. `listen` hears each question as the model writes it, then the outcome.
+    a while: at most analyst_wait_s(), or with `behind`, a round the requester need not wait
+    for, up to ANALYST_LATE_S); its questions are merged under the row lock afterwards, with
+    the answers given meanwhile. `listen` hears each question as the model writes it, then the
+    outcome. Questions that come after the request has started are not added, and say so in
+    the log: the run has its spec.
     """
     if interview.analyst_done or interview.analyst_rounds >= analyst.MAX_ANALYST_ROUNDS:
         return 0
     messages = analyst.analyst_messages(interview.request, interview.state, interview.questions)
-    reply = _analyst_reply(interview, messages, provider_for, listen)
+    bound = ANALYST_LATE_S if behind else analyst_wait_s(interview)
+    reply = _analyst_reply(interview, messages, provider_for, listen, bound=bound)
+    try:
+        return _merge_questions(interview, reply)
+    except InterviewClosed:
+        logger.warning("the analyst's questions for interview %s came after it started; they "
+                       "are kept with its call, not added", interview.pk)
+        return 0
+
+
+def _merge_questions(interview: Interview, reply: str) -> int:
     with transaction.atomic():
         locked = _locked(interview)
         locked.analyst_rounds += 1
@@ -273,11 +331,10 @@ def interview_analyst_consult(*, interview: Interview,
 
 
 def _analyst_reply(interview: Interview, messages: list[Message], provider_for: ProviderFor,
-                   listen: Listener) -> str:
+                   listen: Listener, *, bound: float) -> str:
     """The analyst's reply, streamed: each question is told to `listen` as soon as it is
     written in full, and the whole call ends at the bound (the text so far is the reply)."""
     records: list[CallRecord] = []
-    bound = analyst_timeout_s()
     told: set[str] = set()
 
     def on_text(text: str) -> None:
@@ -304,6 +361,7 @@ def _analyst_reply(interview: Interview, messages: list[Message], provider_for: 
         listen("outcome", "timeout" if isinstance(error, LLMTimeout) else "failed")
         return ""
     llm_calls_record_unattached(messages, records, reply=completion.text, error="")
+    speed_record(provider, completion)  # how long the next round is waited for
     on_text(completion.text)  # a provider that does not stream says it all at the end
     listen("outcome", "cut" if completion.finish_reason == "deadline" else "answered")
     return completion.text

@@ -23,7 +23,7 @@ from runs import approval_rules as rules
 from runs.models import ApprovalRequest
 from runs.selectors.approvals import review_material, who_decides
 from runs.selectors.changes import change_facts
-from runs.selectors.runs import capped_replies
+from runs.selectors.runs import reply_cuts
 from teams.http import AuthenticatedHttpRequest
 from teams.models import Membership
 from teams.selectors import request_memberships
@@ -129,4 +129,4 @@ def _what_it_decides(approval: ApprovalRequest, iteration: Any) -> dict[str, Any
                                    named=isinstance(case.get("expected"), dict))}
              for case in (change.cases if change else [])]
     return {"asked": asked_for(approval.project), "change": change, "cases": cases,
-            "capped": capped_replies(approval.run, approval.iteration)}
+            "cuts": reply_cuts(approval.run, approval.iteration)}

@@ -54,8 +54,12 @@ logger = logging.getLogger(__name__)
 
 def _render(request: HtmxHttpRequest, template: str, context: dict[str, Any]) -> HttpResponse:
     name = f"{template}#wizard" if request.htmx else template
-    bound = round(services.analyst_timeout_s())
-    return render(request, name, {"analyst_bound_s": bound, **context})
+    interview = context.get("interview")
+    bound = round(services.analyst_wait_s(interview))
+    # A round the requester went on without waiting for: its questions come to these pages.
+    behind = interview is not None and services.analyst_still_thinking(interview)
+    return render(request, name, {"analyst_bound_s": bound, "analyst_behind": behind,
+                                  **context})
 
 
 def _go(request: HtmxHttpRequest, url: str, page: HttpResponse | None = None) -> HttpResponse:
@@ -101,14 +105,14 @@ def interview_new(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
               else {})
     if request.method == "POST" and not errors[fields.FIELD_REQUEST]:
         # With JavaScript (htmx) the analyst thinks on a page of its own, live; without, this
-        # post waits for it (at most analyst_timeout_s()) and says so if it gave up.
+        # post waits for it (at most analyst_wait_s()) and says so if it gave up.
         heard = _Heard()
         interview = services.interview_create(team=team, requester=request.user,
                                               request_text=text, consult=not request.htmx,
                                               listen=heard)
         if request.htmx:
             return _thinking_response(request, interview)
-        heard.tell(request)
+        heard.tell(request, services.analyst_wait_s(interview))
         return _go(request, _questions_url(interview, None))
     context = {"team": team, "text": text, "errors": _present(errors),
                "action": reverse("interview_new", args=[team.slug])}
@@ -195,7 +199,7 @@ def _questions_post(request: AuthenticatedHttpRequest, interview: Interview) -> 
     interview.refresh_from_db()
     if saved.analyst_due:
         return _thinking_response(request, interview)
-    heard.tell(request)
+    heard.tell(request, services.analyst_wait_s(interview))
     if saved.group is not None and saved.group < 0:
         url = reverse("interview_describe", args=[interview.pk])
         page = _render(request, DESCRIBE, {"team": interview.team, "interview": interview,
@@ -265,14 +269,15 @@ class _Heard:
         else:
             self.outcome = value
 
-    def tell(self, request: HtmxHttpRequest) -> None:
+    def tell(self, request: HtmxHttpRequest, bound: float) -> None:
         if self.outcome in ("cut", "timeout"):
-            messages.info(request, analyst_outcome_words(self.outcome, len(self.questions)))
+            messages.info(request, analyst_outcome_words(self.outcome, len(self.questions),
+                                                         bound))
 
 
-def analyst_outcome_words(outcome: str, questions: int) -> str:
+def analyst_outcome_words(outcome: str, questions: int, bound_s: float) -> str:
     """The analyst's round in plain words, with its bound."""
-    bound = round(services.analyst_timeout_s())
+    bound = round(bound_s)
     more = f"{questions} more question{'s' if questions != 1 else ''}"
     if outcome in ("cut", "timeout") and not questions:
         return (f"The analyst model did not answer within {bound} seconds, so the wizard goes "
@@ -299,8 +304,9 @@ def _thinking_response(request: HtmxHttpRequest, interview: Interview) -> HttpRe
 @login_required
 def interview_analyst(request: AuthenticatedHttpRequest, pk: int) -> JsonResponse:
     """The thinking page's calls. POST starts the analyst round that is due (if any) on a
-    thread of its own, bounded by analyst_timeout_s(); GET (every second) reads what it has
-    done: {"questions": written so far, "done": {"url", "questions", "message"} or null}."""
+    thread of its own, which goes on after the page stops waiting (analyst_wait_s()) until
+    ANALYST_LATE_S; GET (every second) reads what it has done: {"questions": written so far,
+    "done": {"url", "questions", "message"} or null}."""
     interview, _ = get_interview_for_editor(request.user, pk)
     progress = services.AnalystProgress(interview.pk)
     try:
@@ -317,18 +323,38 @@ def _analyst_round_in_background(pk: int, progress: services.AnalystProgress) ->
     heard = _Heard(also=progress.listen)
     result: dict[str, Any] = {"url": reverse("interview_questions", args=[pk]),
                               "questions": [], "message": ""}
+    wait = services.analyst_wait_s(Interview.objects.filter(pk=pk).first())
+    # At the wait the page goes on; the round does not: its questions are added as they come.
+    timer = threading.Timer(wait, _went_on, args=(pk, progress, heard, wait))
+    timer.daemon = True
+    timer.start()
     try:
         url = _analyst_round(pk, heard)
         result = {"url": url, "questions": heard.questions,
-                  "message": analyst_outcome_words(heard.outcome, len(heard.questions))}
+                  "message": analyst_outcome_words(heard.outcome, len(heard.questions),
+                                                   services.ANALYST_LATE_S)}
     except Exception:
         logger.exception("the analyst round of interview %s failed", pk)
     finally:
+        timer.cancel()
         try:
             progress.finish(result)
         except RedisError:
             logger.warning("cannot report the analyst round of interview %s", pk)
         connections.close_all()  # this thread's own
+
+
+def _went_on(pk: int, progress: services.AnalystProgress, heard: _Heard, wait: float) -> None:
+    written = len(heard.questions)
+    so_far = f" ({written} written so far)" if written else ""
+    try:
+        progress.went_on({"url": reverse("interview_questions", args=[pk]),
+                          "questions": list(heard.questions),
+                          "message": f"The analyst model is still thinking after {round(wait)} "
+                                     f"seconds, so the wizard goes on; its questions{so_far} "
+                                     "are added to yours when it is done."})
+    except RedisError:
+        logger.warning("cannot report the analyst round of interview %s", pk)
 
 
 def _analyst_round(pk: int, listen: services.Listener) -> str:
@@ -337,7 +363,9 @@ def _analyst_round(pk: int, listen: services.Listener) -> str:
     if interview.is_started:
         return reverse("interview_summary", args=[pk])
     if services.interview_analyst_due(interview):
-        services.interview_analyst_consult(interview=interview, listen=listen)
+        # The requester may go on without waiting: the questions are added when they come.
+        services.interview_analyst_consult(interview=interview, listen=listen, behind=True)
+        interview.refresh_from_db()
     group = services.interview_advance(interview=interview, listen=listen)
     if group is None:
         return reverse("interview_summary", args=[pk])
@@ -425,7 +453,10 @@ def _summary_response(request: AuthenticatedHttpRequest, interview: Interview, *
                "recommended_autonomy": checklist.RECOMMENDED_AUTONOMY,
                "sample_limit": samples.SAMPLE_LIMIT_WORDS,
                "run": interview.project.runs.order_by("-created_at").first(),
-               "run_url": _run_url(interview)}
+               "run_url": _run_url(interview),
+               "analyst_open": sum(1 for q in interview.questions
+                                   if q.get("source") == "analyst"
+                                   and checklist.is_open(q, interview.state))}
     return _render(request, SUMMARY, context)
 
 

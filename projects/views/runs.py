@@ -22,9 +22,9 @@ from runs.selectors.approvals import who_decides
 from runs.selectors.baselines import baseline_choices, baseline_for
 from runs.selectors.runs import (
     attempt_facts,
-    capped_replies,
     findings_by_line,
     lessons_titles,
+    reply_cuts,
     run_iteration,
     run_overview,
     spec_commands,
@@ -108,7 +108,7 @@ def _iteration_context(run: Run, params: QueryDict) -> dict[str, Any]:
         "attempt_story": what_it_showed(attempt_facts(iteration, reports=True),
                                         spec_commands(run)),
         "outcomes": (iteration.test_report or {}).get("outcomes") or [],
-        "capped": capped_replies(run, iteration.number),
+        "cuts": reply_cuts(run, iteration.number),
     }
     if view == "split":
         context["split"] = split_rows(old_files, iteration.files)

@@ -164,11 +164,54 @@ def attempt_facts(iteration: Iteration, *, reports: bool = False) -> AttemptFact
     )
 
 
-def capped_replies(run: Run, number: int) -> list[str]:
-    """The roles whose replies in attempt `number` stopped at their length limit (one per
-    reply, in order: "implementer", "implementer" when it was asked again, shorter)."""
-    return list(LLMCall.objects.filter(run=run, iteration=number, finish_reason=CAPPED)
-                .order_by("id").values_list("role", flat=True))
+@dataclass(frozen=True)
+class ReplyCut:
+    """A reply of attempt N that stopped short (at its length limit, or with a block left
+    open), and what came of it: completed `asked` times ("continue": shown what it wrote and
+    asked to go on; "longer": asked again with more room), `whole` when it no longer stops
+    short (docs/engine.md, "The reply protocol for files")."""
+
+    role: str
+    asked: int
+    how: str
+    whole: bool
+
+    @property
+    def sentence(self) -> str:
+        what = (f"the {self.role}'s reply stopped at its length limit" if self.cut_at_cap
+                else f"the {self.role}'s reply left a block open")
+        if not self.asked:
+            return f"{what}; it was not continued, so what it wrote is incomplete"
+        times = "once" if self.asked == 1 else f"{self.asked} times"
+        done = ("asked to continue" if self.how == "continue" else
+                "asked again with more room")
+        end = ("and is whole now" if self.whole else
+               "and is still cut: its end is missing, and what it was used for says so")
+        return f"{what}; it was {done} {times} {end}"
+
+    cut_at_cap: bool = True
+
+
+_COMPLETIONS = ("continue", "longer")
+
+
+def reply_cuts(run: Run, number: int) -> list[ReplyCut]:
+    """The replies of attempt `number` that stopped short, in order, with how each ended."""
+    calls = LLMCall.objects.filter(run=run, iteration=number, error="").order_by("id")
+    chains: list[list[tuple[str, str, str]]] = []
+    for role, purpose, finish in calls.values_list("role", "purpose", "finish_reason"):
+        if purpose in _COMPLETIONS and chains and chains[-1][0][0] == role:
+            chains[-1].append((role, purpose, finish))
+        else:
+            chains.append([(role, purpose, finish)])
+    cuts = []
+    for chain in chains:
+        if len(chain) == 1 and chain[0][2] != CAPPED:
+            continue
+        cuts.append(ReplyCut(role=chain[0][0], asked=len(chain) - 1,
+                             how=chain[-1][1] or "continue", whole=chain[-1][2] != CAPPED,
+                             cut_at_cap=chain[0][2] == CAPPED))
+    return cuts
 
 
 def loop_fact(event: LoopEvent) -> LoopFact:

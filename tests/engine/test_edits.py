@@ -73,7 +73,7 @@ def test_edits_apply_after_whole_files_of_the_same_reply_and_come_in_json_too() 
 
 @pytest.mark.django_db
 @pytest.mark.slow
-def test_a_second_iteration_fixed_by_an_edit_succeeds_and_only_it_was_offered_edits(
+def test_a_second_iteration_fixed_by_an_edit_succeeds_and_edits_are_offered_from_the_first(
         start_run: Callable[..., Run]) -> None:
     steps = load_script("fixed_on_second")
     run = driving.run_drive(run_id=start_run(
@@ -83,8 +83,9 @@ def test_a_second_iteration_fixed_by_an_edit_succeeds_and_only_it_was_offered_ed
     assert not first.succeeded and second.succeeded
     assert 'f"Hello, {name}!"' in second.files["greeter/plugin.py"]
     assert "+        return {\"message\": f\"Hello, {name}!\"}" in second.diff
+    # Offered from the first code reply on (the stub is there to edit).
     offered = [("<<<<<<< SEARCH" in prompt) for prompt in prompts(run, "implementer")]
-    assert offered == [False, True]
+    assert offered == [True, True]
 
 
 @pytest.mark.django_db
@@ -100,5 +101,5 @@ def test_edits_that_did_not_apply_send_the_next_iteration_back_to_whole_files(
     first, second, third = iterations(run)
     assert any("SEARCH text is not in the file" in failure for failure in second.failures)
     offered = [("<<<<<<< SEARCH" in prompt) for prompt in prompts(run, "implementer")]
-    assert offered == [False, True, False]
+    assert offered == [True, True, False]
     assert third.succeeded

@@ -63,8 +63,9 @@ def test_implementer_is_told_the_protocol_the_contract_and_the_rules() -> None:
     system = build_messages("implementer", context())[0].content
     example = parse_reply(system)
     assert list(example.files) == ["weekly_scheduler/plugin.py"]  # a working example block
-    for rule in ("WHOLE content", "raises `ValueError`", "No network", "no subprocesses",
-                 "no `eval`", "tests/test_acceptance.py", "READ-ONLY", "on_command"):
+    for rule in ("WHOLE content", "raise `ValueError`", "blocks network access",
+                 "subprocesses", "`eval()`", "built-in\n  `compile()` (`re.compile` is fine)",
+                 "tests/test_acceptance.py", "read-only", "on_command"):
         assert rule in system, rule
 
 
@@ -169,9 +170,20 @@ def test_everything_fits_nothing_is_trimmed() -> None:
     ctx = context(plan="P", failures="F1\nF2", earlier_approaches=["A1", "A2", "A3"],
                   lessons="L1")
     user = build_messages("implementer", ctx)[1].content
-    for text in ("1. A1", "3. A3", "L1", "F1\nF2", "path=README.md"):
+    for text in ("1. A1", "3. A3", "L1", "F1\nF2", "path=weekly_scheduler/plugin.py"):
         assert text in user
     assert "Not shown" not in user
+    # The host's files say the request again: they are named, not shown (docs/llm.md).
+    assert "path=README.md" not in user and "path=tests/test_acceptance.py" not in user
+    assert ("Written by the host from the request, so not shown: plugin.toml, "
+            "tests/test_acceptance.py, README.md") in user
+
+
+def test_a_file_the_model_changed_is_shown_even_if_the_host_wrote_it() -> None:
+    files = {**scaffold_files(make_spec()), "README.md": "# weekly-scheduler\nNew words.\n"}
+    user = build_messages("implementer", context(files=files))[1].content
+    assert "path=README.md\n# weekly-scheduler\nNew words." in user
+    assert "so not shown: plugin.toml, tests/test_acceptance.py, tests/conftest.py" in user
 
 
 def huge_context() -> PromptContext:

@@ -179,8 +179,9 @@ def test_docstrings_and_comments_survive_hostile_text() -> None:
     files = scaffold_files(spec)
     tree = ast.parse(files["x1/plugin.py"])
     method = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "do_it")
-    docstring = ast.get_docstring(method, clean=False) or ""
-    assert docstring.replace("\n        ", "\n") == TRICKY + "\\"
+    # The request is said once, in the prompt: the stub's docstrings are one line each.
+    assert ast.get_docstring(method, clean=False) == "The do-it command."
+    assert TRICKY not in files["x1/plugin.py"]
     ast.parse(files["x1/__init__.py"])
     assert tomllib.loads(files["plugin.toml"])["plugin"]["summary"] == TRICKY + '"'
 

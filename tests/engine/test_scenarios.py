@@ -67,7 +67,7 @@ def test_wrong_first_answer_is_fixed_on_the_second(start_run: Callable[..., Run]
     # The second implementer prompt carries the failure and the reflection on it.
     second_prompt = prompts(run, "implementer")[1]
     assert "test_greet_example_1" in second_prompt
-    assert "Reflection on iteration 1" in second_prompt
+    assert "Reflection on attempt 1" in second_prompt
     assert run.loop_events.count() == 0
 
 

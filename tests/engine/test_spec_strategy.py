@@ -67,7 +67,7 @@ def prompt_for_tester(strategy: str) -> str:
 def test_the_tester_is_asked_for_the_tests_its_strategy_demands() -> None:
     basic, full, stress = (prompt_for_tester(s) for s in ("basic", "comprehensive", "stress"))
     assert "basic testing strategy" in basic and "main cases" in basic
-    assert "coverage" not in basic and "Hypothesis" not in basic
+    assert "Coverage: not required (basic strategy)" in basic and "Hypothesis" not in basic
     assert "comprehensive testing strategy" in full
     assert "test every command" in full and "edge cases" in full and "errors" in full
     assert "at least 80% of the plugin's lines" in full and "Hypothesis" not in full

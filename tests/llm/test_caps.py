@@ -41,11 +41,38 @@ def sent_cap(fake_server: FakeServer, role: str, **kwargs: object) -> int:
     return int(fake_server.requests[-1].body["max_tokens"])
 
 
-def test_each_role_sends_its_own_cap_sized_for_a_small_model(openai_env,
-                                                             fake_server: FakeServer) -> None:
+def test_each_role_sends_its_own_cap_sized_for_a_whole_reply(openai_env,
+                                                              fake_server: FakeServer) -> None:
     assert {role: sent_cap(fake_server, role) for role in ROLE_MAX_TOKENS} == {
-        "analyst": 600, "architect": 600, "implementer": 2000, "tester": 1200,
-        "reviewer": 400, "reflector": 400}
+        "analyst": 1000, "architect": 1200, "implementer": 6000, "tester": 3000,
+        "reviewer": 1000, "reflector": 700}
+
+
+def test_the_length_each_prompt_asks_for_fits_well_inside_its_roles_cap() -> None:
+    from autocoder.engine.prompting import build_messages
+    from autocoder.llm.config import REPLY_WORDS
+    from tests.engine.test_prompting import context
+
+    for role, words in REPLY_WORDS.items():
+        # 1.3 tokens a word, and half again for a reply that runs over or comes as JSON.
+        assert words * 1.3 * 1.5 <= ROLE_MAX_TOKENS[role], role
+        text = "\n".join(m.content for m in build_messages(role, context()))
+        assert f"at most {words} words" in text, role
+
+
+def test_a_cap_is_fitted_to_the_context_window_beside_the_prompt() -> None:
+    from autocoder.llm.config import fitted_cap, prompt_room_chars
+
+    assert fitted_cap(6000, context=0, prompt_chars=90_000) == 6000  # window unknown
+    assert fitted_cap(6000, context=4096, prompt_chars=6000) == 4096 - 1500 - 16
+    assert fitted_cap(1200, context=32_000, prompt_chars=6000) == 1200
+    # A prompt that fills the window keeps a quarter of it for the reply: the prompt must shrink.
+    assert fitted_cap(6000, context=4096, prompt_chars=30_000) == 1024
+    assert fitted_cap(700, context=4096, prompt_chars=30_000) == 700
+    # A prompt leaves the reply its cap, or half the window where the cap is larger.
+    assert prompt_room_chars(6000, context=4096) == (4096 - 2048 - 16) * 3
+    assert prompt_room_chars(700, context=4096) == (4096 - 700 - 16) * 3
+    assert prompt_room_chars(700, context=0) is None
 
 
 def test_a_caller_that_asks_for_a_cap_gets_its_own(openai_env, fake_server: FakeServer) -> None:
@@ -87,7 +114,7 @@ def test_anthropic_sends_the_roles_cap_instead_of_its_own_default(
     config = ProviderConfig(provider="anthropic", model="claude-test-1", base_url=fake_server.url,
                             api_key="sk-ant-test", max_tokens=ROLE_MAX_TOKENS["reviewer"])
     build_provider(config).complete(ASK, role="reviewer")
-    assert fake_server.requests[0].body["max_tokens"] == 400
+    assert fake_server.requests[0].body["max_tokens"] == ROLE_MAX_TOKENS["reviewer"] == 1000
 
 
 def test_the_local_model_stops_at_the_roles_cap(gguf_model: Path) -> None:

@@ -33,7 +33,7 @@ def llm_env(settings):
 
 
 def test_the_environment_sets_every_role(llm_env) -> None:
-    for role, cap in (("analyst", 600), ("implementer", 2000), ("reflector", 400)):
+    for role, cap in (("analyst", 1000), ("implementer", 6000), ("reflector", 700)):
         assert role_config(role) == ProviderConfig(
             provider="openai", model="qwen2.5-coder:7b", base_url="http://ollama:11434/v1",
             api_key="global-key", timeout_s=90.0, max_retries=3, max_tokens=cap)

@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from autocoder import realtime
 from autocoder.llm import LLMTimeout, Message
+from autocoder.llm.config import ROLE_MAX_TOKENS
 from runs.llm_calls import STREAM_EVENT, RunLLM
 from runs.models import LLMCall, Run
 from runs.services import starting, stepping
@@ -106,8 +107,24 @@ def test_a_reply_streams_to_the_run_page_at_most_twice_a_second(
     assert events[-1] == {"run_id": run.id, "iteration": 1, "role": "implementer",
                           "state": "done", "tokens": 12, "tail": text}
     # The role's cap went over the wire, as for every door that calls the provider.
-    assert model_server.requests[0].body["max_tokens"] == 2000
+    assert model_server.requests[0].body["max_tokens"] == ROLE_MAX_TOKENS["implementer"]
     assert LLMCall.objects.get(run=run).completion_tokens == 12
+
+
+def test_the_cap_sent_is_fitted_to_the_models_context_window(
+        run: Run, model_server: FakeServer, settings: Any) -> None:
+    settings.LLM_CONTEXT_TOKENS = 4096
+    model_server.queue(slow_reply(3, every_s=0.01))
+    long_ask = [Message("system", "Write the plugin."), Message("user", "x" * 5983)]
+    calls = RunLLM(run=run, iteration=1)
+    calls.complete("implementer", long_ask)
+    # 6000 characters of prompt (about 1500 tokens) leave 4096 - 1500 - 16 of the window.
+    assert model_server.requests[0].body["max_tokens"] == 2580
+    # The prompt the engine builds is kept to what leaves the reply half the window.
+    assert calls.prompt_chars("implementer") == (4096 - 2048 - 16) * 3
+    assert calls.prompt_chars("reflector") == (4096 - ROLE_MAX_TOKENS["reflector"] - 16) * 3
+    settings.LLM_CONTEXT_TOKENS = 0
+    assert calls.prompt_chars("implementer") is None
 
 
 def test_a_reply_still_streaming_at_the_end_of_the_wall_budget_is_cut_and_kept(

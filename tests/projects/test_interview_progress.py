@@ -92,6 +92,18 @@ def polled(client: Client, interview: Interview) -> dict[str, Any]:
     return dict(response.json())
 
 
+def round_over(interview: Interview) -> Interview:
+    """Waits for a round the page stopped waiting for (it goes on behind) to end."""
+    from projects.services.interviews import AnalystProgress
+
+    started = time.monotonic()
+    while AnalystProgress(interview.pk).running():
+        assert time.monotonic() - started < 30, "the analyst's round did not end"
+        time.sleep(0.1)
+    interview.refresh_from_db()
+    return interview
+
+
 def analyst_round(client: Client, interview: Interview) -> dict[str, Any]:
     """What the thinking page's script does: start the round, poll until it is done. Returns
     the result, with "seen": the questions each poll saw while it was going on."""
@@ -125,8 +137,8 @@ def test_the_first_continue_answers_at_once_with_a_live_thinking_page(
     # The live line is a status region; the questions list is announced as it grows.
     assert re.search(r'<p class="busy thinking-status" role="status" aria-live="polite">', html)
     assert re.search(r'<ol data-questions aria-live="polite">', html)
-    assert "This takes at most 3 seconds. If the model needs longer, the wizard goes on with " \
-           "its usual questions alone." in html
+    assert "This takes at most 3 seconds (as fast as the model writes). If it needs longer, " \
+           "the wizard goes on and its questions are added to yours when they arrive." in html
     questions = reverse("interview_questions", args=[interview.pk])
     assert f'<a href="{questions}" data-go>Go on without waiting</a>' in html
     assert "interview_analyst.js" in client.get(reverse("interview_new", args=["acme"])
@@ -141,11 +153,14 @@ def test_the_round_keeps_each_question_as_the_model_writes_it_then_names_the_nex
     client.post(reverse("interview_new", args=["acme"]), {"request": REQUEST}, **HTMX)
     interview = Interview.objects.get()
     assert polled(client, interview) == {"questions": [], "done": None}
-    done = analyst_round(client, interview)
+    seen = analyst_round(client, interview)["seen"]
     assert model.requests[0].body["stream"] is True  # read as it is written
     asked = ["Should the greeting be formal or casual?", "Should it use emoji?"]
     # The first question was there for the page while the model was writing the second.
-    assert [asked[0]] in done.pop("seen")
+    assert [asked[0]] in seen
+    # What the round ended with (a busy machine may have let the page go on at its bound).
+    interview = round_over(interview)
+    done = polled(client, interview)["done"]
     assert done == {
         "url": reverse("interview_questions", args=[interview.pk]) + "?group=0",
         "questions": asked,
@@ -156,10 +171,10 @@ def test_the_round_keeps_each_question_as_the_model_writes_it_then_names_the_nex
     assert analyst_round(client, interview)["questions"] == [] and len(model.requests) == 1
 
 
-def test_at_the_bound_the_stream_keeps_what_arrived_and_says_so(
+def test_at_the_bound_the_page_goes_on_and_the_rest_of_the_questions_follow(
         team_with_roles: dict, model: FakeServer) -> None:
     first = json.dumps(QUESTIONS[0])
-    model.queue(streamed("[" + first + ", ", 0.5, '{"question": "Sho', 30.0, "uld it?\"}]"))
+    model.queue(streamed("[" + first + ", ", 0.5, '{"question": "Sho', 4.0, "uld it?\"}]"))
     client = client_for(team_with_roles["member"])
     client.post(reverse("interview_new", args=["acme"]), {"request": REQUEST}, **HTMX)
     interview = Interview.objects.get()
@@ -168,18 +183,23 @@ def test_at_the_bound_the_stream_keeps_what_arrived_and_says_so(
     assert time.monotonic() - started < 3 + 2.5
     done.pop("seen")
     assert done == {
-        "url": reverse("interview_questions", args=[interview.pk]) + "?group=0",
+        "url": reverse("interview_questions", args=[interview.pk]),
         "questions": ["Should the greeting be formal or casual?"],
-        "message": "The analyst model was stopped after 3 seconds; the 1 more question it had "
-                   "written are kept."}
-    interview.refresh_from_db()
+        "message": "The analyst model is still thinking after 3 seconds, so the wizard goes on; "
+                   "its questions (1 written so far) are added to yours when it is done."}
+    # The requester's next page says it is still thinking; then its questions are there.
+    page = client.get(reverse("interview_questions", args=[interview.pk])).content.decode()
+    assert "The analyst model is still thinking about your answers." in page
+    interview = round_over(interview)
     assert [q["text"] for q in interview.questions if q["source"] == "analyst"] == [
-        "Should the greeting be formal or casual?"]
+        "Should the greeting be formal or casual?", "Should it?"]
+    page = client.get(reverse("interview_questions", args=[interview.pk])).content.decode()
+    assert "still thinking" not in page
 
 
-def test_a_model_silent_past_the_bound_leaves_the_checklist_alone_said_plainly(
+def test_a_model_silent_past_the_bound_lets_the_requester_go_on_said_plainly(
         team_with_roles: dict, model: FakeServer) -> None:
-    model.queue(Reply(delay_s=20, body={}))
+    model.queue(Reply(delay_s=5, body={}))
     client = client_for(team_with_roles["member"])
     client.post(reverse("interview_new", args=["acme"]), {"request": REQUEST}, **HTMX)
     interview = Interview.objects.get()
@@ -187,9 +207,10 @@ def test_a_model_silent_past_the_bound_leaves_the_checklist_alone_said_plainly(
     done = analyst_round(client, interview)
     assert time.monotonic() - started < 3 + 2.5
     assert done["questions"] == []
-    assert done["message"] == ("The analyst model did not answer within 3 seconds, so the "
-                               "wizard goes on with its usual questions alone.")
-    interview.refresh_from_db()
+    assert done["message"] == ("The analyst model is still thinking after 3 seconds, so the "
+                               "wizard goes on; its questions are added to yours when it is "
+                               "done.")
+    interview = round_over(interview)  # it answered nothing usable
     assert not [q for q in interview.questions if q["source"] == "analyst"]
 
 

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from autocoder.engine.prompting import PromptContext, build_messages
-from autocoder.engine.spec import Spec, spec_from_dict
+from autocoder.engine.spec import Spec, spec_from_dict, spec_from_json
 from autocoder.reference.loading import LoadReport, load_reference
 from autocoder.reference.retrieval import reference_for
 
@@ -126,3 +126,32 @@ def test_the_specs_api_docs_reach_the_prompt(loaded_reference: LoadReport) -> No
                         plan="Create the customer with POST /v1/customers, then list invoices.")
     user = build_messages("implementer", ctx, budget_chars=24_000)[1].content
     assert "## Create a customer (the service's API documentation)" in user
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
+
+
+def _plan_of(name: str) -> tuple[Spec, str]:
+    spec = spec_from_json((EXAMPLES / f"{name}.spec.json").read_text())
+    return spec, json.loads((EXAMPLES / f"{name}.script.json").read_text())["architect"][0]
+
+
+def test_entries_are_offered_only_when_relevant_to_the_plan_and_the_failures(
+        loaded_reference: LoadReport) -> None:
+    # A first-fit over days and a digest line call for no API beyond the basics: nothing is
+    # offered (issue 47 saw os.cpu_count, time.tzset, difflib.IS_LINE_JUNK here).
+    for name in ("weekly-scheduler", "chat-digest"):
+        spec, plan = _plan_of(name)
+        user = build_messages("implementer", PromptContext(spec=spec, iteration=1, plan=plan),
+                              budget_chars=24_000)[1].content
+        assert "# Reference" not in user, name
+    # A plan that names its API gets it, and built-in names are never offered.
+    spec, plan = _plan_of("csv-week-report")
+    user = build_messages("implementer", PromptContext(spec=spec, iteration=1, plan=plan),
+                          budget_chars=24_000)[1].content
+    assert "- `csv.DictReader(" in user
+    assert "- `sum(" not in user and "- `ValueError" not in user
+    # The request's words alone call for nothing: without a plan or failures, no reference.
+    user = build_messages("implementer", PromptContext(spec=spec, iteration=1),
+                          budget_chars=24_000)[1].content
+    assert "# Reference" not in user

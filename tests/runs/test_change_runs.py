@@ -324,3 +324,53 @@ def test_a_change_that_says_behaviour_changes_may_rewrite_the_versions_tests(
 ])
 def test_a_change_run_is_named_for_the_change_in_whole_words(change: str, name: str) -> None:
     assert change_project_name("greeter", change) == name
+
+
+def test_a_change_rewrites_the_words_it_makes_untrue_and_its_prompts_name_its_tests(
+        people: dict[str, Any], engine_settings: Any) -> None:
+    """"Say Hi instead of Hello": the summary and the command's description say "Hello"; the
+    reply rewrites them in plugin.toml (only those words are taken) and in the README, the
+    reviewer is told, and the next version carries them. Every prompt names the regression
+    tests as the change's own and calls its rounds the change's attempts."""
+    files = version_1_0_0()
+    manifest = files["plugin.toml"]
+    rewritten = (manifest.replace("Greets a person by name, politely, with a comma after "
+                                  "Hello.", "Greets a person by name with Hi.")
+                 .replace("Input {name}; output {message: 'Hello, <name>!'}.",
+                          "Input {name}; output {message: 'Hi, <name>!'}.")
+                 .replace('name = "greeter"', 'name = "renamed-by-the-model"'))
+    readme = files["README.md"].replace("Hello", "Hi")
+    hi_tests = files["tests/test_acceptance.py"].replace("Hello", "Hi")
+    script = replying(HI, f"\n```toml path=plugin.toml\n{rewritten}```\n",
+                      f"\n````markdown path=README.md\n{readme}````\n",
+                      f"\n```python path=tests/test_acceptance.py\n{hi_tests}```\n",
+                      "\n```python path=tests/test_generated_names.py\n"
+                      f"{NAME_TESTS.replace('Hello', 'Hi')}```\n")
+    script["reviewer"] = ["VERDICT: approve\nThe words now say Hi."]
+    hi = {"command": "greet", "input": {"name": "Ada"}, "expected": {"message": "Hi, Ada!"}}
+    project = change_project_create(
+        team=people["team"], requester=people["requester"], base_name="greeter",
+        base_version="1.0.0", base_files=files, change="Say Hi instead of Hello.",
+        cases=[hi], autonomy="full", behaviour_changes=True, provider="scripted",
+        script=script, use_lessons=False, dispatch=None)
+    run = driving.run_drive(run_id=project.runs.get().id)
+
+    assert run.status == Run.Status.SUCCEEDED, run.error
+    best = run.best_iteration
+    assert best is not None
+    toml = best.files["plugin.toml"]
+    assert 'summary = "Greets a person by name with Hi."' in toml
+    assert "Input {name}; output {message: 'Hi, <name>!'}." in toml
+    assert 'name = "greeter"' in toml and 'version = "1.0.1"' in toml  # only the words
+    assert best.files["README.md"] == readme
+    review = run.llm_calls.get(role="reviewer").messages[-1]["content"]
+    assert ("The change rewrites the plugin's summary from \u201cGreets a person by name, "
+            "politely, with a comma after Hello.\u201d to \u201cGreets a person by name with "
+            "Hi.\u201d") in review
+    assert "The change rewrites the description of `greet`" in review
+    for call in run.llm_calls.exclude(role="reviewer"):
+        text = "\n".join(m["content"] for m in call.messages)
+        assert "they are the tests in tests/test_regression_1.py and must pass exactly" in text
+        assert "This run changes version 1.0.0" in text and "iteration" not in text.lower()
+        assert "this change's examples (tests/test_regression_1.py) and every test of " \
+               "version 1.0.0 pass" in text
