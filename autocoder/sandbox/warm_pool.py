@@ -9,6 +9,7 @@ docs/sandbox.md, "Warm sandboxes".
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
@@ -204,6 +205,14 @@ class Pool:
 _pool: Pool | None = None
 _pool_lock = threading.Lock()
 _wanted: Wanted | None = None
+
+
+def _close_at_exit() -> None:
+    if _pool is not None and _pool.owner_pid == os.getpid():
+        _pool.close_all()
+
+
+atexit.register(_close_at_exit)  # their workdirs unmounted (a process killed: the next sweeps)
 
 
 def pool() -> Pool:
