@@ -24,6 +24,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DataError, transaction
+from django.db.models import Exists
 from django.urls import reverse
 from django.utils import timezone
 
@@ -271,14 +272,19 @@ def _http_gate(invocation: Invocation, values: dict[str, str],
 
 def _refusal_at_call_time(invocation: Invocation) -> tuple[str, str] | None:
     # Checked just before the sandbox starts: a kill switch thrown a moment ago counts.
-    if VersionBlock.objects.filter(version_id=invocation.version_id).exists():
+    blocked = VersionBlock.objects.filter(version_id=invocation.version_id)
+    if invocation.caller != Invocation.Caller.EVENT:
+        # one query for both: the activation in force, and whether its version is disabled
+        in_use = (Activation.objects.filter(
+            team_id=invocation.team_id, plugin_id=invocation.plugin_id,
+            version_id=invocation.version_id, status=Activation.Status.ACTIVE)
+            .annotate(blocked=Exists(blocked)).values_list("blocked", flat=True).first())
+        if in_use is not None:
+            return ("disabled", DISABLED) if in_use else None
+    if blocked.exists():
         return "disabled", DISABLED
-    if invocation.caller == Invocation.Caller.EVENT:
-        return None  # "deactivated" goes to a version no longer in use, by design
-    in_use = Activation.objects.filter(team_id=invocation.team_id, plugin_id=invocation.plugin_id,
-                                       version_id=invocation.version_id,
-                                       status=Activation.Status.ACTIVE).exists()
-    return None if in_use else ("not_in_use", NOT_IN_USE)
+    # "deactivated" goes to a version no longer in use, by design
+    return None if invocation.caller == Invocation.Caller.EVENT else ("not_in_use", NOT_IN_USE)
 
 
 def _storage_save(invocation: Invocation, data: dict[str, Any]) -> None:
