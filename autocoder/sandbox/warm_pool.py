@@ -26,6 +26,7 @@ logger = logging.getLogger(__name__)
 
 Wanted = Callable[[Iterable[WarmKey]], set[WarmKey]]
 COLD_FOR_S = 300.0  # a plugin found not warmable is run cold this long before it is tried again
+FAILED_COLD_FOR_S = 30.0  # after a warm sandbox failed to start (the installation's fault)
 
 
 class Pool:
@@ -46,7 +47,8 @@ class Pool:
             runner: str, call_text: str, limits: Limits,
             channel: Channel | None) -> RunResult | None:
         settings = warm.configured()
-        if not settings.enabled or settings.max_sandboxes == 0:
+        # As root only: a warm sandbox has a user namespace and a tmpfs workdir of its own
+        if not settings.enabled or settings.max_sandboxes == 0 or os.geteuid() != 0:
             return None
         fingerprint = warm.fingerprint(files, entry, site, runner, limits)
         sandbox, may_start = self._take(key, fingerprint, settings.max_sandboxes)
@@ -104,8 +106,10 @@ class Pool:
             with self._lock:
                 self._cold[fingerprint] = time.monotonic() + COLD_FOR_S
         except (SandboxError, OSError, ValueError) as exc:
-            logger.warning("could not start a warm sandbox (the call runs in one of its own):"
-                           " %s", exc)
+            logger.warning("could not start a warm sandbox (calls run in one of their own for"
+                           " %.0f s): %s", FAILED_COLD_FOR_S, exc)
+            with self._lock:
+                self._cold[fingerprint] = time.monotonic() + FAILED_COLD_FOR_S
         with self._lock:
             self._starting -= 1
             if sandbox is not None:
