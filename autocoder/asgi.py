@@ -22,11 +22,12 @@ from autocoder.connection_shares import ConnectionShares  # noqa: E402
 from autocoder.http_bridge import BufferedWsgiBridge  # noqa: E402
 from autocoder.routing import websocket_urlpatterns  # noqa: E402
 from autocoder.start_gate import gate_wait  # noqa: E402
+from tools.mcp.asgi import mcp_or  # noqa: E402  (/mcp/<team>/: docs/tools.md)
 
 application = ProtocolTypeRouter(
     {
-        "http": BufferedWsgiBridge(WSGIHandler(), log_access=settings.WEB_ACCESS_LOG,
-                                   shares=ConnectionShares.from_environment()),
+        "http": mcp_or(BufferedWsgiBridge(WSGIHandler(), log_access=settings.WEB_ACCESS_LOG,
+                                          shares=ConnectionShares.from_environment())),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),

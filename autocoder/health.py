@@ -100,7 +100,7 @@ def check_workers() -> Check:
 
 def check_sandbox() -> Check:
     """The real path: a tiny plugin's tests run in the sandbox on the plugin runtime."""
-    from autocoder.runtime.probe import runtime_fault
+    from autocoder.sandbox.probe import runtime_fault
 
     fault = runtime_fault()
     if fault is not None:

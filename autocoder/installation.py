@@ -56,8 +56,8 @@ class InstallationFault(Exception):
 _CHECKS: dict[str, str] = {
     "model": "autocoder.llm.readiness:model_fault",
     "model_reach": "autocoder.llm.readiness:model_reach_fault",
-    "runtime": "autocoder.runtime.probe:runtime_fault",
-    "sandbox": "autocoder.runtime.probe:runtime_fault",
+    "runtime": "autocoder.sandbox.probe:runtime_fault",
+    "sandbox": "autocoder.sandbox.probe:runtime_fault",
 }
 
 

@@ -24,6 +24,8 @@ SECRET_KEY = secret_key.secret_key()
 SECRET_KEY_FALLBACKS = env.list("DJANGO_SECRET_KEY_FALLBACKS", default=[])
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+# Web origins (besides the portal's own) whose pages may call the MCP addresses (docs/tools.md).
+MCP_ALLOWED_ORIGINS = env.list("MCP_ALLOWED_ORIGINS", default=[])
 
 # HTTPS (docs/operating.md, "Security"): all off for `make run` on plain http; compose.yaml turns
 # them on for a portal behind a TLS-terminating proxy, so `check --deploy` reports nothing.

@@ -57,6 +57,11 @@ def gate_wait() -> None:
         return
     logger.info("waiting at the start gate %s until the migrations are done", path)
     restore = _exit_on_sigterm()
+    # A mark beside the gate while this process waits: who is held shows without its log (a
+    # Dramatiq worker's log is passed on only once it has booted).
+    mark = waiting_mark(path, os.getpid())
+    mark.parent.mkdir(parents=True, exist_ok=True)
+    mark.write_text("")
     try:
         owner = int(os.environ.get(OWNER_ENVIRONMENT) or 0)
         while not path.exists():
@@ -65,7 +70,19 @@ def gate_wait() -> None:
                                  f"started this process (pid {owner}) is gone")
             time.sleep(POLL_S)
     finally:
+        mark.unlink(missing_ok=True)
         restore()
+
+
+def waiting_mark(path: Path, pid: int) -> Path:
+    """The file that says process `pid` is waiting at the gate `path`."""
+    return path.with_name(f"{path.name}.waiting-{pid}")
+
+
+def gate_waiting(path: Path) -> list[int]:
+    """The processes waiting at the gate `path` now."""
+    return sorted(int(mark.name.rsplit("-", 1)[1])
+                  for mark in path.parent.glob(f"{path.name}.waiting-*"))
 
 
 def _exit_on_sigterm() -> Callable[[], None]:

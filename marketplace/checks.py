@@ -187,7 +187,7 @@ def tests_run(files: Mapping[str, str],
 
 def _raise_if_installation_broken() -> None:
     """No test result at all: the plugin is to blame only if a known-good one can be tested."""
-    from autocoder.runtime.probe import runtime_fault
+    from autocoder.sandbox.probe import runtime_fault
 
     fault = runtime_fault(fresh=True)
     if fault is not None:

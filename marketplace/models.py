@@ -9,12 +9,16 @@ with a reason, which the package index shows and pip honours.
 
 from __future__ import annotations
 
+import functools
+
 from django.conf import settings
 from django.contrib.postgres.fields import ArrayField
 from django.contrib.postgres.indexes import GinIndex
 from django.contrib.postgres.search import SearchVectorField
 from django.db import models
 from pgvector.django import VectorField
+
+from autocoder.plugins import PluginManifest, read_manifest
 
 EMBEDDING_DIMENSIONS = 384
 # In the catalogue: a published, not yanked version exists.
@@ -182,6 +186,14 @@ class PluginVersion(models.Model):
     def is_published(self) -> bool:
         return self.status == self.Status.PUBLISHED
 
+    @property
+    def reviewed_manifest(self) -> PluginManifest | None:
+        """The plugin.toml among the reviewed files, read through the plugin contract (None:
+        unreadable). The one form callers read a version's manifest in: `manifest` above is
+        its JSON summary without the settings and input tables, for the index and the pages.
+        Published files never change, so each text is read once."""
+        return _reviewed_manifest(self.files.get("plugin.toml", ""))
+
 
 class VersionDecision(models.Model):
     """One reviewer's vote on a pending version; the gate opens at the team's required count."""
@@ -322,3 +334,8 @@ class TryRequest(models.Model):
 
     def __str__(self) -> str:
         return f"try {self.command} of {self.version_id} by {self.user_id} ({self.status})"
+
+
+@functools.lru_cache(maxsize=256)
+def _reviewed_manifest(text: str) -> PluginManifest | None:
+    return read_manifest(text)

@@ -1,46 +1,17 @@
-"""The shape of `Run.pending`: what the current iteration's finished phases produced until its
-checkpoint, plus what is carried from one iteration to the next and the run's outcome once the
-loop decided it. The loop (autocoder/engine) writes most keys; the runs services read a few.
-
-`Run.pending` is a JSONField, so these types say what is there; they check nothing at run time.
+"""`Run.pending` read by the runs app: the step state whose shape the loop writes
+(`Pending`, `Outcome`: autocoder/engine/pending.py, imported from below) and the few questions
+the runs services ask of it.
 """
 
 from __future__ import annotations
 
-from typing import Any, TypedDict, cast
+from typing import cast
 
+from autocoder.engine.pending import CARRIED, Outcome, Pending, carried, with_outcome
 from runs.models import Run
 
-
-class Outcome(TypedDict):
-    """How the run ends, decided by the loop or by a reviewer; performed by the learn step."""
-
-    status: str  # a Run.Status of Run.TERMINAL
-    reason: str
-
-
-class Pending(TypedDict, total=False):
-    # Carried from one iteration to the next (CARRIED).
-    lesson_ids: list[int]  # the lessons shown to the model
-    lessons: str  # their text, as put in the prompts
-    # The iteration's work, until its checkpoint.
-    files: dict[str, str]  # path -> content of the candidate
-    rejected: list[dict[str, Any]]  # files the model may not write, and why
-    prose: str  # the model's reply around the files
-    reply_hash: str
-    no_code: str  # why the reply was not used (no files in it)
-    safety: dict[str, Any]  # the safety gate's report
-    report: dict[str, Any]  # the sandboxed tests' report
-    permissions_change: dict[str, Any] | None
-    second_opinion: dict[str, Any]  # the reviewing model's opinion, with its "iteration"
-    # Milliseconds per phase, and "tokens", until the checkpoint takes them.
-    timings: dict[str, int]
-    # Set once the run's end is decided; the learn step performs it.
-    outcome: Outcome
-
-
-# The keys a new iteration (or the end of the run) keeps from the last one.
-CARRIED = ("lesson_ids", "lessons")
+__all__ = ["CARRIED", "Outcome", "Pending", "pending_carried", "pending_ending",
+           "pending_outcome_status", "run_pending"]
 
 
 def run_pending(run: Run) -> Pending:
@@ -50,12 +21,12 @@ def run_pending(run: Run) -> Pending:
 
 def pending_carried(run: Run) -> Pending:
     """Only what a new iteration, or the run's end, carries over from the last one."""
-    return cast(Pending, {k: v for k, v in run_pending(run).items() if k in CARRIED})
+    return carried(run_pending(run))
 
 
 def pending_ending(carried: Pending, status: str, reason: str) -> Pending:
     """`carried` with the run's outcome set: the learn step ends the run so."""
-    return {**carried, "outcome": {"status": status, "reason": reason}}
+    return with_outcome(carried, status, reason)
 
 
 def pending_outcome_status(run: Run, default: str) -> str:

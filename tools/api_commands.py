@@ -53,7 +53,7 @@ def example_known(version: PluginVersion, command: str) -> bool:
 
 
 # A value of each declared type that the runtime's input check accepts
-# (autocoder/runtime/declarations.py payload_errors).
+# (autocoder/calling/payload.py payload_errors).
 _SAMPLES: dict[str, Any] = {"text": "text", "number": 1, "boolean": False,
                             "table": "column\nvalue\n"}
 

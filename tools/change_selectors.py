@@ -9,6 +9,7 @@ owner's code or run."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 from marketplace.models import Plugin, PluginVersion
 from marketplace.selectors.visibility import can_see, plugin_for_viewer, viewer_for
 from runs.approval_rules import refusal_to_decide
+from runs.models import Run
 from teams.models import Membership, Team
 from tools.models import Activation, ChangeRequest, Invocation
 
@@ -185,3 +187,45 @@ def shipped_state(request: ChangeRequest) -> Shipped:
               .filter(team_id=request.from_team_id, plugin_id=request.plugin_id,
                       status=Activation.Status.ACTIVE).first())
     return Shipped(version=shipped, in_use=active.version if active else None)
+
+
+def shown_value(value: Any) -> str:
+    """A case's value as the page shows it: text as it is, anything else as JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@dataclass(frozen=True)
+class CaseRow:
+    """One case of a change request as its page shows it, with what the person typed."""
+
+    number: int
+    command: str
+    input: str
+    got: str
+    failed: bool
+    has_expected: bool
+    expected: str
+    expected_words: str
+    typed: str
+    error: str
+
+
+def case_rows(request: ChangeRequest, typed: dict[int, str],
+              errors: dict[str, str]) -> list[CaseRow]:
+    return [CaseRow(number=number, command=case.get("command", ""),
+                    input=shown_value(case.get("input", {})),
+                    got=shown_value(case["got"]) if case.get("got") is not None else "",
+                    failed=case.get("failed", False), has_expected="expected" in case,
+                    expected=shown_value(case["expected"]) if "expected" in case else "",
+                    expected_words=case.get("expected_words", ""),
+                    typed=typed.get(number, ""), error=errors.get(f"expected-{number}", ""))
+            for number, case in enumerate(request.cases)]
+
+
+def change_run_shown(request: ChangeRequest, owner_side: bool) -> Run | None:
+    """The change run started for the request, for the owning team's side of its page."""
+    if not (owner_side and request.project_id):
+        return None
+    return Run.objects.filter(project_id=request.project_id).order_by("-id").first()

@@ -1,32 +1,24 @@
 """What a version declares for the teams that use it, read from its reviewed plugin.toml.
 
-The marketplace keeps a summary of the manifest (`PluginVersion.manifest`) without the
-`[[settings]]` and `[commands.input]` tables, so they are read from the plugin.toml among the
-version's files: exactly what was reviewed. The plugin contract (autocoder/plugins/) reads the
-file into a manifest, once per text; this module only finds what the tools need in it.
+Everything is read from the plugin.toml among the version's files, exactly what was reviewed,
+through the plugin contract (`PluginVersion.reviewed_manifest`, a `PluginManifest` read once per
+text); this module only finds what the tools need in it.
 """
 
 from __future__ import annotations
 
-import functools
 import logging
 from typing import Any
 
-from autocoder.plugins import InputField, PluginManifest, SettingDecl, read_manifest
+from autocoder.plugins import InputField, PluginManifest, SettingDecl
 from marketplace.models import PluginVersion
 
 logger = logging.getLogger(__name__)
 
 
-@functools.lru_cache(maxsize=256)
-def _manifest(text: str) -> PluginManifest | None:
-    return read_manifest(text)
-
-
 def manifest_of(version: PluginVersion) -> PluginManifest | None:
-    """The version's plugin.toml as a manifest (None: unreadable). Published versions never
-    change, so each text is read once and every later call gets the same manifest."""
-    return _manifest(version.files.get("plugin.toml", ""))
+    """The version's plugin.toml as a manifest (None: unreadable)."""
+    return version.reviewed_manifest
 
 
 def declared_settings(version: PluginVersion) -> list[SettingDecl]:
@@ -54,17 +46,20 @@ def declared_inputs(version: PluginVersion, command: str) -> list[InputField]:
 
 def entry_of(version: PluginVersion) -> str:
     manifest = manifest_of(version)
-    return str(version.manifest.get("entry") or (manifest.entry if manifest else ""))
+    return manifest.entry if manifest is not None else ""
 
 
 def command_names(version: PluginVersion) -> list[str]:
-    commands = version.manifest.get("commands", [])
-    return [str(c.get("name")) for c in commands if isinstance(c, dict) and c.get("name")]
+    manifest = manifest_of(version)
+    return [item.name for item in manifest.commands] if manifest is not None else []
 
 
 def command_info(version: PluginVersion, command: str) -> dict[str, Any] | None:
-    """{name, description, examples} of one command, from what the version stores."""
-    for item in version.commands or version.manifest.get("commands", []):
+    """{name, description, examples} of one command, from what the version stores (its
+    examples are there, not in plugin.toml)."""
+    for item in version.commands:
         if isinstance(item, dict) and item.get("name") == command:
             return item
-    return None
+    declared = manifest_of(version)
+    found = declared.command(command) if declared is not None else None
+    return {"name": found.name, "description": found.description} if found else None

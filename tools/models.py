@@ -136,11 +136,13 @@ class ToolStorage(models.Model):
 
 
 class ToolToken(models.Model):
-    """A team's API token for one plugin. Only a SHA-256 is stored (marketplace's token_hash:
+    """A team's API token for one plugin, or for all of the team's tools (`plugin` None: an
+    assistant over MCP, docs/tools.md). Only a SHA-256 is stored (marketplace's token_hash:
     256-bit random tokens need no slow hash)."""
 
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
-    plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
+    plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+",
+                               null=True, blank=True)
     name = models.CharField(max_length=80)
     prefix = models.CharField(max_length=12)
     token_hash = models.CharField(max_length=64, unique=True)
@@ -244,7 +246,7 @@ class Invocation(models.Model):
     duration_ms = models.PositiveIntegerField(default=0)
     plugin_ms = models.PositiveIntegerField(default=0)
     log_lines = models.JSONField(default=list, blank=True)
-    # The plugin's api.http requests, as the host made them (autocoder/runtime/http_gate.py):
+    # The plugin's api.http requests, as the host made them (autocoder/calling/http_gate.py):
     # method, host, path (query names only), status, bytes, ms, why refused; never a secret.
     http_requests = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -362,3 +364,85 @@ class ChangeRequest(models.Model):
     def keep_text(self) -> str:
         """What must stay as it is: the change spec's words, else the asker's."""
         return self.spec_keep or self.keep
+
+
+class Trigger(models.Model):
+    """A command another system starts by sending a signed webhook to the trigger's own address
+    (docs/tools.md, "Triggers"). The signing secret is kept sealed (autocoder/sealing.py); the
+    event the sender posts goes into the command's input as one field, beside fixed values.
+    Set up by a team admin, which is the approval (`approved_by`), and audited."""
+
+    class Scheme(models.TextChoices):
+        GITHUB = "github", "GitHub (X-Hub-Signature-256)"
+        SLACK = "slack", "Slack (X-Slack-Signature)"
+        STRIPE = "stripe", "Stripe (Stripe-Signature)"
+        PLAIN = "plain", "Any other system (X-Signature-256)"
+
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
+    plugin = models.ForeignKey("marketplace.Plugin", on_delete=models.CASCADE, related_name="+")
+    name = models.CharField(max_length=80)
+    command = models.CharField(max_length=64)
+    scheme = models.CharField(max_length=8, choices=Scheme.choices)
+    # The unguessable part of its address, /hooks/<public_id>/.
+    public_id = models.CharField(max_length=40, unique=True)
+    # Sealed text; "" until an admin enters the sender's (Stripe shows it only once the
+    # address is saved there): until then every delivery is refused.
+    secret = models.TextField(blank=True)
+    event_field = models.CharField(max_length=64, default="event")
+    fixed = models.JSONField(default=dict, blank=True)
+    paused = models.BooleanField(default=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                   on_delete=models.SET_NULL, related_name="+")
+    approved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True,
+                                    on_delete=models.SET_NULL, related_name="+")
+    approved_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Requests refused before they counted as deliveries (a wrong or missing signature, a
+    # stale timestamp): how many, the last one and why, for the admin setting the sender up.
+    refused_count = models.PositiveIntegerField(default=0)
+    last_refused_at = models.DateTimeField(null=True, blank=True)
+    last_refused_reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        ordering = ["name", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.command}, {self.scheme})"
+
+
+sealed_column_register("tools.Trigger", "secret")
+
+
+class Delivery(models.Model):
+    """One signed request a trigger received, what it was answered and the call it started."""
+
+    class Outcome(models.TextChoices):
+        STARTED = "started", "Started the command"
+        REFUSED = "refused", "Not run"
+        PAUSED = "paused", "Not run: the trigger is paused"
+        CHECKED = "checked", "The sender checked the address"
+
+    trigger = models.ForeignKey(Trigger, on_delete=models.CASCADE, related_name="deliveries")
+    received_at = models.DateTimeField(auto_now_add=True)
+    # The sender's id of the delivery (X-GitHub-Delivery, Stripe's event id, ...): "" if none.
+    delivery_id = models.CharField(max_length=200, blank=True)
+    outcome = models.CharField(max_length=8, choices=Outcome.choices)
+    status = models.PositiveSmallIntegerField(help_text="The HTTP status it was answered.")
+    reason = models.CharField(max_length=500, blank=True)
+    body_bytes = models.PositiveIntegerField(default=0)
+    invocation = models.ForeignKey(Invocation, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+
+    class Meta:
+        ordering = ["-received_at", "-id"]
+        indexes = [models.Index(fields=["trigger", "-received_at"], name="delivery_recent")]
+        constraints = [
+            # A delivery id that started the command once never starts it again (a replay).
+            models.UniqueConstraint(fields=["trigger", "delivery_id"],
+                                    condition=models.Q(outcome="started")
+                                    & ~models.Q(delivery_id=""),
+                                    name="one_started_delivery_per_id"),
+        ]
+
+    def __str__(self) -> str:
+        return f"delivery {self.delivery_id or self.pk} of trigger {self.trigger_id}"

@@ -49,6 +49,13 @@ def active_activation(team: Team | int, plugin: Plugin | int) -> Activation | No
             .filter(team=team, plugin=plugin, status=Status.ACTIVE).first())
 
 
+def team_tool_by_name(team: Team | int, plugin_name: str) -> Activation | None:
+    """The activation in force of the team's plugin `plugin_name` (normalized), or None."""
+    return (Activation.objects.select_related("version", "plugin", "team")
+            .filter(team=team, plugin__normalized_name=plugin_name, status=Status.ACTIVE)
+            .first())
+
+
 def team_tools(team: Team) -> QuerySet[Activation]:
     """The plugins the team uses now, by name; `blocked_reason` is the kill switch's reason
     when a site administrator disabled the version ("" otherwise)."""
@@ -180,7 +187,9 @@ def storage_of(team: Team | int, plugin: Plugin | int) -> ToolStorage | None:
 
 
 def tokens_of(team: Team, plugin: Plugin) -> QuerySet[ToolToken]:
-    return ToolToken.objects.select_related("created_by").filter(team=team, plugin=plugin)
+    """The plugin's tokens and the team's tokens of all its tools."""
+    return (ToolToken.objects.select_related("created_by")
+            .filter(Q(plugin=plugin) | Q(plugin__isnull=True), team=team))
 
 
 def token_by_raw(raw: str) -> ToolToken | None:
@@ -281,6 +290,6 @@ def may_see_usage(user: AbstractBaseUser | AnonymousUser, plugin: Plugin) -> boo
 
 
 def manifest_permissions(version: PluginVersion) -> dict[str, Any]:
-    """`[permissions]` of plugin.toml as stored with the version."""
-    permissions = version.manifest.get("permissions", {})
-    return permissions if isinstance(permissions, dict) else {}
+    """`[permissions]` of the version's reviewed plugin.toml."""
+    manifest = version.reviewed_manifest
+    return manifest.permissions.as_dict() if manifest is not None else {}

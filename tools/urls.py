@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tools.views import api, changes, pages, warm
+from tools.views import api, changes, pages, triggers, warm
 
 app_name = "tools"
 
@@ -31,5 +31,7 @@ urlpatterns = [
     path(TOOL + "schedules/", pages.tool_schedules, name="schedules"),
     path(TOOL + "rollback/", pages.tool_rollback, name="rollback"),
     path(TOOL + "deactivate/", pages.tool_deactivate, name="deactivate"),
+    path("hooks/<str:public_id>/", triggers.hook, name="hook"),
+    path(TOOL + "triggers/", triggers.tool_triggers, name="triggers"),
     path(TOOL + "warm/", warm.tool_warm, name="warm"),
 ]

@@ -3,7 +3,7 @@ bench_http`).
 
 A loopback HTTP server answers `GET /item?n=N` with a small JSON object. The same handler
 carries out every request: the HTTP gate (`HttpGate(policy).perform`, the loopback address in
-its internal hosts) when autocoder/runtime/http_gate.py exists, else a minimal direct urllib
+its internal hosts) when autocoder/calling/http_gate.py exists, else a minimal direct urllib
 request (the figures say which). Measured:
 
 * direct: the host process calls the handler with the request message, N times;
@@ -103,11 +103,11 @@ def _handler(url: str, count: int, urllib_only: bool
     if urllib_only:
         return (lambda: _urllib_forward), "a minimal direct urllib request (--urllib)"
     try:
+        from autocoder.calling.http_gate import HttpGate, HttpPolicy
         from autocoder.plugins.hosts import parse_host_rule
-        from autocoder.runtime.http_gate import HttpGate, HttpPolicy
     except ImportError:
         return (lambda: _urllib_forward), ("a minimal direct urllib request (the HTTP gate,"
-                                           " autocoder/runtime/http_gate.py, does not exist"
+                                           " autocoder/calling/http_gate.py, does not exist"
                                            " yet)")
     port = url.split(":")[2].split("/")[0]
     policy = HttpPolicy(hosts=(parse_host_rule(f"http://127.0.0.1:{port}"),),
@@ -134,7 +134,7 @@ def _percentile(samples: list[float], fraction: float) -> float:
 
 
 def measure(count: int = 100, *, urllib_only: bool = False) -> dict[str, Any]:
-    from autocoder.runtime.invoke import InvokeLimits, PluginCall, call_plugin
+    from autocoder.calling.invoke import InvokeLimits, PluginCall, call_plugin
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     count = max(5, count)

@@ -41,7 +41,7 @@ TRIVIAL_PLUGIN = '''class Plugin:
 
 
 def trivial_call() -> Any:
-    from autocoder.runtime.invoke import PluginCall
+    from autocoder.calling.invoke import PluginCall
 
     files = {"bench_echo/__init__.py": "", "bench_echo/plugin.py": TRIVIAL_PLUGIN,
              "plugin.toml": '[plugin]\nname = "bench-echo"\nentry = "bench_echo.plugin:Plugin"\n'}
@@ -62,7 +62,7 @@ def _figures(prefix: str, samples: list[float]) -> dict[str, float]:
 
 
 def overhead(runs: int = 50) -> dict[str, Any]:
-    from autocoder.runtime.invoke import call_plugin
+    from autocoder.calling.invoke import call_plugin
     from autocoder.sandbox import docker_standby, standby
 
     call = trivial_call()

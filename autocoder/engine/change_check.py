@@ -24,7 +24,7 @@ def base_check_due(step: Step) -> bool:
     """Once per change run, before its first plan (a re-plan of the first attempt too, until
     the note is written)."""
     return bool(base_of(step.run)) and step.number == 1 and \
-        not getattr(step.run, "base_note", "") and "base_check" not in step.pending
+        not step.run.base_note and "base_check" not in step.pending
 
 
 def base_check(step: Step) -> dict[str, Any]:

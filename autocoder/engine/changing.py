@@ -21,7 +21,7 @@ import ast
 import dataclasses
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 from autocoder.engine.scaffold import ACCEPTANCE_TEST_PATH, protected_paths, regression_tests
 from autocoder.engine.spec import Spec
@@ -34,15 +34,30 @@ _REGRESSION = re.compile(r"^tests/test_regression_(\d+)\.py$")
 KEPT_TEST_REASON = "a test of the version in use cannot be deleted; it was kept"
 
 
-def base_of(run: Any) -> dict[str, str]:
+class ChangeRun(Protocol):
+    """What a change reads of its run (the loop's RunView, the runs app's Run): the files and
+    number of the version in use it starts from ({} and "" for a new plugin), whether the
+    version's tests may change with it, and the note on those tests (change_check.py)."""
+
+    @property
+    def base_files(self) -> Any: ...
+    @property
+    def base_version(self) -> str: ...
+    @property
+    def base_tests_may_change(self) -> bool: ...
+    @property
+    def base_note(self) -> str: ...
+
+
+def base_of(run: ChangeRun) -> dict[str, str]:
     """The files of the version a change run starts from ({} for a new plugin)."""
-    return dict(getattr(run, "base_files", None) or {})
+    return dict(run.base_files or {})
 
 
-def base_version(run: Any) -> str:
+def base_version(run: ChangeRun) -> str:
     """The number of the version in use: the run's, else its plugin.toml's."""
     manifest = read_manifest(base_of(run).get("plugin.toml", ""))
-    return str(getattr(run, "base_version", "") or (manifest.version if manifest else ""))
+    return str(run.base_version or (manifest.version if manifest else ""))
 
 
 def regression_path(base: Mapping[str, str]) -> str:
@@ -63,12 +78,12 @@ def is_regression(path: str) -> bool:
     return bool(_REGRESSION.match(path))
 
 
-def tests_may_change(run: Any) -> bool:
+def tests_may_change(run: ChangeRun) -> bool:
     """Whether the change request says behaviour changes, so the version's tests may too."""
-    return bool(base_of(run)) and bool(getattr(run, "base_tests_may_change", False))
+    return bool(base_of(run)) and bool(run.base_tests_may_change)
 
 
-def change_protected(run: Any, spec: Spec, files: Mapping[str, str]) -> frozenset[str]:
+def change_protected(run: ChangeRun, spec: Spec, files: Mapping[str, str]) -> frozenset[str]:
     """The paths the model may never write: a new plugin's, and in a change run every
     regression test (and not the version's acceptance tests when behaviour changes)."""
     if not base_of(run):
@@ -159,7 +174,7 @@ def test_losses(before: Mapping[str, str], after: Mapping[str, str]) -> list[str
     return losses
 
 
-def change_reasons(run: Any, previous: Mapping[str, str], files: Mapping[str, str],
+def change_reasons(run: ChangeRun, previous: Mapping[str, str], files: Mapping[str, str],
                    rejected: Sequence[Mapping[str, Any]]) -> list[str]:
     """Why a person must look at an iteration of a change run ([] for a new plugin)."""
     if not base_of(run):
@@ -233,7 +248,7 @@ def _changed(old: PluginManifest, spec: Spec, *, permissions: Permissions,
 # -- the publish request -------------------------------------------------------------------------
 
 
-def publish_change(run: Any, spec: Mapping[str, Any], files: Mapping[str, str],
+def publish_change(run: ChangeRun, spec: Mapping[str, Any], files: Mapping[str, str],
                    ) -> dict[str, Any]:
     """What a change run's publish request adds for the reviewer ({} for a new plugin): the
     version it follows and the next one with why ("minor: a new command 'x'"), the diff
@@ -257,6 +272,6 @@ def publish_change(run: Any, spec: Mapping[str, Any], files: Mapping[str, str],
         "new_tests": sorted(p for p in files if _is_test(p) and p not in base),
         "tests_lost": test_losses(base, files),
         "diff": unified_diff(dict(base), dict(files)),
-        "base_check": str(getattr(run, "base_note", "")),
+        "base_check": str(run.base_note),
         "cases": cases,
     }}

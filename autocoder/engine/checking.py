@@ -73,8 +73,9 @@ def sandbox_phase(step: Step) -> Transition:
     pending = step.pending
     limits = Limits(timeout_s=float(setting("ENGINE_SANDBOX_TIMEOUT_S", 60)),
                     memory_mb=int(setting("ENGINE_SANDBOX_MEMORY_MB", 512)))
+    candidate: dict[str, str | bytes] = {**pending["files"]}
     try:
-        quality = run_quality(pending["files"], strategy=step.spec.testing_strategy,
+        quality = run_quality(candidate, strategy=step.spec.testing_strategy,
                               limits=limits, cancel_check=step.cancelled)
     except SandboxError as error:
         raise _installation_fault(error) from error
@@ -103,7 +104,7 @@ def _runner_crashed(report: Any) -> bool:
 def _raise_if_installation_broken() -> None:
     """A test run that said nothing is the model's fault only if a known-good plugin's tests
     do run: otherwise the runtime or the sandbox is broken and the run must be held."""
-    from autocoder.runtime.probe import runtime_fault
+    from autocoder.sandbox.probe import runtime_fault
 
     fault = runtime_fault(fresh=True)
     if fault is not None:
@@ -112,7 +113,7 @@ def _raise_if_installation_broken() -> None:
 
 def _installation_fault(error: SandboxError) -> InstallationFault:
     from autocoder.runtime import BUILD_FIX
-    from autocoder.runtime.probe import SANDBOX_FIX
+    from autocoder.sandbox.probe import SANDBOX_FIX
 
     if isinstance(error, PluginRuntimeError):
         return InstallationFault("runtime", error.problem, BUILD_FIX)

@@ -16,6 +16,7 @@ from typing import Any
 
 from autocoder.engine.budgets import budget_exhausted
 from autocoder.engine.detector import Detection, detect, snapshot
+from autocoder.engine.pending import Pending
 from autocoder.engine.spec import AUTONOMY_LEVELS
 from autocoder.engine.states import (
     Checkpoint,
@@ -45,7 +46,7 @@ _FIRST_RUNG = {
 
 PROBLEM_WORDS = {
     "identical_replies": "the model gave the same reply again",
-    "no_progress": "nothing improved for several iterations",
+    "no_progress": "nothing improved for several attempts",
     "repeated_error": "the same error keeps coming back",
     "test_failure_loop": "the same tests keep failing",
     "oscillation": "the code keeps flipping back to an earlier state",
@@ -103,7 +104,7 @@ def problem_words(kind: str) -> str:
 
 
 def after_failure(run: RunView, history: RunHistory, checkpoint: Checkpoint,
-                  pending: dict[str, Any]) -> Transition:
+                  pending: Pending) -> Transition:
     """Where a failed iteration leads: the detector's findings at it, the strongest escape
     (abort, ask a person, start again, another approach) and the budgets; by default the
     next iteration implements the same plan."""
@@ -145,7 +146,7 @@ def _strongest(decisions: list[tuple[Detection, EscapeDecision]]) -> tuple[str, 
     return escape.action, escape.reason, escape.detail
 
 
-def _route(run: RunView, action: str, reason: str, checkpoint: Checkpoint, pending: dict[str, Any],
+def _route(run: RunView, action: str, reason: str, checkpoint: Checkpoint, pending: Pending,
            updates: dict[str, Any], *, passed: int = 0) -> Transition:
     """`passed`: an earlier iteration that passed the quality gate (0: none). There is one only
     after a reviewer sent the work back (docs/engine.md, "The reviewer model"); when the budget

@@ -1,8 +1,9 @@
 """The host API as the model is told it (docs/plugins.md, "Host API"): one sentence per fact of
-the real classes, the api a plugin receives (autocoder/runtime/host_runner.py: Api, Http,
-Response, HttpError, SecretRef, Settings, Storage) and the tests' `plugin_api`
-(autocoder/sandbox/plugin_testing.py). tests/engine/test_host_api_facts.py runs a check of every
-fact on those classes in the sandbox, keyed as here, so a sentence cannot drift from the code.
+the real classes, the api a plugin receives (autocoder/calling/host_runner.py: Api, Settings,
+Storage; autocoder/calling/plugin_http.py: Http, Response, HttpError, SecretRef) and the tests'
+`plugin_api` (autocoder/sandbox/plugin_testing.py). tests/engine/test_host_api_facts.py runs a
+check of every fact on those classes in the sandbox, keyed as here, so a sentence cannot drift
+from the code.
 """
 
 from __future__ import annotations

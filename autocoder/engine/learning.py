@@ -5,11 +5,10 @@ lessons extracted before the final status is set).
 
 from __future__ import annotations
 
-from typing import Any
-
 from autocoder.engine import lessons_port
 from autocoder.engine.detector import FAILING
 from autocoder.engine.escapes import after_failure
+from autocoder.engine.pending import Outcome, carried
 from autocoder.engine.prompting import CUT_NOTE, build_messages
 from autocoder.engine.reply_formats import as_text, ask
 from autocoder.engine.states import Checkpoint, Phase, RunStatus
@@ -28,12 +27,12 @@ def reflect_phase(step: Step) -> Transition:
     reflection = as_text("reflector", answer.text).strip()[:4000]
     if answer.cut:
         reflection += CUT_NOTE
-    pending = {k: v for k, v in step.pending.items() if k in ("lesson_ids", "lessons")}
+    pending = carried(step.pending)
     if run.use_lessons and checkpoint.failures:
         found = lessons_port.retrieve(team_id=step.team_id,
                                       query=f"{spec.summary}\n{checkpoint.failures[0]}")
         if found.ids:
-            pending.update(lesson_ids=found.ids, lessons=found.block)
+            pending["lesson_ids"], pending["lessons"] = found.ids, found.block
     transition = after_failure(run, step.history, checkpoint, pending)
     transition.reflection = reflection
     return transition
@@ -41,7 +40,8 @@ def reflect_phase(step: Step) -> Transition:
 
 def learn_phase(step: Step) -> Transition:
     run, pending = step.run, step.pending
-    outcome = pending.get("outcome") or {"status": RunStatus.FAILED, "reason": "no outcome"}
+    outcome: Outcome = pending.get("outcome") or {"status": RunStatus.FAILED,
+                                                   "reason": "no outcome"}
     written = 0
     if run.use_lessons:
         written = lessons_port.learn(run_outcome(step, outcome["status"]))
@@ -49,8 +49,8 @@ def learn_phase(step: Step) -> Transition:
                       updates={"lessons_written": written, "error": _error_text(outcome)})
 
 
-def _error_text(outcome: dict[str, Any]) -> str:
-    return "" if outcome["status"] == RunStatus.SUCCEEDED else outcome.get("reason", "")
+def _error_text(outcome: Outcome) -> str:
+    return "" if outcome["status"] == RunStatus.SUCCEEDED else outcome["reason"]
 
 
 def run_outcome(step: Step, status: str) -> lessons_port.RunSummary:

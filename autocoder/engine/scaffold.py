@@ -16,7 +16,6 @@ from autocoder.plugins import (
     CommandDecl,
     Permissions,
     PluginManifest,
-    SettingDecl,
     render_manifest,
 )
 from autocoder.plugins.api_calls import (
@@ -98,8 +97,7 @@ def scaffold_manifest(spec: Spec, *, permissions: Permissions | None = None,
         libraries=tuple(libraries),
         commands=tuple(CommandDecl(name=command.name, description=command.description)
                        for command in spec.commands),
-        settings=tuple(SettingDecl(name=s.name, description=s.description, secret=s.secret,
-                                   kind=s.kind) for s in spec.services.settings))
+        settings=spec.services.settings)  # the contract's own SettingDecl, checked once
 
 
 # -- the package ---------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ RESERVED_METHODS = frozenset({"on_command", "on_initialize", "on_event"})
 _SHADOWED = frozenset(sys.stdlib_module_names) | {
     "tests", "conftest", "pytest", "_pytest", "pluggy",
     "_autocoder_testing", "_autocoder_host", "_autocoder_pytest_report",  # the test harness
+    "_autocoder_http", "_autocoder_hosts",
 }
 
 NUL = "\x00"

@@ -47,7 +47,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from autocoder.plugins import HostError, HostRule, address_rule, parse_host_rule
-from autocoder.plugins.declarations import IDENTIFIER
+from autocoder.plugins.declarations import IDENTIFIER, SettingDecl
 
 MAX_HOSTS = 20
 MAX_SETTINGS = 20
@@ -62,19 +62,11 @@ _SYSTEM_FIELDS = ("name", "does", "host", "address_setting", "needs")
 _ANSWER_FIELDS = ("method", "url", "status", "json", "text", "headers")
 
 
-@dataclass(frozen=True)
-class SettingSpec:
-    """A value the team enters when it activates the plugin (a secret: never shown again and
-    never given to the plugin; api.http sends it)."""
-
-    name: str
-    description: str
-    secret: bool = False
-    kind: str = ""  # "address": a web address the team's admin enters and approves
-
-    def as_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "description": self.description, "secret": self.secret,
-                **({"kind": self.kind} if self.kind else {})}
+def _setting_dict(setting: SettingDecl) -> dict[str, Any]:
+    """A setting as a spec writes it (`kind` only when it has one: older specs read as they
+    were)."""
+    return {"name": setting.name, "description": setting.description, "secret": setting.secret,
+            **({"kind": setting.kind} if setting.kind else {})}
 
 
 @dataclass(frozen=True)
@@ -97,7 +89,7 @@ class SystemSpec:
 @dataclass(frozen=True)
 class Services:
     hosts: tuple[HostRule, ...] = ()
-    settings: tuple[SettingSpec, ...] = ()
+    settings: tuple[SettingDecl, ...] = ()
     storage: bool = False
     systems: tuple[SystemSpec, ...] = ()
 
@@ -109,12 +101,12 @@ class Services:
         return tuple(s.name for s in self.settings if s.secret)
 
     @property
-    def address_settings(self) -> tuple[SettingSpec, ...]:
-        return tuple(s for s in self.settings if s.kind == "address")
+    def address_settings(self) -> tuple[SettingDecl, ...]:
+        return tuple(s for s in self.settings if s.is_address)
 
     def as_dict(self) -> dict[str, Any]:
         return {"hosts": [rule.text() for rule in self.hosts],
-                "settings": [s.as_dict() for s in self.settings],
+                "settings": [_setting_dict(s) for s in self.settings],
                 # written only when there are any: older specs read as they were
                 **({"systems": [system.as_dict() for system in self.systems]}
                    if self.systems else {}),
@@ -159,13 +151,13 @@ def _check_hosts(raw: object, errors: list[str]) -> tuple[HostRule, ...]:
     return tuple(rules)
 
 
-def _check_settings(raw: object, errors: list[str]) -> tuple[SettingSpec, ...]:
+def _check_settings(raw: object, errors: list[str]) -> tuple[SettingDecl, ...]:
     if not isinstance(raw, list):
         errors.append("services.settings: must be a list of settings")
         return ()
     if len(raw) > MAX_SETTINGS:
         errors.append(f"services.settings: at most {MAX_SETTINGS} (got {len(raw)})")
-    found: list[SettingSpec] = []
+    found: list[SettingDecl] = []
     for i, item in enumerate(raw):
         where = f"services.settings[{i}]"
         if not isinstance(item, dict):
@@ -199,12 +191,12 @@ def _check_settings(raw: object, errors: list[str]) -> tuple[SettingSpec, ...]:
         if any(other.name == name for other in found):
             errors.append(f"{where}.name: {name!r} is named twice")
             continue
-        found.append(SettingSpec(name=name, description=description.strip(), secret=secret,
+        found.append(SettingDecl(name=name, description=description.strip(), secret=secret,
                                  kind=kind))
     return tuple(found)
 
 
-def _check_systems(raw: object, hosts: tuple[HostRule, ...], settings: tuple[SettingSpec, ...],
+def _check_systems(raw: object, hosts: tuple[HostRule, ...], settings: tuple[SettingDecl, ...],
                    errors: list[str]) -> tuple[SystemSpec, ...]:
     if not isinstance(raw, list):
         errors.append("services.systems: must be a list of systems")
@@ -220,7 +212,7 @@ def _check_systems(raw: object, hosts: tuple[HostRule, ...], settings: tuple[Set
 
 
 def _check_system(item: object, where: str, hosts: tuple[HostRule, ...],
-                  settings: tuple[SettingSpec, ...], errors: list[str]) -> SystemSpec | None:
+                  settings: tuple[SettingDecl, ...], errors: list[str]) -> SystemSpec | None:
     if not isinstance(item, dict):
         errors.append(f"{where}: must be a JSON object with name, does, host, address_setting"
                       " and needs")

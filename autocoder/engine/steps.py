@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 
 from autocoder.engine.changing import base_of, base_version, regression_path, start_files
 from autocoder.engine.escapes import ESCAPES
 from autocoder.engine.llm_port import ModelCalls
+from autocoder.engine.pending import Pending
 from autocoder.engine.prompting import PromptContext
 from autocoder.engine.scaffold import ACCEPTANCE_TEST_PATH, scaffold_files
 from autocoder.engine.spec import Spec
@@ -40,8 +41,9 @@ class Step:
         return self.run.iteration + 1
 
     @property
-    def pending(self) -> dict[str, Any]:
-        return dict(self.run.pending or {})
+    def pending(self) -> Pending:
+        """A copy of the step state (the phases change theirs; the run keeps its own)."""
+        return cast(Pending, dict(self.run.pending or {}))
 
 
 def latest_checkpoint(step: Step) -> Checkpoint | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from autocoder.engine.pending import Pending, with_outcome
 from autocoder.engine.states import Phase
 
 
@@ -23,7 +24,7 @@ class Transition:
     """What a step produced. `phase` is the next step (or the one to resume after approval)."""
 
     phase: str
-    pending: dict[str, Any]
+    pending: Pending
     updates: dict[str, Any] = field(default_factory=dict)
     checkpoint: dict[str, Any] | None = None
     reflection: str | None = None
@@ -33,7 +34,6 @@ class Transition:
     notes: list[dict[str, Any]] = field(default_factory=list)
 
 
-def ending(pending: dict[str, Any], status: str, reason: str) -> Transition:
+def ending(pending: Pending, status: str, reason: str) -> Transition:
     """Go to `learn`, which records lessons and then gives the run `status`."""
-    return Transition(phase=Phase.LEARN,
-                      pending={**pending, "outcome": {"status": status, "reason": reason}})
+    return Transition(phase=Phase.LEARN, pending=with_outcome(pending, status, reason))

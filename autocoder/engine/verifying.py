@@ -11,6 +11,7 @@ from typing import Any
 from autocoder.engine.change_words import words_lines
 from autocoder.engine.changing import change_reasons
 from autocoder.engine.detector import FAILING
+from autocoder.engine.pending import Pending, carried
 from autocoder.engine.quality_gate import quality_failure, quality_met
 from autocoder.engine.replies import code_hash, diff_stats, unified_diff
 from autocoder.engine.scaffold import (
@@ -49,8 +50,7 @@ def verify_phase(step: Step) -> Transition:
         "timings": {k: v for k, v in (pending.get("timings") or {}).items() if k != "tokens"},
         **result,
     }
-    carry: dict[str, Any] = {key: pending[key] for key in ("lesson_ids", "lessons")
-                             if key in pending}
+    carry = carried(pending)
     reasons = change_approval_reasons(run, spec, previous, checkpoint, pending)
     # A person looks next (this change, or the publish request of a run that succeeded), so the
     # reviewing model reads the candidate first. Asked here, in the step: the publish request
@@ -68,7 +68,7 @@ def verify_phase(step: Step) -> Transition:
         transition = Transition(phase=Phase.IMPLEMENT, pending=carry)
     elif result["succeeded"]:
         transition = ending(carry, RunStatus.SUCCEEDED,
-                            f"iteration {step.number} passed every acceptance test with a pass "
+                            f"attempt {step.number} passed every acceptance test with a pass "
                             f"rate of {result['pass_rate']:.0%}"
                             + (f" and a quality score of {result['quality_score']}/100"
                                if result["quality_score"] is not None else ""))
@@ -98,7 +98,7 @@ def verify_phase(step: Step) -> Transition:
     return transition
 
 
-def _evaluate(spec: Spec, pending: dict[str, Any], *,
+def _evaluate(spec: Spec, pending: Pending, *,
               examples: str = ACCEPTANCE_TEST_PATH) -> dict[str, Any]:
     """Quality gate: every acceptance test passes and the overall pass rate meets the spec."""
     report = pending.get("report") or {}
@@ -128,7 +128,7 @@ def _evaluate(spec: Spec, pending: dict[str, Any], *,
     }
 
 
-def _failures(spec: Spec, pending: dict[str, Any], outcomes: list[dict[str, Any]],
+def _failures(spec: Spec, pending: Pending, outcomes: list[dict[str, Any]],
               tests_ran: bool, pass_rate: float, succeeded: bool,
               examples: str = ACCEPTANCE_TEST_PATH) -> tuple[list[str], str]:
     """What went wrong, for the next prompts, and the normalized signature of the main error."""
@@ -223,7 +223,7 @@ def _cap(text: str) -> str:
 
 
 def change_approval_reasons(run: RunView, spec: Spec, previous: dict[str, str],
-                            checkpoint: dict[str, Any], pending: dict[str, Any]) -> list[str]:
+                            checkpoint: dict[str, Any], pending: Pending) -> list[str]:
     """Why a person must look at this change before the loop builds on it ([] = no need).
 
     Blocked code and replies that changed nothing are not changes: they are never accepted.
@@ -239,7 +239,7 @@ def change_approval_reasons(run: RunView, spec: Spec, previous: dict[str, str],
     return reasons
 
 
-def _major_reasons(spec: Spec, checkpoint: dict[str, Any], pending: dict[str, Any]) -> list[str]:
+def _major_reasons(spec: Spec, checkpoint: dict[str, Any], pending: Pending) -> list[str]:
     reasons = []
     change = pending.get("permissions_change")
     if change:

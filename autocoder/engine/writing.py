@@ -50,7 +50,7 @@ def plan_phase(step: Step) -> Transition:
     if run.use_lessons and "lesson_ids" not in pending:
         found = lessons_port.retrieve(team_id=step.team_id,
                                       query=f"{spec.name}: {spec.summary}")
-        pending.update(lesson_ids=found.ids, lessons=found.block)
+        pending["lesson_ids"], pending["lessons"] = found.ids, found.block
     latest = latest_checkpoint(step)
     files = current_files(step)
     ctx = prompt_context(step, files=files, failures=failures_for_prompt(latest),
@@ -122,13 +122,13 @@ def implement_phase(step: Step) -> Transition:
     # A file one of whose edits missed is still changed by those that applied.
     refused = {r["path"] for r in rejected_list if not r["reason"].startswith(EDIT_MISSED)}
     nothing = not [path for path in changes if path not in refused]
-    pending.update(
-        files=files, rejected=rejected_list, prose=parsed.prose[:4000],
-        reply_hash=reply_hash(text), permissions_change=permissions,
-        cut_replies=["implementer"] if answer.cut else [], words_change=words,
-        no_code=("the reply contained no file blocks" if not changes and not parsed.edits else
-                 "no file of the reply could be applied" if nothing else ""),
-    )
+    pending.update({
+        "files": files, "rejected": rejected_list, "prose": parsed.prose[:4000],
+        "reply_hash": reply_hash(text), "permissions_change": permissions,
+        "cut_replies": ["implementer"] if answer.cut else [], "words_change": words,
+        "no_code": ("the reply contained no file blocks" if not changes and not parsed.edits
+                    else "no file of the reply could be applied" if nothing else ""),
+    })
     next_phase = Phase.VERIFY if nothing else Phase.TEST_WRITE
     return Transition(phase=next_phase, pending=pending)
 

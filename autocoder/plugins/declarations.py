@@ -23,7 +23,7 @@ version may reach"). It is never a secret. Without `kind`, a setting is a plain 
 The rules of these tables, over the parsed TOML: autocoder/plugins/manifest.py builds a
 manifest's `settings` and each command's `inputs` with them, and the functions here answer
 for a raw table too. Every problem is a sentence starting with "plugin.toml:". What a payload
-must look like against these fields is the runtime's (autocoder/runtime/declarations.py).
+must look like against these fields is the caller's (autocoder/calling/payload.py).
 """
 
 from __future__ import annotations

@@ -14,11 +14,14 @@ Each entry is one `HostRule`:
 - `api.example.com:8443`: another port (without one: 443 for https, 80 for http);
 - `http://intranet.corp`: plain http, only when written so (the default is https only);
 - an IP address (`10.0.0.5`, `[fd00::5]`): accepted here, but the HTTP gate connects to an IP
-  address only when a site admin listed it in TOOLS_INTERNAL_HOSTS (autocoder/runtime/http_gate.py).
+  address only when a site admin listed it in TOOLS_INTERNAL_HOSTS (autocoder/calling/http_gate.py).
 
 Names are normalised: lower case, a trailing dot removed, international names in their IDNA
 (xn--) form. A path, a query, a user name, a wildcard anywhere but in front, or a name that is
 not a DNS name is refused with a sentence naming the entry.
+
+Standard library only besides `idna` (and without it, see `_ascii`): the plugins' test harness
+ships this very file into the sandbox, so a plugin's tests meet the host's rule.
 """
 
 from __future__ import annotations
@@ -27,7 +30,10 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-import idna
+try:
+    import idna
+except ImportError:  # the plugins' test harness: this file runs in the sandbox, stdlib only
+    idna = None  # type: ignore[assignment]
 
 SCHEMES = ("https", "http")
 DEFAULT_PORTS = {"https": 443, "http": 80}
@@ -121,8 +127,8 @@ def normalise_host(host: str) -> str:
             raise HostError(f"{host!r} is neither a host name nor an IPv4 address written as"
                             " four numbers (like 10.0.0.5)") from None
     try:
-        ascii_name = idna.encode(name, uts46=True).decode("ascii")
-    except (idna.IDNAError, UnicodeError, ValueError):
+        ascii_name = _ascii(name)
+    except (UnicodeError, ValueError):  # idna.IDNAError is a UnicodeError
         raise HostError(f"{host!r} is not a valid host name") from None
     labels = ascii_name.split(".")
     if (len(ascii_name) > 253 or not all(_LABEL.fullmatch(label) for label in labels)
@@ -130,6 +136,16 @@ def normalise_host(host: str) -> str:
         raise HostError(f"{host!r} is not a valid host name (letters, digits and -"
                         " between dots)")
     return ascii_name
+
+
+def _ascii(name: str) -> str:
+    """The name in IDNA's ASCII form: IDNA 2008 with the UTS 46 mapping, as browsers write it.
+    Without the idna package (in the sandbox, where the plugins' test harness uses this rule:
+    autocoder/sandbox/pytest_runner.py) the standard library's IDNA 2003 codec, which differs
+    only for a few rare characters."""
+    if idna is None:
+        return name.encode("idna").decode("ascii").lower()
+    return str(idna.encode(name, uts46=True).decode("ascii"))
 
 
 def _ipv6(text: str) -> ipaddress.IPv6Address:
@@ -163,7 +179,7 @@ def parse_host_rule(entry: str) -> HostRule:
         raise HostError("must not contain a user name or password (user@...)")
     if any(char.isspace() or ord(char) < 32 for char in text):
         raise HostError("must not contain spaces")
-    host, port = _split_port(text)
+    host, port = split_host_port(text)
     wildcard = host.startswith("*.")
     if wildcard:
         host = host[2:]
@@ -180,7 +196,11 @@ def parse_host_rule(entry: str) -> HostRule:
     return HostRule(host=name, scheme=scheme, port=port, wildcard=wildcard)
 
 
-def _split_port(text: str) -> tuple[str, int | None]:
+def split_host_port(text: str) -> tuple[str, int | None]:
+    """`host`, `host:port`, `[v6]` or `[v6]:port` as its host (as written, brackets kept) and
+    port (None: none written); HostError says why it is none of them. The one rule for a
+    plugin.toml entry, an address setting's value and a URL's host (autocoder/calling/
+    http_gate.py; the plugins' test harness, autocoder/sandbox/plugin_testing.py)."""
     if text.startswith("["):
         host, bracket, rest = text.partition("]")
         if not bracket:

@@ -33,17 +33,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
-from _autocoder_host import (  # the host's own classes: the plugin meets the same api
-    NO_HOSTS,
-    Api,
-    Http,
-    HttpError,
-    Settings,
-    Storage,
-)
+from _autocoder_host import Api, Settings, Storage  # the host's own classes: the same api
+
+# ... its api.http client (autocoder/calling/plugin_http.py) and its rule for the hosts a
+# plugin may reach (autocoder/plugins/hosts.py), shipped beside this file
+from _autocoder_hosts import HostError, HostRule, address_rule, host_rules, split_host_port
+from _autocoder_http import NO_HOSTS, Http, HttpError
 
 STORAGE_MAX_BYTES = 1024 * 1024
-_DEFAULT_PORTS = {"https": 443, "http": 80}
 
 
 class SentRequest:
@@ -69,11 +66,11 @@ class SentRequest:
 class RecordingHttp(Http):
     """api.http for tests: requests are recorded and answered from `reply(...)`."""
 
-    def __init__(self, hosts: list[tuple[str, str, int, bool]], secrets: frozenset[str],
+    def __init__(self, hosts: list[HostRule], secrets: frozenset[str],
                  addresses: bool = False) -> None:
         super().__init__("recording" if hosts or addresses else None)
         self._hosts, self._secrets = hosts, secrets
-        self.addresses: list[tuple[str, str, int, bool]] = []  # from address settings' values
+        self.addresses: list[HostRule] = []  # from address settings' values
         self._answers: list[dict[str, Any]] = []
         self._used: set[int] = set()
         self.requests: list[SentRequest] = []
@@ -116,19 +113,19 @@ class RecordingHttp(Http):
                 "url": message["url"]}
 
     def _refusal(self, message: dict[str, Any]) -> tuple[str, str] | None:
-        parts = urlsplit(message["url"])
+        """The host's refusal of a request to a host neither declared nor an address given,
+        by the host's rule (the scheme, the name, the port: plugins/hosts.py)."""
         try:
-            port = parts.port or _DEFAULT_PORTS.get(parts.scheme, 0)
-        except ValueError:
+            parts = urlsplit(message["url"])
+            host, port = split_host_port(parts.netloc.removesuffix(":"))
+        except ValueError:  # HostError too
             return "bad_url", f"{message['url']!r} is not an address"
-        host = (parts.hostname or "").rstrip(".").lower()
-        if not any(scheme == parts.scheme and rule_port == port
-                   and (host.endswith("." + name) if wildcard else host == name)
-                   for name, scheme, rule_port, wildcard in self._hosts + self.addresses):
+        if not any(rule.matches(parts.scheme, host, port)
+                   for rule in self._hosts + self.addresses):
             return ("host_not_declared",
-                    f"{host or message['url']} is not one of the hosts plugin.toml declares"
-                    " ([permissions] hosts), nor the address of an address setting given in"
-                    " configure(settings=...), so the host refuses the request")
+                    f"{host.lower() or message['url']} is not one of the hosts plugin.toml"
+                    " declares ([permissions] hosts), nor the address of an address setting"
+                    " given in configure(settings=...), so the host refuses the request")
         for name in _secret_names(message):
             if name not in self._secrets:
                 return ("secret_unknown", f"api.secret({name!r}) is not a secret setting of"
@@ -155,9 +152,9 @@ class TestApi(Api):
         self._address_names = frozenset(
             str(s.get("name")) for s in manifest.get("settings", [])
             if isinstance(s, dict) and s.get("kind") == "address")
-        self._rules = [_rule(entry) for entry in
-                       manifest.get("permissions", {}).get("hosts", [])
-                       if isinstance(entry, str)]
+        permissions = manifest.get("permissions", {})
+        self._rules = list(host_rules(permissions.get("hosts", []) if isinstance(
+            permissions, dict) else [], []))
         super().__init__(Settings({}, list(self._secret_names)),
                          Storage({}, STORAGE_MAX_BYTES), 200, 2000)
         self._recording = RecordingHttp(self._rules, self._secret_names,
@@ -177,8 +174,8 @@ class TestApi(Api):
             raise ValueError(f"{secret} are secret settings: the plugin never reads their"
                              " values, so a test gives none")
         self.settings = Settings(given, list(self._secret_names))
-        self._recording.addresses = [_address_rule(given[name]) for name in sorted(
-            self._address_names & set(given)) if str(given[name]).strip()]
+        self._recording.addresses = [rule for rule in (_address(given[name]) for name in sorted(
+            self._address_names & set(given))) if rule is not None]
         if storage is not None:
             self.storage = Storage(storage, STORAGE_MAX_BYTES)
 
@@ -190,35 +187,14 @@ def _manifest(root: Path) -> dict[str, Any]:
         return {}
 
 
-def _rule(entry: str) -> tuple[str, str, int, bool]:
-    scheme, _, rest = entry.rpartition("://")
-    scheme = scheme or "https"
-    host, port = rest, _DEFAULT_PORTS.get(scheme, 443)
-    if host.startswith("["):
-        host, _, tail = host[1:].partition("]")
-        port = int(tail[1:]) if tail.startswith(":") else port
-    elif host.count(":") == 1:
-        host, _, number = host.partition(":")
-        port = int(number)
-    wildcard = host.startswith("*.")
-    return host[2:] if wildcard else host.lower().rstrip("."), scheme, port, wildcard
-
-
-def _address_rule(value: str) -> tuple[str, str, int, bool]:
+def _address(value: object) -> HostRule | None:
     """The host an address setting's value names (`bookings.example.org`,
-    `https://bookings.example.org/api`), as the host's address_rule reads it."""
-    text = str(value).strip()
-    if "://" in text:
-        scheme, _, rest = text.partition("://")
-        text = f"{scheme.lower()}://{rest}"
-    else:
-        text = f"https://{text}"
-    parts = urlsplit(text)
+    `https://bookings.example.org/api`), as the activation's approval reads it (None: it names
+    none, so the request is refused in words)."""
     try:
-        port = parts.port or _DEFAULT_PORTS.get(parts.scheme, 443)
-    except ValueError:
-        port = 0  # matches nothing: the request is refused in words
-    return (parts.hostname or "").rstrip(".").lower(), parts.scheme, port, False
+        return address_rule(str(value))
+    except HostError:
+        return None
 
 
 def _secret_names(message: dict[str, Any]) -> list[str]:

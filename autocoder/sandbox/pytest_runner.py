@@ -18,9 +18,15 @@ _PLUGIN_SOURCE = Path(__file__).with_name("pytest_report_plugin.py").read_text()
 # The plugins' test harness (the `plugin_api` fixture) and the host's runner it builds on.
 HARNESS_MODULE = "_autocoder_testing"
 HOST_MODULE = "_autocoder_host"
+_AUTOCODER = Path(__file__).parent.parent
+# Files read as text and shipped into the sandbox (never imported here): the runner of a real
+# call and its api.http client (autocoder/calling/), and the host's rule for `[permissions]
+# hosts` and address settings (autocoder/plugins/hosts.py), so a test meets the host's rules.
 _HARNESS_FILES: dict[str, str | bytes] = {
     f"{HARNESS_MODULE}.py": Path(__file__).with_name("plugin_testing.py").read_text(),
-    f"{HOST_MODULE}.py": (Path(__file__).parent.parent / "runtime" / "host_runner.py").read_text(),
+    f"{HOST_MODULE}.py": (_AUTOCODER / "calling" / "host_runner.py").read_text(),
+    "_autocoder_http.py": (_AUTOCODER / "calling" / "plugin_http.py").read_text(),
+    "_autocoder_hosts.py": (_AUTOCODER / "plugins" / "hosts.py").read_text(),
 }
 OUTCOMES = ("passed", "failed", "error", "skipped")
 # pytest's exit statuses that mean "no test result to speak of"

@@ -221,7 +221,7 @@ class WarmSandbox:
         status, files, omitted = 128 + 9, dict[str, bytes](), list[str]()
         if len(frames) == 2:
             done = _json_loads(frames[0])
-            status = int(done.get("status", 1))
+            status = int(str(done.get("status", 1)))
             if done.get("omitted"):
                 omitted = [f"{zygote.RESULT} (over the {limits.collect_kb} KB collect budget)"]
             elif frames[1]:
@@ -314,7 +314,7 @@ def _json_bytes(value: object) -> bytes:
     return json.dumps(value).encode()
 
 
-def _json_loads(data: bytes) -> dict[str, Any]:
+def _json_loads(data: bytes) -> dict[str, object]:
     import json
 
     try:

@@ -162,7 +162,7 @@ class Pool:
         for sandbox in idle:
             sandbox.close()
 
-    def describe(self) -> list[dict[str, Any]]:
+    def describe(self) -> list[dict[str, object]]:
         """The pool's sandboxes, for tests and the benchmark (no secret is in any of it)."""
         with self._lock:
             every = [(s, "idle") for s in self._idle] + [(s, "busy") for s in self._busy]

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from autocoder.plugins import HostError, HostRule, SettingDecl, parse_host_rule, read_manifest
+from autocoder.plugins import HostError, HostRule, SettingDecl, parse_host_rule
 from marketplace.models import PluginVersion
 
 _DOES = {"reads": "reads from it", "sends": "sends data to it",
@@ -91,12 +91,11 @@ def network_summary(version: PluginVersion, *,
                     entered: Mapping[str, AddressSeen] | None = None) -> NetworkSummary:
     """The version's reach, from its reviewed plugin.toml (its hosts and address settings) and,
     for a generated one, its spec's systems. `entered`: a team's addresses, by setting name."""
-    manifest = read_manifest(version.files.get("plugin.toml", ""))
+    manifest = version.reviewed_manifest
     rules = tuple(manifest.hosts) if manifest is not None else ()
     addresses = tuple(manifest.address_settings) if manifest is not None else ()
     secrets = tuple(item for item in (manifest.settings if manifest else ()) if item.secret)
-    permissions = version.manifest.get("permissions", {})
-    asks = bool(isinstance(permissions, dict) and permissions.get("network"))
+    asks = manifest is not None and manifest.network
     systems = _systems(version.spec)
     only_one = len(rules) + len(addresses) == 1 and not systems  # its secrets go there
     reaches: list[Reach] = []

@@ -13,7 +13,7 @@ settings, `kind = "address"`) is a **rehearsal** unless asked otherwise: its api
 every rule of a tool call's (the hosts the reviewed plugin.toml declares, the forms a secret
 takes, the limits) but sends nothing; each request is recorded with what it would send and
 answered from the sample answers of the version's examples
-(autocoder/runtime/http_rehearsal.py), the settings are the examples' values, an address
+(autocoder/calling/http_rehearsal.py), the settings are the examples' values, an address
 setting's example value lets it reach that host (nothing is sent there either), and a secret's
 place shows `[secret NAME]`. **Sending for real** is for a trier whose current team uses this
 very version as a tool: the try then gets that team's settings and secrets, and reaches the
@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
@@ -39,17 +39,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from autocoder import durable, hooks
-from autocoder.plugins import (
-    HostError,
-    HostRule,
-    PluginManifest,
-    address_rule,
-    address_url,
-    read_manifest,
-)
-from autocoder.runtime.http_gate import HttpGate, HttpPolicy
-from autocoder.runtime.http_rehearsal import HttpRehearsal, sample_answers, sample_settings
-from autocoder.runtime.invoke import InvokeLimits, PluginCall, call_plugin
+from autocoder.calling.http_records import HttpRecord
+from autocoder.calling.invoke import CallOutcome, InvokeLimits
+from autocoder.calling.team_call import Rehearsal, TeamSettings, call_as_team, rehearsal_of
 from marketplace.models import PluginVersion, TryRequest
 from marketplace.validation import PackageError
 from teams.services.audit import audit_record
@@ -59,7 +51,7 @@ logger = logging.getLogger(__name__)
 
 TRY_PER_MINUTE = 10
 TRY_WINDOW_S = 60
-# A try is an invocation like a tool's (one runner for both: autocoder/runtime/invoke.py), with
+# A try is an invocation like a tool's (one runner for both: autocoder/calling/invoke.py), with
 # a smaller answer: the page shows it.
 TRY_LIMITS = InvokeLimits(timeout_s=15, memory_mb=512, cpu_s=10, output_kb=64)
 TRY_MAX_PAYLOAD_CHARS = 20_000
@@ -97,26 +89,16 @@ SEND_NOWHERE = ("Sending for real reaches only the addresses {team}'s admins app
 # In words where the host is not known before a team enters it (templates/marketplace/_network.html
 # says it so too).
 ADDRESS_WORDS = "the address your team enters as “{name}”"
-REHEARSAL_NO_ADDRESS = ("{name} has no value in the plugin's examples, so a rehearsal has no"
-                        " address for it.")
 
 
 @dataclass(frozen=True)
-class TrySettings:
-    """What a team has entered for the plugin (secrets unsealed: they go to the host's HttpGate
-    and never into the sandbox) and the names of the secret ones. `other_version`: the team uses
-    another version of the plugin, so its values are not given to this one (empty)."""
+class TrySettings(TeamSettings):
+    """What a team has entered for the plugin, as a tool call of it gets it (TeamSettings:
+    secrets unsealed, the Settings page, the approved addresses). `other_version`: the team
+    uses another version of the plugin, so its values are not given to this one (empty)."""
 
-    values: dict[str, str]
-    secret_names: tuple[str, ...]
     other_version: str = ""
     team_name: str = ""
-    # The team's Settings page of the tool, named when api.http meets a secret with no value.
-    settings_url: str = ""
-    # The hosts of the address settings the team's admin approved (a real send reaches them),
-    # and what api.http's refusal says of those not approved yet.
-    approved: tuple[HostRule, ...] = ()
-    address_note: str = ""
 
 
 class TryRateLimited(Exception):
@@ -136,7 +118,7 @@ class TryResult:
     detail: str = ""
     duration_ms: int = 0
     # api.http's requests (method, host, path, status, bytes, ms, refused), as a tool call's.
-    http_requests: list[dict[str, Any]] = field(default_factory=list)
+    http_requests: list[HttpRecord] = field(default_factory=list)
 
 
 def try_rate_limit_hit(*, user_id: int) -> None:
@@ -188,7 +170,7 @@ def try_hosts(version: PluginVersion) -> list[str]:
     """Where the version's requests go, in words: the hosts its reviewed plugin.toml declares,
     then each address setting's "the address your team enters as “NAME”" ([] : it talks to
     nothing)."""
-    manifest = read_manifest(version.files.get("plugin.toml", ""))
+    manifest = version.reviewed_manifest
     if manifest is None:
         return []
     return [rule.text() for rule in manifest.hosts] + [
@@ -205,7 +187,7 @@ def try_send_terms(*, version: PluginVersion, user_id: int,
         return SEND_NEEDS_TOOL.format(plugin=version.plugin.name), []
     if team.other_version:
         return SEND_OTHER_VERSION.format(version=team.other_version), []
-    manifest = read_manifest(version.files.get("plugin.toml", ""))
+    manifest = version.reviewed_manifest
     hosts = [rule.text() for rule in (manifest.hosts if manifest else ())]
     hosts += [text for text in (rule.text() for rule in team.approved) if text not in hosts]
     if not hosts:
@@ -310,8 +292,8 @@ def _try_validate(version: PluginVersion, command: str, payload: Any) -> None:
         raise PackageError(["this version has not passed its checks; it cannot be tried"])
     if not isinstance(payload, dict):
         raise PackageError(["payload: must be a JSON object, like {\"text\": \"hello\"}"])
-    names = [c.get("name") for c in version.commands] or [
-        c.get("name") for c in version.manifest.get("commands", [])]
+    manifest = version.reviewed_manifest
+    names = [item.name for item in manifest.commands] if manifest is not None else []
     if command not in names:
         raise PackageError([f"command: {command!r} is not one of {', '.join(map(str, names))}"])
     if len(json.dumps(payload)) > TRY_MAX_PAYLOAD_CHARS:
@@ -320,64 +302,33 @@ def _try_validate(version: PluginVersion, command: str, payload: Any) -> None:
 
 def _try_execute(asked: TryRequest) -> TryResult:
     version = asked.version
-    manifest = read_manifest(version.files.get("plugin.toml", ""))
+    manifest = version.reviewed_manifest
     team = try_team_settings(user_id=asked.user_id, team_id=asked.team_id, version=version)
     ours = team is not None and not team.other_version
     if manifest is None or not (manifest.hosts or manifest.address_settings):
         # it talks to nothing: the team's settings
-        return _try_run(asked, dict(team.values) if team and ours else {},
-                        tuple(team.secret_names) if team and ours else (), None)
+        return _try_result(_try_call(asked, team if team is not None and ours
+                                     else TeamSettings()))
     if not asked.send:
-        return _try_rehearse(asked, manifest)
+        rehearsing, rehearsal = rehearsal_of(manifest=manifest, commands=version.commands,
+                                             command=asked.command)
+        return _try_result(_try_call(asked, rehearsing, rehearsal))
     if team is None or not ours:  # asked while the team used it; it no longer does
         return TryResult(ok=False, error=SEND_NO_LONGER)
-    secrets = {name: team.values.get(name) or "" for name in team.secret_names}
-    gate = HttpGate(replace(_try_policy(manifest), secrets=secrets,
-                            settings_url=team.settings_url, approved=team.approved,
-                            address_note=team.address_note))
-    return _try_run(asked, dict(team.values), tuple(team.secret_names), gate)
+    return _try_result(_try_call(asked, team))
 
 
-def _try_rehearse(asked: TryRequest, manifest: PluginManifest) -> TryResult:
-    """The examples' settings; an address setting's example value, as the URL a call's plugin
-    gets, lets the rehearsal reach its host (nothing is sent there: the sample answers reply)."""
-    values = sample_settings(asked.version.commands, asked.command)
-    reached: list[HostRule] = []
-    notes: list[str] = []
-    for item in manifest.address_settings:
-        try:
-            rule = address_rule(values.get(item.name, ""))
-        except HostError:
-            notes.append(REHEARSAL_NO_ADDRESS.format(name=item.name))
-            values.pop(item.name, None)
-            continue
-        reached.append(rule)
-        values[item.name] = address_url(values[item.name])
-    secret_names = tuple(item.name for item in manifest.settings if item.secret)
-    rehearsal = HttpRehearsal(replace(_try_policy(manifest), approved=tuple(reached),
-                                      address_note=" ".join(notes)),
-                              secret_names=secret_names,
-                              answers=sample_answers(asked.version.commands, asked.command))
-    return _try_run(asked, values, (), rehearsal)
-
-
-def _try_policy(manifest: PluginManifest) -> HttpPolicy:
-    """A tool call's rules: only the hosts the reviewed plugin.toml declares (and, set by the
-    caller, the addresses approved)."""
-    return HttpPolicy(hosts=tuple(manifest.hosts),
-                      internal_hosts=frozenset(settings.TOOLS_INTERNAL_HOSTS),
-                      described={item.name: item.description for item in manifest.settings})
-
-
-def _try_run(asked: TryRequest, values: dict[str, str], secret_names: tuple[str, ...],
-             gate: HttpGate | None) -> TryResult:
+def _try_call(asked: TryRequest, team: TeamSettings,
+              rehearsal: Rehearsal | None = None) -> CallOutcome:
+    """A tool call's road (autocoder/calling/team_call.py), with a try's limits."""
     version = asked.version
-    outcome = call_plugin(PluginCall(files=version.files,
-                                     entry=str(version.manifest.get("entry", "")),
-                                     command=asked.command, payload=asked.payload,
-                                     settings=values, secret_settings=secret_names),
-                          TRY_LIMITS, http=gate.perform if gate else None,
-                          records=gate.records if gate else None)
+    return call_as_team(files=version.files, manifest=version.reviewed_manifest,
+                        command=asked.command, payload=asked.payload, team=team,
+                        internal_hosts=settings.TOOLS_INTERNAL_HOSTS, limits=TRY_LIMITS,
+                        rehearsal=rehearsal)
+
+
+def _try_result(outcome: CallOutcome) -> TryResult:
     return TryResult(ok=outcome.ok, output=outcome.output, error=outcome.error,
                      log="\n".join(outcome.log_lines), detail=outcome.detail,
                      duration_ms=outcome.duration_ms, http_requests=outcome.http_requests)

@@ -18,6 +18,14 @@ def pretty_json(value: Any) -> str:
 
 
 @register.filter
+def sentence(value: Any) -> str:
+    """A reason someone typed, as the end of a sentence: its own stop kept, one added when it
+    has none ("... front desk." is not shown as "front desk..")."""
+    text = " ".join(str(value or "").split())
+    return text if not text or text[-1] in ".!?…" else f"{text}."
+
+
+@register.filter
 def stars(value: float | int | None) -> str:
     rounded = int(round(float(value or 0)))
     return "★" * rounded + "☆" * (5 - rounded)

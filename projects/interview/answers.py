@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from autocoder.engine.spec import AUTONOMY_LEVELS, MAX_SUMMARY_CHARS
-from projects.interview import other_systems, schedule, testing
+from projects.interview import asked_before, other_systems, schedule, testing
 from projects.interview.checklist import (
     ESSENTIAL,
     can_skip,
@@ -96,6 +96,7 @@ def apply_answers(request: str, state: dict[str, Any], questions: list[dict[str,
     if require:
         _handle_blanks(request, state, [q for q in questions if q["id"] in question_ids], errors)
     questions[:] = sync_questions(questions, state)
+    asked_before.questions_answer_before(questions, state, questions)
     return errors
 
 
@@ -114,6 +115,8 @@ def _apply_one(request: str, state: dict[str, Any], question: dict[str, Any],
     text = str(data.get(field, ""))
     if text.strip():
         question["skipped"] = False
+        if text != question.get("answer"):
+            question.pop("answered_from", None)  # her own words now
         question["answer"] = text
     if kind == "commands":
         return _apply_commands(request, state, text)

@@ -11,6 +11,7 @@ from autocoder.engine.spec import (
     RESERVED_METHODS,
     package_name,
 )
+from projects.interview.describing import imperative, proposed_description
 from projects.interview.naming import derive_task_name, slugify
 from projects.interview.parsing import parse_lines
 
@@ -85,3 +86,13 @@ def commands_text(state: Mapping[str, Any]) -> str:
     """The "tasks" answer as the requester would type it, to show it again."""
     return "\n".join(f"{c['name']}: {c['description']}" if c.get("description") else c["name"]
                      for c in state.get("commands", []))
+
+
+def proposed_commands_text(request: str) -> str:
+    """The one task read from the request, as the tasks answer would say it ("spending-by-
+    category: Adds up how much was spent per category."), so the first page of questions shows
+    what she described instead of asking her to type it again (docs/portal.md)."""
+    description = proposed_description(request)[:MAX_DESCRIPTION_CHARS].strip()
+    if not description:
+        return ""
+    return f"{derive_task_name(imperative(description))}: {description}"

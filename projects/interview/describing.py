@@ -97,3 +97,14 @@ def _sentence(text: str) -> str:
     text = text.strip()
     text = text[:1].upper() + text[1:]
     return text if text.endswith((".", "!", "?")) else text + "."
+
+
+def imperative(phrase: str) -> str:
+    """"Adds up the costs" -> "add up the costs": a description's first verb as a task says it;
+    the phrase as it is when its first word is not one of IMPERATIVES in the third person."""
+    verb, _, rest = phrase.partition(" ")
+    lower = verb.lower()
+    for base in IMPERATIVES:
+        if third_person(base) == lower:
+            return f"{base} {rest}".strip()
+    return phrase

@@ -46,6 +46,7 @@ class QuestionView:
     command: dict[str, Any] | None = None
     examples: list[dict[str, Any]] = dataclass_field(default_factory=list)
     placeholder: str = ""
+    proposed: bool = False  # the answer shown is read from the request, not typed yet
 
 
 @dataclass
@@ -65,7 +66,8 @@ def questions_page(interview: Interview, group: int,
     groups = navigation.question_groups(interview.questions)
     count = navigation.page_count(interview.questions, analyst_done=interview.analyst_done)
     group = min(max(group, 0), count - 1)
-    views = [_question_view(q, interview.state, errors) for q in groups[group]]
+    views = [_question_view(q, interview.state, errors, interview.request)
+             for q in groups[group]]
     progress = navigation.progress(interview.questions, interview.state,
                                    analyst_done=interview.analyst_done)
     return QuestionsPage(group=group, group_count=count,
@@ -75,7 +77,7 @@ def questions_page(interview: Interview, group: int,
 
 
 def _question_view(question: dict[str, Any], state: dict[str, Any],
-                   errors: dict[str, list[str]]) -> QuestionView:
+                   errors: dict[str, list[str]], request: str = "") -> QuestionView:
     field_name = answers.question_field(question)
     command = commands.command_by_key(state, question.get("command", ""))
     view = QuestionView(
@@ -85,6 +87,10 @@ def _question_view(question: dict[str, Any], state: dict[str, Any],
         assumption=(question.get("assumption") or checklist.default_assumption(question, state))
         if question.get("skipped") else "",
         priority_label=checklist.PRIORITY_LABELS[question["priority"]], command=command)
+    if question["kind"] == "commands" and not view.answer and not question.get("skipped"):
+        # She described the task a page ago: it is proposed from her words, to check.
+        view.answer = commands.proposed_commands_text(request)
+        view.proposed = bool(view.answer)
     if question["kind"] == "examples" and command is not None:
         view.examples = example_views(command, errors)
         view.placeholder = examples.input_placeholder(command)

@@ -27,6 +27,7 @@ from autocoder.llm.types import CallRecord, LLMError, LLMTimeout, Message, Provi
 from projects.interview import (
     analyst,
     answers,
+    asked_before,
     checklist,
     fields,
     naming,
@@ -320,6 +321,7 @@ def _merge_questions(interview: Interview, reply: str) -> int:
         locked.analyst_rounds += 1
         new = analyst.parse_analyst_questions(reply, locked.questions,
                                               round_number=locked.analyst_rounds)
+        asked_before.questions_answer_before(new, locked.state, locked.questions)
         locked.questions = checklist.sync_questions(locked.questions + new, locked.state)
         # No essential question left means the analyst is satisfied; stop asking it.
         if not any(q["priority"] == checklist.ESSENTIAL for q in new) or \

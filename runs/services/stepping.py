@@ -13,6 +13,8 @@ Durability rules (docs/engine.md, "Durable runs"), enforced here:
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
 import time
 from collections.abc import Callable
@@ -22,7 +24,7 @@ from django.utils import timezone
 
 from autocoder import heartbeat, metrics
 from autocoder.engine import loop
-from autocoder.engine.spec import spec_from_dict
+from autocoder.engine.spec import Spec, spec_from_dict
 from autocoder.installation import InstallationFault
 from autocoder.llm.types import LLMAuthError, LLMConfigError, LLMError
 from runs import budgets
@@ -32,7 +34,7 @@ from runs.llm_calls import (
     default_provider_factory,
 )
 from runs.models import ApprovalRequest, Run
-from runs.pending import pending_carried, pending_outcome_status
+from runs.pending import pending_carried, pending_outcome_status, run_pending
 from runs.selectors.results import RunTables
 from runs.services.common import step_max_attempts, step_queue_after_commit
 from runs.services.finishing import run_finish
@@ -66,6 +68,18 @@ def run_step_perform(*, run_id: int, token: str, dispatch: Dispatch | None = enq
     return following
 
 
+def _spec_of(run: Run) -> Spec:
+    """The run's spec, checked once per run and worker, not at every step: its project's spec
+    does not change while it runs, and a Spec is frozen, so the steps share it (keyed by its
+    text, so a changed spec would be checked again)."""
+    return _spec_parsed(run.id, json.dumps(run.project.spec, sort_keys=True))
+
+
+@functools.lru_cache(maxsize=32)
+def _spec_parsed(run_id: int, text: str) -> Spec:
+    return spec_from_dict(json.loads(text))
+
+
 def _perform(run: Run, token: str, dispatch: Dispatch | None,
              provider_factory: ProviderFactory | None) -> tuple[str, str | None]:
     """(how the step ended: committed, held or failed; the token of the next step or None)."""
@@ -75,7 +89,7 @@ def _perform(run: Run, token: str, dispatch: Dispatch | None,
     try:
         transition = _budget_transition(run) or loop.perform(loop.Step(
             run=run, team_id=run.project.team_id, history=RunTables(run),
-            spec=spec_from_dict(run.project.spec), llm=llm, cancelled=_cancel_check(run_id)))
+            spec=_spec_of(run), llm=llm, cancelled=_cancel_check(run_id)))
     except InstallationFault as fault:
         # A model that did not answer at all gets the step's retries first (a blip, a server
         # restarting); then the run waits, held, for the watchdog to find it answering.
@@ -158,11 +172,11 @@ def _budget_transition(run: Run) -> loop.Transition | None:
     if not reason and run.max_tokens and run.tokens_total >= run.max_tokens:
         reason = f"token budget exhausted: {run.tokens_total} of {run.max_tokens} tokens used"
     if reason:
-        return loop.ending(dict(pending_carried(run)), Run.Status.FAILED, reason)
+        return loop.ending(pending_carried(run), Run.Status.FAILED, reason)
     reached = budgets.budget_reached(run)
     if reached is None:
         return None
-    return loop.Transition(phase=run.phase, pending=dict(run.pending or {}),
+    return loop.Transition(phase=run.phase, pending=run_pending(run),
                            approval=loop.Approval(kind=ApprovalRequest.Kind.BUDGET,
                                                   payload=reached.payload()))
 
@@ -198,5 +212,5 @@ def _step_failed(run_id: int, token: str, phase: str, error: BaseException, *,
             run_finish(run, pending_outcome_status(run, Run.Status.FAILED), reason)
             return None
     # The end of the run still goes through `learn`, so the failure is remembered.
-    ending = loop.ending(dict(pending_carried(run)), Run.Status.FAILED, reason)
+    ending = loop.ending(pending_carried(run), Run.Status.FAILED, reason)
     return step_commit(run_id, token, phase, ending, None, 0, dispatch)

@@ -51,6 +51,7 @@ def journey(transactional_db: None) -> dict[str, Any]:
 def test_every_page_of_the_journey_passes_an_accessibility_audit(
         journey: dict[str, Any], server: LiveServer, context_factory: Any) -> None:
     results: list[tuple[str, int, list[dict[str, Any]]]] = []
+    worded: list[str] = []
 
     for width, height in WIDTHS:
         pages: dict[str, Page] = {}
@@ -67,6 +68,13 @@ def test_every_page_of_the_journey_passes_an_accessibility_audit(
 
         def check(page: Page, name: str, width: int = width) -> None:
             results.append((name, width, audit(page)))
+            # One word for one round of plan, code, tests and checks on every page (issue 48:
+            # "iteration" and "attempt" named the same thing on different pages).
+            text = page.locator("body").inner_text()
+            found = text.lower().find("iteration")
+            if found >= 0:
+                worded.append(f"{name} at {width} px: \u2026{text[max(found - 60, 0):found + 40]}"
+                              "\u2026")
 
         walk_wizard(as_user("quinn"), check)
         for step in journey_pages(journey):
@@ -88,6 +96,7 @@ def test_every_page_of_the_journey_passes_an_accessibility_audit(
     totals = Counter(v["impact"] for _, _, vs in results for v in vs)
     print(f"  {len(results)} page visits; violations by impact: {dict(totals) or 'none'}")
     assert failing == [], "serious or critical accessibility violations:\n" + "\n".join(failing)
+    assert worded == [], f"pages that say \"iteration\" for an attempt: {worded}"
 
 
 AXE_VERSION = AXE.read_text(encoding="utf-8")[:40].split("axe v", 1)[-1].split()[0]

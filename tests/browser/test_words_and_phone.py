@@ -3,7 +3,7 @@
 
 - on a phone the navigation and an admin's "not connected" banner leave most of the first
   screen to the page;
-- a plugin's Install and Try it are reached from near the top of its page on a phone (beside
+- a plugin's Install and Try it come right under its head on a phone, before the README (beside
   it on a wide screen);
 - the audit log says which plugin and version an admin activated, not "2 3 in team 1";
 - a question whose title takes two lines has it inside its box, and the wizard's counter of
@@ -67,6 +67,21 @@ def test_on_a_phone_the_navigation_and_the_admins_banner_stay_small(
     accessible_and_fits(page, "the home page of a site admin without a model", width)
 
 
+def top(page: Page, selector: str) -> float:
+    return float(page.evaluate(
+        f"document.querySelector({selector!r}).getBoundingClientRect().top"))
+
+
+def left(page: Page, selector: str) -> float:
+    return float(page.evaluate(
+        f"document.querySelector({selector!r}).getBoundingClientRect().left"))
+
+
+def right(page: Page, selector: str) -> float:
+    return float(page.evaluate(
+        f"document.querySelector({selector!r}).getBoundingClientRect().right"))
+
+
 def in_use(team: Any, admin: Any) -> None:
     """month-totals 1.0.0 published and activated by the team's admin (in a thread: the
     services announce through async_to_sync, tests/browser/conftest.py)."""
@@ -91,15 +106,20 @@ def test_install_and_try_it_are_near_the_top_and_the_audit_log_names_the_plugin(
                                bypass_csp=True).new_page()
         log_in(page, server, "rob")
         page.goto(f"{server.url}marketplace/p/month-totals/")
-        jump = page.get_by_role("navigation", name="Use it")
+        # Install and Try it themselves, not links to them: under the head on a phone (the
+        # page below runs to thousands of pixels), beside the README on a wide screen.
+        expect(page.locator("#install")).to_be_in_viewport()
+        expect(page.locator("#pip-command")).to_contain_text("pip install")
+        trying = page.locator("#try")
+        expect(trying.get_by_role("button", name="Run in the sandbox")).to_be_visible()
         if width < 900:
-            expect(jump).to_be_visible()
-            assert bottom(page, ".mp-jump") < height  # on the first screen
-            jump.get_by_role("link", name="Try it").click()
-            expect(page.locator("#try")).to_be_in_viewport()
+            assert top(page, "#install") < 0.6 * height, top(page, "#install")
+            assert bottom(page, "#try") < top(page, ".readme")  # before the README
+            assert top(page, "#try") < 1.5 * height, top(page, "#try")
         else:
-            expect(jump).to_be_hidden()
-            expect(page.locator("#install")).to_be_in_viewport()  # beside the page
+            expect(trying).to_be_in_viewport()
+            assert left(page, "#try") > right(page, ".readme")  # beside it
+        assert page.get_by_role("navigation", name="Use it").count() == 0
         accessible_and_fits(page, "a plugin's page", width)
 
         page.goto(f"{server.url}t/acme/audit/")

@@ -21,7 +21,7 @@ import pytest
 from django.conf import settings
 
 from autocoder import heartbeat
-from autocoder.start_gate import OWNER_ENVIRONMENT, gate_environment, gate_open
+from autocoder.start_gate import OWNER_ENVIRONMENT, gate_environment, gate_open, gate_waiting
 from tests.live import child_env, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db]
@@ -86,7 +86,7 @@ def test_sigterm_ends_the_wait_at_once(tmp_path: Path) -> None:
 def test_a_worker_boots_only_once_the_gate_opens(tmp_path: Path) -> None:
     """No heartbeat (so no claim, no sweep, no message taken) while the gate is shut. Dramatiq
     passes a worker's log on only once the worker has booted, so the line saying it waited is
-    read at the end; a worker boots in about 2 s here, and the gate stays shut for 8."""
+    read at the end; the gate stays shut until the worker's process is marked waiting."""
     gate = tmp_path / "start-gate"
     before = heartbeat.live_worker_ids()
     worker = [sys.executable, "manage.py", "rundramatiq", "--processes", "1", "--threads", "1"]
@@ -94,11 +94,17 @@ def test_a_worker_boots_only_once_the_gate_opens(tmp_path: Path) -> None:
         process = _start(worker, gate, log, WORKER_HEARTBEAT_INTERVAL_S="1",
                          WORKER_HEARTBEAT_TTL_S="3")
         try:
-            shut_until = time.monotonic() + 8
-            while time.monotonic() < shut_until:
+            # Shut for 3 s at least, and until the worker's process is seen waiting (on a
+            # busy machine its boot takes longer than any fixed time).
+            shut_for = time.monotonic() + 3
+            deadline = time.monotonic() + 120
+            while time.monotonic() < shut_for or not gate_waiting(gate):
+                assert time.monotonic() < deadline, "the worker never reached the gate"
                 assert heartbeat.live_worker_ids() - before == set(), _output(log)[-3000:]
                 assert process.poll() is None, _output(log)[-3000:]
                 time.sleep(0.2)
+            time.sleep(1)  # still no heartbeat while it waits
+            assert heartbeat.live_worker_ids() - before == set(), _output(log)[-3000:]
             gate_open(gate)
             _wait_for(lambda: heartbeat.live_worker_ids() - before, 60,
                       "the worker did not beat after the gate opened", log)

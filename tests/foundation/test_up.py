@@ -18,6 +18,7 @@ import psutil
 import pytest
 from django.conf import settings
 
+from autocoder.management.commands.up import WEB_STOP_S, WORKER_STOP_S
 from tests.live import free_port, wait_for
 
 pytestmark = pytest.mark.slow
@@ -58,7 +59,8 @@ def start_up(var_dir: Path, port: int, *, in_background: bool = False
 
 
 def stop_up(process: subprocess.Popen[str], sig: int = signal.SIGINT) -> list[int]:
-    """Stop `up` with `sig`; it must be done, embedded servers included, within 10 s."""
+    """Stop `up` with `sig`: the web server and the workers within their budgets, the
+    embedded servers after them."""
     descendants = [child.pid for child in psutil.Process(process.pid).children(recursive=True)]
     started = time.monotonic()
     process.send_signal(sig)
@@ -66,7 +68,16 @@ def stop_up(process: subprocess.Popen[str], sig: int = signal.SIGINT) -> list[in
     took = time.monotonic() - started
     said = [line for line in output.splitlines() if line.startswith("Stopped")]
     print(f"up stopped {took:.1f}s after {signal.Signals(sig).name}: {said}")
-    assert took < 10, f"up took {took:.1f}s to stop after {signal.Signals(sig).name}"
+    # Its own budgets hold whatever the load: the web server and the workers are killed at
+    # theirs. PostgreSQL's shutdown checkpoint is the database's: it takes what the disk needs
+    # (about a second on a quiet machine, several on a busy one), so the whole stop is bounded
+    # loosely here and the budgets exactly.
+    assert took < 30, f"up took {took:.1f}s to stop after {signal.Signals(sig).name}"
+    for line in said:
+        parts = re.match(r"Stopped the web server \(([\d.]+)s\) and the workers \(([\d.]+)s\)",
+                         line)
+        assert parts is not None, line
+        assert float(parts[1]) <= WEB_STOP_S + 0.5 and float(parts[2]) <= WORKER_STOP_S + 0.5, line
     # In order: the workers stop before Redis, so none of them reports a lost connection.
     assert "CRITICAL" not in output and "Connection refused" not in output, output[-3000:]
     return descendants
@@ -174,10 +185,20 @@ def test_up_serves_the_portal_stops_everything_and_keeps_data(var_dir: Path) -> 
 
 
 def _postgres_stopped(var_dir: Path) -> None:
-    """The embedded PostgreSQL's last act, removing its pid file, can trail `up`'s exit by a
-    moment on a busy machine (its shutdown checkpoint): waited for, a minute at most."""
-    wait_for(lambda: not (var_dir / "pg" / "postmaster.pid").exists(), 60,
-             "PostgreSQL still running 60 s after up stopped")
+    """The embedded PostgreSQL stops after `up` exits (its shutdown checkpoint takes what the
+    disk needs: a moment here, much longer on a busy machine): its postmaster is gone, waited
+    for as long as a checkpoint can take. A pid file left by a killed server names no live
+    process."""
+    wait_for(lambda: not _postmaster_alive(var_dir / "pg" / "postmaster.pid"), 300,
+             "PostgreSQL still running 300 s after up stopped")
+
+
+def _postmaster_alive(pid_file: Path) -> bool:
+    try:
+        pid = int(pid_file.read_text().split()[0])
+    except (FileNotFoundError, IndexError, ValueError):
+        return False
+    return _alive(pid)
 
 
 def _web_pids(up: subprocess.Popen[str]) -> set[int]:

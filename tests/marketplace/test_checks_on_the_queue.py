@@ -70,7 +70,7 @@ def no_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr("marketplace.checks.tests_run", refuse)
     monkeypatch.setattr("marketplace.checks.safety_scan", refuse)
-    monkeypatch.setattr("marketplace.services.trying.call_plugin", refuse)
+    monkeypatch.setattr("marketplace.services.trying.call_as_team", refuse)
 
 
 def upload(client: Any, market: dict, files: dict[str, str] | None = None) -> Any:

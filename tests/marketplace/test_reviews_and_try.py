@@ -12,7 +12,7 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
-from autocoder.runtime.invoke import InvokeLimits
+from autocoder.calling.invoke import InvokeLimits
 from marketplace.models import Plugin, PluginVersion, Review, TryRequest
 from marketplace.services import trying
 from marketplace.services.gate import plugin_version_decide

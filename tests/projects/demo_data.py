@@ -86,9 +86,9 @@ def build(team: Team, requester: Any, colleague: Any) -> Demo:
                              reason="the pass count did not change for two iterations")
     change = ApprovalRequest.objects.create(
         run=run, project=project, kind=ApprovalRequest.Kind.CHANGE, iteration=3, payload={
-            "reasons": ["the safety gate asked for a review in iteration 2",
+            "reasons": ["the safety gate asked for a review in attempt 2",
                         "the plugin asks for no permissions"],
-            "reasoning": "Removed the shell call flagged in iteration 2 and validated the days.",
+            "reasoning": "Removed the shell call flagged in attempt 2 and validated the days.",
             "plan": run.plan, "test_report": Iteration.objects.get(run=run, number=3).test_report,
             "safety": {"verdict": "pass", "findings": []}})
     others = [("invoice-parser", Project.Status.GENERATING, 2, 0.5),

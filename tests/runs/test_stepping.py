@@ -317,3 +317,31 @@ def test_one_worker_heartbeat_runs_the_watchdog_per_interval(
     middleware.before_worker_shutdown(None, None)  # type: ignore[arg-type]
     assert [run_id for run_id, _, _ in sent] == [run.id]
     assert clean_redis.get(heartbeat.WATCHDOG_LOCK) is not None  # others skip this interval
+
+
+def test_the_spec_is_checked_once_per_run_not_at_every_step(
+        start_run: Callable[..., Run], django_capture_on_commit_callbacks: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each step used to check the whole spec again; now the steps of a run share one check
+    (runs/services/stepping.py, _spec_of)."""
+    checked: list[object] = []
+    real = stepping.spec_from_dict
+
+    def counting(data: object) -> Any:
+        checked.append(data)
+        return real(data)
+
+    monkeypatch.setattr(stepping, "spec_from_dict", counting)
+    stepping._spec_parsed.cache_clear()
+    dispatch = DispatchRecorder()
+    with django_capture_on_commit_callbacks(execute=True):
+        run = start_run("success", dispatch=dispatch)
+    steps = 0
+    while True:
+        with django_capture_on_commit_callbacks(execute=True):
+            next_token = step(run, dispatch)
+        steps += 1
+        if next_token is None:
+            break
+    assert steps == 7 and Run.objects.get(id=run.id).status == Run.Status.SUCCEEDED
+    assert len(checked) == 1

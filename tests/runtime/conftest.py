@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from autocoder.runtime import STAMP_NAME, requirements_digest
-from autocoder.runtime import probe as runtime_probe
+from autocoder.sandbox import probe as runtime_probe
 from tests.sandbox.backends import on_each_backend  # noqa: F401  (a fixture)
 
 

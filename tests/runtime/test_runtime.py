@@ -8,8 +8,8 @@ import re
 import subprocess
 
 from autocoder.runtime import LIBRARIES, REQUIREMENTS, TEST_LIBRARIES, runtime_dir, runtime_python
-from autocoder.runtime.probe import runtime_fault
 from autocoder.sandbox import Limits, run
+from autocoder.sandbox.probe import runtime_fault
 
 LOCK = dict(re.findall(r"^([A-Za-z0-9_.-]+)==(\S+)$", REQUIREMENTS.read_text(), re.M))
 

@@ -103,3 +103,30 @@ def test_secret(plugin_api):
     plugin_api.configure(settings={"token": "xoxb-real"})
 """))["test_secret"]
     assert outcome == "failed" and "['token'] are secret settings" in message
+
+
+def test_the_harness_reads_the_hosts_by_the_hosts_own_rule() -> None:
+    """plugin.toml's hosts as the portal reads them (autocoder/plugins/hosts.py, shipped into
+    the sandbox): a scheme or name in capitals, an international name in either of its forms,
+    an IPv6 address with its port; another port is another host."""
+    files = plugin_files(GOOD, extra_tests="""
+def test_reached(plugin_api):
+    for url in ("https://shop.example.com/x", "https://xn--bcher-kva.example/y",
+                "https://bücher.example/z", "https://[fd00::5]:8443/v"):
+        plugin_api.http.reply("GET", url, text="ok")
+        assert plugin_api.http.get(url).text == "ok"
+    assert len(plugin_api.http.requests) == 4
+
+
+def test_other_port(plugin_api):
+    plugin_api.http.get("https://shop.example.com:8443/x")
+""")
+    files["plugin.toml"] = files["plugin.toml"].replace(
+        'hosts = ["hooks.slack.com"]',
+        'hosts = ["hooks.slack.com", "HTTPS://Shop.Example.COM", "bücher.example",'
+        ' "[fd00::5]:8443"]')
+    found = outcomes(files)
+    assert found["test_reached"] == ("passed", "")
+    outcome, message = found["test_other_port"]
+    assert outcome == "failed"
+    assert "shop.example.com is not one of the hosts plugin.toml declares" in message

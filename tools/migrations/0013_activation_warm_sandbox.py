@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('tools', '0010_invocation_caller_mcp_trigger'),
+        ('tools', '0012_triggers'),
     ]
 
     operations = [

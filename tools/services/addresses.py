@@ -20,8 +20,8 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from autocoder.calling.http_addresses import internal_set
 from autocoder.plugins import HostError, HostRule, SettingDecl, address_rule, address_url
-from autocoder.runtime.http_addresses import internal_set
 from marketplace.models import PluginVersion
 from teams.services.audit import audit_record
 from tools.declared import declared_settings

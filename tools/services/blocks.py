@@ -15,6 +15,7 @@ from teams.models import Membership, Team
 from teams.services.audit import audit_record
 from teams.services.notifications import notifications_review_requested
 from tools.models import Activation, VersionBlock
+from tools.services.tool_changes import tools_changed_announce
 
 MAX_REASON_CHARS = 500
 
@@ -33,10 +34,13 @@ def version_block(*, version: PluginVersion, user: User, reason: str) -> Version
     reason = " ".join(reason.split())
     if not reason:
         raise BlockError("Say why (the teams that use it are told).")
+    if len(reason) > MAX_REASON_CHARS:  # refused, not cut: the teams read all of it
+        raise BlockError(f"Please say why in at most {MAX_REASON_CHARS} characters (it has "
+                         f"{len(reason)}).")
     try:
         with transaction.atomic():
             block = VersionBlock.objects.create(version=version, blocked_by=user,
-                                                reason=reason[:MAX_REASON_CHARS])
+                                                reason=reason)
             teams = _teams_using(version)
             after = {"plugin": version.plugin.name, "version": version.version, "reason": reason}
             audit_record(actor=user, action="tool.version_disabled", team=None,
@@ -45,6 +49,7 @@ def version_block(*, version: PluginVersion, user: User, reason: str) -> Version
                 audit_record(actor=user, action="tool.version_disabled", team=team,
                              target=version, after=after)
                 _admins_notify(team, version, reason)
+            tools_changed_announce(team_ids=[team.pk for team in teams])
     except IntegrityError as exc:
         raise BlockError("This version is disabled already.") from exc
     return block
@@ -58,6 +63,7 @@ def version_unblock(*, version: PluginVersion, user: User) -> bool:
         if deleted:
             audit_record(actor=user, action="tool.version_enabled", team=None, target=version,
                          after={"plugin": version.plugin.name, "version": version.version})
+            tools_changed_announce(team_ids=[team.pk for team in _teams_using(version)])
     return bool(deleted)
 
 

@@ -121,10 +121,6 @@ def _plugin_lines(version: PluginVersion) -> list[str]:
     manifest = manifest_of(version)
     lines = [f"Plugin: {version.plugin.name} {version.version}: {_cut(version.summary, 300)}"]
     if manifest is None:
-        for item in version.manifest.get("commands", [])[:20]:
-            if isinstance(item, dict):
-                lines.append(f"Command {item.get('name')}: "
-                             f"{_cut(item.get('description', ''), 300)}")
         return lines
     for command in manifest.commands[:20]:
         lines.append(f"Command {command.name}: {_cut(command.description, 300)}")

@@ -12,6 +12,7 @@ from django.db import transaction
 from autocoder import durable
 from marketplace.models import PluginVersion
 from tools.models import Invocation
+from tools.services.tool_changes import tools_changed_announce
 
 # The actor that runs queued calls and events (tools/tasks.py).
 INVOKE_ACTOR = "tool_invocation_run"
@@ -36,7 +37,9 @@ def tool_event_queue(*, team_id: int, version: PluginVersion, event: str,
 
 def activation_events_queue(*, team_id: int, new: PluginVersion | None,
                             old: PluginVersion | None) -> None:
-    """`deactivated` to the version leaving, `activated` to the one coming."""
+    """`deactivated` to the version leaving, `activated` to the one coming (and assistants
+    connected over MCP hear that the team's tools changed)."""
+    tools_changed_announce(team_ids=[team_id])
     if old is not None and (new is None or old.pk != new.pk):
         tool_event_queue(team_id=team_id, version=old, event="deactivated",
                          data={"version": old.version})

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -29,12 +28,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from autocoder import durable
+from autocoder.calling.invoke import INVOKE_LIMITS, CallOutcome
+from autocoder.calling.payload import payload_errors
+from autocoder.calling.setting_words import settings_missing_words
+from autocoder.calling.team_call import TeamSettings, call_as_team
 from autocoder.plugins import SettingDecl
-from autocoder.runtime.declarations import payload_errors
-from autocoder.runtime.http_gate import HttpGate, HttpPolicy
-from autocoder.runtime.invoke import INVOKE_LIMITS, CallOutcome, PluginCall, call_plugin
-from autocoder.runtime.setting_words import settings_missing_words
-from tools.declared import command_names, declared_inputs, entry_of, manifest_of
+from tools.declared import command_names, declared_inputs, manifest_of
 from tools.json_input import json_input_problem
 from tools.models import Activation, Invocation, Schedule, ToolStorage, ToolToken, VersionBlock
 from tools.selectors import missing_settings, settings_page
@@ -123,7 +122,7 @@ def invocation_check(*, activation: Activation, command: str, payload: Any,
 def settings_missing_refusal(activation: Activation,
                              missing: list[SettingDecl]) -> InvocationRefused:
     """The refusal of a call while settings are missing: which ones, and where an admin enters
-    them (the words api.http uses too: autocoder/runtime/setting_words.py)."""
+    them (the words api.http uses too: autocoder/calling/setting_words.py)."""
     url = settings_page(activation)
     words = settings_missing_words([(item.name, item.description) for item in missing], url)
     return InvocationRefused(f"Not run: {words}.", status=409,
@@ -199,12 +198,14 @@ def _schedule_still_owned(schedule: Schedule) -> bool:
 
 
 def invocation_call(*, activation: Activation, token: ToolToken | None, command: str,
-                    payload: Any, user_id: int | None = None) -> Invocation:
+                    payload: Any, user_id: int | None = None,
+                    via: str | None = None) -> Invocation:
     """Call now, for the HTTP API with its `token`, or for `manage.py tool_call` as the member
-    `user_id` (token None: logged as that person's call). InvocationRefused before anything
+    `user_id` (token None: logged as that person's call); `via` names another caller kind
+    with a token (Invocation.Caller.MCP: an assistant). InvocationRefused before anything
     runs. The payload is not stored: the log keeps its size."""
     invocation_check(activation=activation, command=command, payload=payload)
-    caller = Invocation.Caller.TOKEN if token is not None else Invocation.Caller.USER
+    caller = via or (Invocation.Caller.TOKEN if token is not None else Invocation.Caller.USER)
     invocation = Invocation.objects.create(
         team_id=activation.team_id, plugin_id=activation.plugin_id,
         version_id=activation.version_id, command=command, caller=caller, token=token,
@@ -221,20 +222,16 @@ def _execute(invocation: Invocation, payload: dict[str, Any],
         return _finish(invocation, status=Invocation.Status.REFUSED, error=refusal[1],
                        error_kind=refusal[0])
     version = invocation.version
-    values, secret_names = settings_for_call(team=invocation.team_id,
-                                             plugin=invocation.plugin_id, version=version)
     stored = ToolStorage.objects.filter(team_id=invocation.team_id,
                                         plugin_id=invocation.plugin_id).first()
     event = invocation.caller == Invocation.Caller.EVENT
-    gate = _http_gate(invocation, values, secret_names)
     try:
-        outcome = call_plugin(PluginCall(
-            files=version.files, entry=entry_of(version),
+        outcome = call_as_team(
+            files=version.files, manifest=manifest_of(version),
             command=None if event else invocation.command,
-            event=invocation.command if event else None, payload=payload, settings=values,
-            storage=stored.data if stored else {}, secret_settings=secret_names,
-            warm=warm_key(invocation, activation)),
-            http=gate.perform if gate else None, records=gate.records if gate else None)
+            event=invocation.command if event else None, payload=payload,
+            team=_team_settings(invocation), storage=stored.data if stored else {},
+            internal_hosts=settings.TOOLS_INTERNAL_HOSTS, warm=warm_key(invocation, activation))
     except ValueError as exc:  # a malformed call (a bad entry): nothing of the plugin ran
         logger.exception("invocation %s could not be made", invocation.pk)
         return _finish(invocation, status=Invocation.Status.FAILED, error_kind="bad_call",
@@ -244,30 +241,21 @@ def _execute(invocation: Invocation, payload: dict[str, Any],
     return _finish_outcome(invocation, outcome)
 
 
-def _http_gate(invocation: Invocation, values: dict[str, str],
-               secret_names: Collection[str]) -> HttpGate | None:
-    """The host's side of the plugin's api.http for this call: only the hosts its reviewed
-    plugin.toml declares and the addresses a team admin approved for the activation
-    (tools/services/addresses.py), with the team's secrets filled in on those requests only
-    (None: it declares no host and no address setting, and api.http says so)."""
+def _team_settings(invocation: Invocation) -> TeamSettings:
+    """What the team gives this call: its settings (secrets unsealed: the host's api.http
+    fills them in, only on requests to the hosts the reviewed plugin.toml declares and the
+    addresses a team admin approved for the activation, tools/services/addresses.py) and the
+    Settings page a refusal names for a secret with no value yet."""
     version = invocation.version
-    manifest = manifest_of(version)
-    if manifest is None or not (manifest.hosts or manifest.address_settings):
-        return None
+    values, secret_names = settings_for_call(team=invocation.team_id,
+                                             plugin=invocation.plugin_id, version=version)
     approved, note = approved_hosts_for_call(team_id=invocation.team_id,
                                              plugin_id=invocation.plugin_id,
                                              version=version, values=values)
-    # every declared secret, "" for one not filled in yet: the gate says it has no value yet,
-    # and where an admin enters it
-    secrets = {name: values.get(name) or "" for name in secret_names}
     page = reverse("tools:settings", args=[invocation.team.slug,
                                            invocation.plugin.normalized_name])
-    return HttpGate(HttpPolicy(hosts=tuple(manifest.hosts), secrets=secrets,
-                               internal_hosts=frozenset(settings.TOOLS_INTERNAL_HOSTS),
-                               settings_url=page,
-                               described={item.name: item.description
-                                          for item in manifest.settings},
-                               approved=approved, address_note=note))
+    return TeamSettings(values=values, secret_names=tuple(secret_names), settings_url=page,
+                        approved=approved, address_note=note)
 
 
 def _refusal_at_call_time(invocation: Invocation) -> tuple[str, str] | None:
@@ -296,13 +284,15 @@ def _storage_save(invocation: Invocation, data: dict[str, Any]) -> None:
 
 def _finish_outcome(invocation: Invocation, outcome: CallOutcome) -> Invocation:
     output, size = outcome.output, json_size(outcome.output) if outcome.ok else 0
-    keep = invocation.caller != Invocation.Caller.TOKEN and size <= OUTPUT_KEEP_BYTES
+    # A token's caller (the API, an assistant) has its answer: the log keeps only its size.
+    by_token = invocation.caller in (Invocation.Caller.TOKEN, Invocation.Caller.MCP)
+    keep = not by_token and size <= OUTPUT_KEEP_BYTES
     invocation.output = output  # the API's answer, whether or not the log keeps it
     return _finish(invocation, status=Invocation.Status.OK if outcome.ok
                    else Invocation.Status.FAILED, error=outcome.error,
                    error_kind=outcome.error_kind, output=output if keep else None,
                    output_text=_in_order(output) if keep and outcome.ok else "",
-                   output_cut=outcome.ok and not keep and invocation.caller != "token",
+                   output_cut=outcome.ok and not keep and not by_token,
                    output_bytes=size, duration_ms=outcome.duration_ms,
                    plugin_ms=outcome.plugin_ms, log_lines=outcome.log_lines,
                    http_requests=outcome.http_requests)

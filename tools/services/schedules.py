@@ -21,7 +21,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 from django.utils import timezone
 
-from autocoder.runtime.declarations import payload_errors
+from autocoder.calling.payload import payload_errors
 from marketplace.models import Plugin
 from teams.models import Membership, Team
 from teams.services.audit import audit_record

@@ -1,5 +1,6 @@
-"""API tokens of a team for one activated plugin: made by a team admin, shown once, stored
-as a SHA-256 (the marketplace's `token_hash`, the one way tokens are hashed), revocable."""
+"""API tokens of a team for one activated plugin, or for all of the team's tools (`plugin`
+None: an assistant over MCP, docs/tools.md): made by a team admin, shown once, stored as a
+SHA-256 (the marketplace's `token_hash`, the one way tokens are hashed), revocable."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import secrets
 
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from marketplace.models import Plugin
@@ -20,7 +22,7 @@ TOKEN_PREFIX = "actl_"  # noqa: S105 - a marker that makes leaked tool tokens gr
 MAX_NAME_CHARS = 80
 
 
-def tool_token_create(*, team: Team, plugin: Plugin, user: User,
+def tool_token_create(*, team: Team, plugin: Plugin | None, user: User,
                       name: str) -> tuple[ToolToken, str]:
     """A new token; the raw token is returned once and never stored."""
     check_may_decide(team=team, user=user)
@@ -34,22 +36,27 @@ def tool_token_create(*, team: Team, plugin: Plugin, user: User,
         token = ToolToken.objects.create(team=team, plugin=plugin, name=name, prefix=raw[:12],
                                          token_hash=token_hash(raw), created_by=user)
         audit_record(actor=user, action="tool.token_created", team=team, target=token,
-                     after={"plugin": plugin.name, "name": name, "prefix": token.prefix})
+                     after={"plugin": _covers(plugin), "name": name, "prefix": token.prefix})
     return token, raw
 
 
 def tool_token_revoke(*, team: Team, plugin: Plugin, user: User, token_id: int) -> bool:
-    """Revoke at once: the next request with it is refused (401)."""
+    """Revoke at once: the next request with it is refused (401). The tokens page of any of
+    the team's tools revokes a token of all its tools too."""
     check_may_decide(team=team, user=user)
     with transaction.atomic():
-        token = ToolToken.objects.filter(pk=token_id, team=team, plugin=plugin,
-                                         revoked_at__isnull=True).first()
+        token = (ToolToken.objects.filter(pk=token_id, team=team, revoked_at__isnull=True)
+                 .filter(Q(plugin=plugin) | Q(plugin__isnull=True)).first())
         if token is None:
             return False
         ToolToken.objects.filter(pk=token.pk).update(revoked_at=timezone.now())
         audit_record(actor=user, action="tool.token_revoked", team=team, target=token,
-                     after={"plugin": plugin.name, "name": token.name})
+                     after={"plugin": _covers(token.plugin), "name": token.name})
     return True
+
+
+def _covers(plugin: Plugin | None) -> str:
+    return plugin.name if plugin is not None else "all of the team's tools"
 
 
 def tool_token_used(*, token: ToolToken) -> None:

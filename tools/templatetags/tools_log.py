@@ -26,6 +26,11 @@ def caller_label(entry: Invocation) -> str:
         return entry.user.get_username() if entry.user is not None else "a former member"
     if entry.caller == Caller.TOKEN:
         return f"token “{entry.token.name if entry.token is not None else 'deleted'}”"
+    if entry.caller == Caller.MCP:
+        name = entry.token.name if entry.token is not None else "deleted"
+        return f"an assistant (via MCP), token “{name}”"
     if entry.caller == Caller.SCHEDULE:
         return f"schedule “{entry.schedule.name if entry.schedule is not None else 'deleted'}”"
+    if entry.caller == Caller.TRIGGER:
+        return "a webhook trigger"
     return f"the portal: {EVENT_WORDS.get(entry.command, f'event “{entry.command}”')}"

@@ -48,9 +48,10 @@ def tool_api(request: HttpRequest, team_slug: str, plugin_name: str,
         return _error(401, "A valid API token is needed: Authorization: Bearer <token>. "
                            "It may have been revoked.")
     # A token of another team or plugin is answered as if the tool did not exist.
-    if token.team.slug != team_slug or token.plugin.normalized_name != plugin_name:
+    if token.team.slug != team_slug or (token.plugin is not None
+                                        and token.plugin.normalized_name != plugin_name):
         return _error(404, NOT_FOUND)
-    activation = selectors.active_activation(token.team_id, token.plugin_id)
+    activation = selectors.team_tool_by_name(token.team_id, plugin_name)
     if activation is None:
         return _error(404, NOT_FOUND)
     tool_token_used(token=token)

@@ -6,7 +6,6 @@ tools/services/changes.py."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.contrib import messages
@@ -16,22 +15,15 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 
-from runs.models import Run
 from teams.http import AuthenticatedHttpRequest
 from teams.models import Team
 from teams.permissions import get_team_for_member
 from tools import change_selectors as selectors
+from tools.change_forms import ChangeDecisionForm
 from tools.declared import command_names
 from tools.models import ChangeRequest
 from tools.services import change_questions, changes
 from tools.services.changes import ChangeRequestError
-
-
-def _shown(value: Any) -> str:
-    """A case's value as the page shows it: text as it is, anything else as JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def _team_of(teams: list[Team], slug: str) -> Team:
@@ -60,7 +52,7 @@ def change_ask(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
     version = (call.invocation.version if call is not None
                else selectors.version_in_use(team, plugin, data.get("version", "")))
     values = {"description": "", "keep": "", "command": call.invocation.command if call else "",
-              "input": _shown(call.input) if call and call.input else "", "got": "",
+              "input": selectors.shown_value(call.input) if call and call.input else "", "got": "",
               "expected": ""}
     errors: dict[str, str] = {}
     if request.method == "POST":
@@ -81,7 +73,7 @@ def change_ask(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
             return redirect("tools:change", made.pk)
     return render(request, "tools/change_ask.html", {
         "plugin": plugin, "version": version, "teams": teams, "team": team, "call": call,
-        "got": _shown(call.got) if call is not None and call.got is not None else "",
+        "got": selectors.shown_value(call.got) if call is not None and call.got is not None else "",
         "commands": command_names(version), "values": values, "errors": errors,
         "outsider": plugin.team_id != team.pk}, status=400 if errors else 200)
 
@@ -109,80 +101,31 @@ def _asked_cases(values: dict[str, str], call: selectors.CallCase | None
     return [case]
 
 
-def _case_rows(request: ChangeRequest, typed: dict[int, str],
-               errors: dict[str, str]) -> list[dict[str, Any]]:
-    return [{"number": number, "command": case.get("command", ""),
-             "input": _shown(case.get("input", {})),
-             "got": _shown(case["got"]) if case.get("got") is not None else "",
-             "failed": case.get("failed", False), "has_expected": "expected" in case,
-             "expected": _shown(case["expected"]) if "expected" in case else "",
-             "expected_words": case.get("expected_words", ""),
-             "typed": typed.get(number, ""), "error": errors.get(f"expected-{number}", "")}
-            for number, case in enumerate(request.cases)]
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def change_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     found, owner_side = selectors.change_request_for_viewer(request.user, pk)
     refusal = selectors.may_decide_change(request.user, found) if owner_side else ""
-    typed: dict[int, str] = {}
+    form = ChangeDecisionForm(request.POST if request.method == "POST" else None)
     errors: dict[str, str] = {}
-    reason = ""
-    behaviour_changes = False
-    status = 200
-    answers = {int(key.split("-", 1)[1]): request.POST.get(key, "") for key in request.POST
-               if key.startswith("answer-") and key.split("-", 1)[1].isdigit()}
-    if request.method == "POST" and request.POST.get("decision") == "answer":
+    if request.method == "POST":
         try:
-            change_questions.follow_up_answer(request=found, user=request.user, answers=answers)
-        except change_questions.FollowUpError as exc:
-            if not change_questions.may_answer(request.user, found):
-                raise PermissionDenied(str(exc)) from None
-            errors["answers"], status = str(exc), 400
+            said = _decided(request, found, owner_side, form)
+        except (change_questions.FollowUpError, ChangeRequestError) as exc:
+            errors[getattr(exc, "field", "") or _error_key(form)] = str(exc)
         else:
-            messages.success(request, "Thank you. The change spec is being written from the "
-                                      "answers; this page shows it when it is ready.")
+            messages.success(request, said)
             return redirect("tools:change", found.pk)
-    elif request.method == "POST" and request.POST.get("decision") == "ask_again":
-        try:
-            change_questions.follow_up_retry(request=found, user=request.user)
-        except change_questions.FollowUpError as exc:
-            if not change_questions.may_answer(request.user, found):
-                raise PermissionDenied(str(exc)) from None
-            errors["answers"], status = str(exc), 400
-        else:
-            messages.success(request, "The analyst is reading the request again.")
-            return redirect("tools:change", found.pk)
-    elif request.method == "POST":
-        if not owner_side:
-            raise Http404("No such change request")
-        decision = request.POST.get("decision", "")
-        typed = {int(key.split("-", 1)[1]): request.POST.get(key, "") for key in request.POST
-                 if key.startswith("expected-") and key.split("-", 1)[1].isdigit()}
-        reason = request.POST.get("reason", "")
-        behaviour_changes = request.POST.get("behaviour_changes") == "1"
-        try:
-            if decision == "start":
-                changes.change_request_start(request=found, user=request.user, expected=typed,
-                                             behaviour_changes=behaviour_changes)
-                messages.success(request, "The change run started. Whoever asked has been "
-                                          "told.")
-            elif decision == "decline":
-                changes.change_request_decline(request=found, user=request.user, reason=reason)
-                messages.success(request, "Declined. Whoever asked has been told why.")
-            else:
-                raise ChangeRequestError("Choose: start a change run, or decline.")
-            return redirect("tools:change", found.pk)
-        except ChangeRequestError as exc:
-            errors[exc.field or "decision"] = str(exc)
-            status = 403 if refusal else 400
-    run = (Run.objects.filter(project_id=found.project_id).order_by("-id").first()
-           if owner_side and found.project_id else None)
+    answers, deciding = form.answers(), form.chosen() not in ("answer", "ask_again")
+    owner_post = request.method == "POST" and owner_side and deciding
+    typed = form.expected() if owner_post else {}
+    status = (403 if refusal and deciding else 400) if errors else 200
     return render(request, "tools/change_detail.html", {
-        "change": found, "owner_side": owner_side, "refusal": refusal, "run": run,
-        "cases": _case_rows(found, typed, errors), "errors": errors, "reason": reason,
-        "behaviour_changes": behaviour_changes,
+        "change": found, "owner_side": owner_side, "refusal": refusal,
+        "run": selectors.change_run_shown(found, owner_side),
+        "cases": selectors.case_rows(found, typed, errors), "errors": errors,
+        "reason": form.cleaned_data["reason"] if owner_post else "",
+        "behaviour_changes": owner_post and form.cleaned_data["behaviour_changes"],
         "expected_error_numbers": [key for key in errors if key.startswith("expected-")],
         "open": found.status == ChangeRequest.Status.OPEN,
         "questions": [{**q, "number": n, "typed": answers.get(n, "")}
@@ -191,6 +134,41 @@ def change_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
         "shipped": selectors.shipped_state(found)
         if found.status == ChangeRequest.Status.SHIPPED else None,
         "follow_up_stalled": change_questions.follow_up_stalled(found)}, status=status)
+
+
+def _error_key(form: ChangeDecisionForm) -> str:
+    return "answers" if form.chosen() in ("answer", "ask_again") else "decision"
+
+
+def _decided(request: AuthenticatedHttpRequest, found: ChangeRequest, owner_side: bool,
+             form: ChangeDecisionForm) -> str:
+    """Carry out the page's decision; what the page then says (FollowUpError or
+    ChangeRequestError in words: the page shows it, nothing typed is lost)."""
+    decision, user = form.chosen(), request.user
+    if decision in ("answer", "ask_again"):
+        try:
+            if decision == "answer":
+                change_questions.follow_up_answer(request=found, user=user,
+                                                  answers=form.answers())
+                return ("Thank you. The change spec is being written from the answers; this"
+                        " page shows it when it is ready.")
+            change_questions.follow_up_retry(request=found, user=user)
+            return "The analyst is reading the request again."
+        except change_questions.FollowUpError as exc:
+            if not change_questions.may_answer(user, found):
+                raise PermissionDenied(str(exc)) from None
+            raise
+    if not owner_side:
+        raise Http404("No such change request")
+    if decision == "start":
+        changes.change_request_start(request=found, user=user, expected=form.expected(),
+                                     behaviour_changes=form.cleaned_data["behaviour_changes"])
+        return "The change run started. Whoever asked has been told."
+    if decision == "decline":
+        changes.change_request_decline(request=found, user=user,
+                                       reason=form.cleaned_data["reason"])
+        return "Declined. Whoever asked has been told why."
+    raise ChangeRequestError("Choose: start a change run, or decline.")
 
 
 @login_required

@@ -14,7 +14,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from autocoder.runtime.invoke import INVOKE_LIMITS
+from autocoder.calling.invoke import INVOKE_LIMITS
 from marketplace.install_commands import TOKEN_PLACEHOLDER
 from marketplace.models import PluginVersion
 from marketplace.selectors.network import network_summary
@@ -28,6 +28,7 @@ from tools.api_commands import api_example, curl_command, example_known
 from tools.change_selectors import plugin_change_requests
 from tools.declared import command_info, command_names, declared_hosts, declared_settings
 from tools.forms import CommandForm, input_specs, output_blocks, output_csv, prefill
+from tools.mcp import client_config
 from tools.models import Activation, Invocation
 from tools.schedule_selectors import schedule_offer
 from tools.services import activations, blocks, tokens, tool_settings
@@ -235,7 +236,17 @@ def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: M
         "storage_kb": INVOKE_LIMITS.storage_kb,
         "change_requests": list(plugin_change_requests(team, activation.plugin)[:10]),
         **_missing_context(team, activation),
+        **_mcp_context(request, team),
     }
+
+
+def _mcp_context(request: AuthenticatedHttpRequest, team: Team, token: str = "") -> dict[str, Any]:
+    """The team's MCP address and a desktop assistant's configuration (with `token`, a new
+    token of all the team's tools, shown once)."""
+    url = client_config.mcp_url(request.build_absolute_uri("/"), team.slug)
+    config = client_config.desktop_config(url=url, team_slug=team.slug,
+                                          **({"token": token} if token else {}))
+    return {"mcp_url": url, "mcp_config": config, "mcp_token_shown": bool(token)}
 
 
 def _missing_context(team: Team, activation: Activation) -> dict[str, Any]:
@@ -399,7 +410,7 @@ def tool_tokens(request: AuthenticatedHttpRequest, slug: str, name: str) -> Http
     team, membership, activation = _tool(request, slug, name)
     if not _may_decide(membership, team):
         raise PermissionDenied("Only team admins manage a tool's API tokens.")
-    raw = ""
+    raw, team_wide = "", False
     if request.method == "POST":
         try:
             if request.POST.get("revoke"):
@@ -407,16 +418,18 @@ def tool_tokens(request: AuthenticatedHttpRequest, slug: str, name: str) -> Http
                                          token_id=int(request.POST["revoke"]))
                 messages.success(request, "Revoked: it no longer works.")
                 return redirect("tools:tokens", team.slug, name)
-            _, raw = tokens.tool_token_create(team=team, plugin=activation.plugin,
-                                              user=request.user,
+            team_wide = request.POST.get("covers") == "team"
+            _, raw = tokens.tool_token_create(team=team, plugin=None if team_wide
+                                              else activation.plugin, user=request.user,
                                               name=request.POST.get("name", ""))
         except (activations.ActivationError, ValueError) as exc:
             messages.error(request, str(exc))
     command, sample = api_example(activation.version)
     return render(request, "tools/tokens.html", {
         "team": team, "activation": activation, "plugin": activation.plugin, "raw": raw,
-        "tokens": selectors.tokens_of(team, activation.plugin),
-        "curl_command": _curl(request, activation, command, sample, raw) if raw else ""})
+        "tokens": selectors.tokens_of(team, activation.plugin), "may_decide": True,
+        "curl_command": _curl(request, activation, command, sample, raw) if raw else "",
+        **_mcp_context(request, team, raw if raw and team_wide else "")})
 
 
 @login_required
@@ -453,9 +466,16 @@ def kill_switch(request: AuthenticatedHttpRequest) -> HttpResponse:
                                      reason=request.POST.get("reason", ""))
                 messages.success(request, f"{version} is disabled everywhere.")
         except blocks.BlockError as exc:
-            messages.error(request, str(exc))
+            # The form again with what was typed, so a refused reason is not lost.
+            return render(request, "tools/kill_switch.html", {
+                "blocked": selectors.blocked_versions(), "error": str(exc),
+                "asked_plugin": request.POST.get("plugin", ""),
+                "asked_version": request.POST.get("version", ""),
+                "asked_reason": request.POST.get("reason", ""),
+                "max_reason": blocks.MAX_REASON_CHARS}, status=400)
         return redirect("tools:kill_switch")
     return render(request, "tools/kill_switch.html", {
         "blocked": selectors.blocked_versions(),
         "asked_plugin": request.GET.get("plugin", ""),
-        "asked_version": request.GET.get("version", "")})
+        "asked_version": request.GET.get("version", ""),
+        "max_reason": blocks.MAX_REASON_CHARS})

@@ -7,35 +7,40 @@ from django.core.management.base import BaseCommand, CommandError
 
 from autocoder.benchmarks import invoke as bench
 from autocoder.benchmarks.tools_api import api_load, api_seed
+from autocoder.benchmarks.tools_mcp import PROTOCOLS, mcp_load, mcp_seed
 
 
 class Command(BaseCommand):
     help = ("What invoking an activated plugin costs: --mode overhead (the invocation's "
-            "overhead over the plugin's own work, on the real sandbox) or --mode api (the HTTP "
-            "API's throughput with concurrent clients against a running portal).")
+            "overhead over the plugin's own work, on the real sandbox), --mode api (the HTTP "
+            "API's throughput with concurrent clients against a running portal) or --mode mcp "
+            "(the same over MCP, with the SDK's client).")
 
     def add_arguments(self, parser: Any) -> None:
-        parser.add_argument("--mode", choices=[*sorted(bench.MODES), "api"], default="overhead",
-                            help="what to measure (autocoder/benchmarks/invoke.py, tools_api.py)")
+        parser.add_argument("--mode", choices=[*sorted(bench.MODES), "api", "mcp"],
+                            default="overhead", help="what to measure (autocoder/benchmarks/"
+                                                     "invoke.py, tools_api.py, tools_mcp.py)")
         parser.add_argument("--runs", type=int, default=50, help="overhead: calls timed")
         parser.add_argument("--url", default="http://127.0.0.1:8000/",
-                            help="api: the running portal")
-        parser.add_argument("--clients", type=int, default=20, help="api: concurrent clients")
-        parser.add_argument("--seconds", type=float, default=30.0, help="api: how long")
-        parser.add_argument("--team", default="demo", help="api: the team that uses the tool")
+                            help="api, mcp: the running portal")
+        parser.add_argument("--clients", type=int, default=20, help="api, mcp: concurrent clients")
+        parser.add_argument("--seconds", type=float, default=30.0, help="api, mcp: how long")
+        parser.add_argument("--team", default="demo", help="api, mcp: the team that uses the tool")
         parser.add_argument("--admin", default="admin",
-                            help="api: an admin of the team, who publishes and activates the "
+                            help="api, mcp: an admin of the team, who publishes and activates the "
                                  "echo plugin and makes the token (first run)")
+        parser.add_argument("--protocol", choices=PROTOCOLS, default="legacy",
+                            help="mcp: the initialize handshake (legacy) or 2026-07-28")
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        if options["mode"] == "api":
+        if options["mode"] in ("api", "mcp"):
             figures = self._api(options)
         else:
             figures = bench.MODES[options["mode"]](max(5, options["runs"]))
         if options["json"]:
             self.stdout.write(json.dumps(figures))
-        elif options["mode"] == "api":
+        elif options["mode"] in ("api", "mcp"):
             self._api_words(figures)
         else:
             self._overhead(figures)
@@ -44,16 +49,25 @@ class Command(BaseCommand):
         if options["clients"] < 1 or options["seconds"] <= 0:
             raise CommandError("--clients must be at least 1 and --seconds above 0.")
         try:
-            plugin, token = api_seed(team_slug=options["team"], admin_username=options["admin"])
+            if options["mode"] == "mcp":
+                token = mcp_seed(team_slug=options["team"], admin_username=options["admin"])
+            else:
+                plugin, token = api_seed(team_slug=options["team"],
+                                         admin_username=options["admin"])
         except Exception as error:
             raise CommandError(f"could not set up the echo tool in team {options['team']!r} "
                                f"as {options['admin']!r}: {error}") from error
+        if options["mode"] == "mcp":
+            return mcp_load(url=options["url"], token=token, team_slug=options["team"],
+                            clients=options["clients"], seconds=options["seconds"],
+                            protocol=options["protocol"])
         return api_load(url=options["url"], token=token, team_slug=options["team"],
                         plugin=plugin, clients=options["clients"], seconds=options["seconds"])
 
     def _api_words(self, figures: dict[str, Any]) -> None:
+        over = (f"MCP ({figures['protocol']})" if figures["mode"] == "mcp" else "API")
         self.stdout.write(
-            f"tools API, {figures['clients']} clients for {figures['seconds']} s: "
+            f"tools {over}, {figures['clients']} clients for {figures['seconds']} s: "
             f"{figures['requests']} calls, {figures['throughput_rps']} calls/s, "
             f"p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms, "
             f"errors {figures['errors']}")

@@ -19,7 +19,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from autocoder.runtime.invoke import INVOKE_LIMITS
+from autocoder.calling.invoke import INVOKE_LIMITS
 from tools.models import Invocation
 from tools.schedule_selectors import run_rows
 from tools.services.schedule_runs import (

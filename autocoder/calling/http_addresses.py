@@ -1,4 +1,4 @@
-"""Which addresses a plugin's `api.http` may reach (autocoder/runtime/http_gate.py; docs/safety.md,
+"""Which addresses a plugin's `api.http` may reach (autocoder/calling/http_gate.py; docs/safety.md,
 "Plugins that reach other services").
 
 Every address a host name resolves to must be public. Loopback, private, link-local, CGNAT

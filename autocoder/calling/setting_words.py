@@ -1,6 +1,6 @@
 """The words for a setting a team has not entered yet, said the same way wherever a call meets
 it: the tools' refusal before a call (tools/services/invocations.py, `invocation_check`) and
-`api.http` when a request names a secret with no value (autocoder/runtime/http_request.py).
+`api.http` when a request names a secret with no value (autocoder/calling/http_request.py).
 docs/tools.md, "Settings still missing".
 
 A ground module: the standard library only.

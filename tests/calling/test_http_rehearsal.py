@@ -1,4 +1,4 @@
-"""A rehearsal's api.http (autocoder/runtime/http_rehearsal.py): the gate's rules, but nothing
+"""A rehearsal's api.http (autocoder/calling/http_rehearsal.py): the gate's rules, but nothing
 leaves the machine, not even a DNS lookup; each request is answered from the sample answers, and
 a secret's place shows `[secret NAME]`. The tests fail any name lookup or connection."""
 
@@ -11,9 +11,14 @@ from typing import Any
 
 import pytest
 
+from autocoder.calling.http_gate import HttpPolicy
+from autocoder.calling.http_rehearsal import (
+    HttpRehearsal,
+    sample_answers,
+    sample_settings,
+    secret_placeholder,
+)
 from autocoder.plugins import parse_host_rule
-from autocoder.runtime.http_gate import HttpPolicy
-from autocoder.runtime.http_rehearsal import HttpRehearsal, sample_answers, sample_settings
 
 ANSWERS = [
     {"method": "POST", "url": "https://hooks.chat.example/services/T1", "status": 200,
@@ -37,8 +42,9 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def rehearsal(answers: list[dict[str, Any]] = ANSWERS) -> HttpRehearsal:
     rules = (parse_host_rule("hooks.chat.example"), parse_host_rule("bookings.example.org"))
-    return HttpRehearsal(HttpPolicy(hosts=rules, internal_hosts=frozenset()),
-                         answers=answers, secret_names=["api_key", "hook_path"])
+    secrets = {name: secret_placeholder(name) for name in ("api_key", "hook_path")}
+    return HttpRehearsal(HttpPolicy(hosts=rules, internal_hosts=frozenset(), secrets=secrets),
+                         answers=answers)
 
 
 def body(answer: dict[str, Any]) -> Any:

@@ -1,4 +1,4 @@
-"""One invocation of a plugin with the host API (autocoder/runtime/invoke.py), on the real
+"""One invocation of a plugin with the host API (autocoder/calling/invoke.py), on the real
 bwrap sandbox and the plugin runtime: on_initialize, settings, storage, log, events, limits,
 and what the outcome says when the plugin or its answer is wrong."""
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from autocoder.runtime.invoke import (
+from autocoder.calling.invoke import (
     INVOKE_LIMITS,
     CallOutcome,
     InvokeLimits,
@@ -395,7 +395,7 @@ def test_the_limits_are_described_for_admins() -> None:
 
 
 def test_the_plugin_is_shipped_compiled_once_per_content(monkeypatch: pytest.MonkeyPatch) -> None:
-    from autocoder.runtime import invoke
+    from autocoder.calling import invoke
 
     plugin = "class Plugin:\n    def on_command(self, name, payload):\n        return {!r}\n"
     source, compiled = plugin.format("source"), plugin.format("bytecode")

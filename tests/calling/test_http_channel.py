@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from autocoder.runtime.invoke import InvokeLimits, PluginCall, call_plugin
+from autocoder.calling.invoke import InvokeLimits, PluginCall, call_plugin
 from autocoder.sandbox import channel as channel_module
 from autocoder.sandbox.channel import Channel
 from tests.sandbox.backends import use_backend
@@ -482,8 +482,8 @@ def test_through_the_http_gate_the_service_gets_the_token_and_the_plugin_never_d
     internal hosts."""
     from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+    from autocoder.calling import http_gate
     from autocoder.plugins.hosts import parse_host_rule
-    from autocoder.runtime import http_gate
 
     seen: list[dict[str, str]] = []
 

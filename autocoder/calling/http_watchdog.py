@@ -1,4 +1,4 @@
-"""One thread that ends reads past their time (autocoder/runtime/http_gate.py): a server that
+"""One thread that ends reads past their time (autocoder/calling/http_gate.py): a server that
 sends an answer one byte at a time would otherwise hold a call for as long as each read's own
 timeout, again and again. Starting a thread per request costs about a millisecond; this one
 thread serves every request of the process.

@@ -1,4 +1,5 @@
-"""Settings and input schemas declared in plugin.toml (autocoder/runtime/declarations.py)."""
+"""Settings and input schemas declared in plugin.toml (autocoder/plugins/declarations.py) and
+a payload checked against them (autocoder/calling/payload.py)."""
 
 from __future__ import annotations
 
@@ -6,13 +7,13 @@ import tomllib
 
 import pytest
 
-from autocoder.runtime.declarations import (
+from autocoder.calling.payload import payload_errors
+from autocoder.plugins.declarations import (
     DeclarationError,
     InputField,
     SettingDecl,
     declaration_errors,
     input_fields,
-    payload_errors,
     settings_declared,
 )
 

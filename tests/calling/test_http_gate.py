@@ -1,4 +1,4 @@
-"""The host side of `api.http` (autocoder/runtime/http_gate.py): only declared hosts, never the
+"""The host side of `api.http` (autocoder/calling/http_gate.py): only declared hosts, never the
 portal's own network, secrets filled in only for declared hosts and blanked out of answers,
 limits, records without query values or secrets.
 
@@ -29,10 +29,10 @@ from urllib.parse import parse_qs, quote, unquote, unquote_plus, urlsplit
 
 import pytest
 
+from autocoder.calling.http_addresses import address_problem, internal_set
+from autocoder.calling.http_gate import HttpGate, HttpPolicy
+from autocoder.calling.http_request import PATH_SAFE, Secrets
 from autocoder.plugins import parse_host_rule
-from autocoder.runtime.http_addresses import address_problem, internal_set
-from autocoder.runtime.http_gate import HttpGate, HttpPolicy
-from autocoder.runtime.http_request import PATH_SAFE, Secrets
 
 SECRET = "s3cr3t-TOKEN-value/+="
 OTHER_SECRET = "hmac-key-123456"
@@ -704,7 +704,7 @@ def tls_service(tmp_path: Any) -> Iterator[tuple[ThreadingHTTPServer, bytes, lis
 def _trusting(monkeypatch: pytest.MonkeyPatch, ca: bytes) -> None:
     import ssl
 
-    from autocoder.runtime import http_gate
+    from autocoder.calling import http_gate
 
     monkeypatch.setattr(http_gate, "_SSL_CONTEXT", [ssl.create_default_context(
         cadata=ca.decode())])

@@ -2,9 +2,8 @@
 (docs/plugins.md, "Input schema"), for the tools' form, their HTTP API and "Try it" alike.
 
 The declarations themselves (`[[settings]]`, `[commands.input]`) are part of the plugin
-contract and read in autocoder/plugins/ (`PluginManifest.settings`, `CommandDecl.inputs`);
-their names are offered here too, for the callers that found them here. A payload's problems
-are sentences naming the field.
+contract and read in autocoder/plugins/ (`PluginManifest.settings`, `CommandDecl.inputs`).
+A payload's problems are sentences naming the field.
 """
 
 from __future__ import annotations
@@ -13,27 +12,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from autocoder.plugins.declarations import (
-    FIELD_KEYS,
-    IDENTIFIER,
-    INPUT_TYPES,
-    MAX_CHOICES,
-    MAX_INPUT_FIELDS,
-    MAX_SETTINGS,
-    SETTING_KEYS,
-    DeclarationError,
-    InputField,
-    SettingDecl,
-    declaration_errors,
-    input_fields,
-    settings_declared,
-)
-
-__all__ = [
-    "FIELD_KEYS", "IDENTIFIER", "INPUT_TYPES", "MAX_CHOICES", "MAX_INPUT_FIELDS", "MAX_SETTINGS",
-    "SETTING_KEYS", "DeclarationError", "InputField", "SettingDecl", "declaration_errors",
-    "input_fields", "payload_errors", "settings_declared",
-]
+from autocoder.plugins.declarations import InputField
 
 
 def payload_errors(fields: list[InputField], payload: Mapping[str, Any]) -> list[str]:

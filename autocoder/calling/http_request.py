@@ -1,5 +1,5 @@
 """What a plugin's `api.http` request asks to send, checked, with its secrets filled in
-(autocoder/runtime/http_gate.py carries it out; docs/plugins.md, "Secrets in requests").
+(autocoder/calling/http_gate.py carries it out; docs/plugins.md, "Secrets in requests").
 
 The forms a secret setting may take, all filled in on the host, never inside the sandbox:
 
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, quote_plus, urlencode
 
-from autocoder.runtime.setting_words import settings_missing_words
+from autocoder.calling.setting_words import settings_missing_words
 
 REDACTED = "[secret]"
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
@@ -71,7 +71,7 @@ class Secrets:
                  described: Mapping[str, str] | None = None) -> None:
         self.values = values
         # Where a team admin enters a missing one, and each one's description: the words a
-        # call refused before it runs uses too (autocoder/runtime/setting_words.py).
+        # call refused before it runs uses too (autocoder/calling/setting_words.py).
         self.settings_url = settings_url
         self.described = dict(described or {})
 

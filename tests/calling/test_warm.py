@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from autocoder.runtime.invoke import CallOutcome, InvokeLimits, PluginCall, call_plugin
+from autocoder.calling.invoke import CallOutcome, InvokeLimits, PluginCall, call_plugin
 from autocoder.sandbox import warm_pool
 from autocoder.sandbox.warm import WarmKey
 
@@ -148,8 +148,9 @@ def test_an_idle_warm_sandbox_is_stopped(settings: Any, fresh_pool: warm_pool.Po
     [pid] = [s["pid"] for s in sandboxes(fresh_pool)]
     settings.SANDBOX_WARM_IDLE_S = 1
     deadline = time.monotonic() + 60
-    while sandboxes(fresh_pool) and time.monotonic() < deadline:
-        time.sleep(0.2)  # the reaper looks every second
+    while (sandboxes(fresh_pool) or os.path.exists(f"/proc/{pid}")) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)  # the reaper looks every second, takes it out, then stops it
     assert sandboxes(fresh_pool) == []
     assert not os.path.exists(f"/proc/{pid}")
     assert run(warm_call("recall")).output["born"] != first

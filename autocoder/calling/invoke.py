@@ -27,9 +27,10 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from autocoder import sandbox
+from autocoder.calling.http_records import HttpRecord
 from autocoder.runtime import runtime_dir
 from autocoder.runtime.storable import storable_json, storable_text
 from autocoder.sandbox import SandboxError
@@ -54,6 +55,9 @@ STOP_REASONS = {"output_limit": "it printed far too much",
 ENTRY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*")
 
 RUNNER = Path(__file__).with_name("host_runner.py").read_text(encoding="utf-8")
+# api.http's client, imported by the runner at its first use (plugin_http.py)
+HTTP_CLIENT = Path(__file__).with_name("plugin_http.py").read_text(encoding="utf-8")
+HTTP_CLIENT_PATH = "_autocoder_http.py"
 RUNNER_PATH = ".autocoder/host.py"
 RUNNER_PYC_PATH = ".autocoder/host.pyc"
 WORKDIR = "/workdir"  # where the bwrap sandbox puts the job's files
@@ -61,7 +65,7 @@ CALL_PATH = ".autocoder/call.json"
 RESULT_PATH = ".autocoder/result.json"
 # api.http's requests, carried out by the host while the call runs (sandbox/channel.py)
 HttpHandler = Callable[[dict[str, Any]], dict[str, Any]]
-Records = list[dict[str, Any]] | Callable[[], list[dict[str, Any]]]
+Records = list[HttpRecord] | Callable[[], list[HttpRecord]]
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ class InvokeLimits:
 
     def described(self) -> list[tuple[str, str]]:
         """The limits in words, for the admin's pages."""
-        from autocoder.runtime.http_gate import HttpPolicy  # httpx: only where it is shown
+        from autocoder.calling.http_gate import HttpPolicy  # httpx: only where it is shown
 
         http = HttpPolicy(hosts=(), internal_hosts=frozenset())
         return [
@@ -144,7 +148,7 @@ class CallOutcome:
     duration_ms: int  # wall time of the whole call
     plugin_ms: int  # inside on_initialize + on_command/on_event
     detail: str = ""  # for the plugin's author: the end of its traceback, its stderr
-    http_requests: list[dict[str, Any]] = field(default_factory=list)  # api.http's records
+    http_requests: list[HttpRecord] = field(default_factory=list)  # api.http's records
 
     @property
     def overhead_ms(self) -> int:
@@ -157,7 +161,7 @@ def call_plugin(call: PluginCall, limits: InvokeLimits = INVOKE_LIMITS, *,
     """Run one command (or deliver one event) in the sandbox.
 
     `http` carries out the plugin's `api.http` requests while the call runs (the message
-    format is in host_runner.py; autocoder.runtime.http_gate's HttpGate(...).perform is
+    format is in host_runner.py; autocoder.calling.http_gate's HttpGate(...).perform is
     one); None: `api.http` answers that the plugin declared no hosts. It is called in the
     channel's thread (sandbox/channel.py), one request at a time, each request's "timeout" cut
     to what is left of the call's time. `records` (a list, or a callable returning one) is
@@ -173,7 +177,7 @@ def call_plugin(call: PluginCall, limits: InvokeLimits = INVOKE_LIMITS, *,
     found = records() if callable(records) else records
     secrets = _secret_values(call)
     return dataclasses.replace(outcome, http_requests=[
-        redact_json(dict(record), secrets) for record in found])
+        cast(HttpRecord, redact_json(dict(record), secrets)) for record in found])
 
 
 def _call(call: PluginCall, limits: InvokeLimits, backend: str | None,
@@ -193,8 +197,9 @@ def _call(call: PluginCall, limits: InvokeLimits, backend: str | None,
         path: text for path, text in call.files.items()
         if not path.startswith(("tests/", ".autocoder/"))}
     runner = RUNNER_PATH
+    files[HTTP_CLIENT_PATH] = HTTP_CLIENT
     if site and _same_python(str(runtime_dir())):
-        files.update(_bytecode(call.files))
+        files.update(_bytecode({**call.files, HTTP_CLIENT_PATH: HTTP_CLIENT}))
         files[RUNNER_PYC_PATH] = _runner_pyc()
         runner = RUNNER_PYC_PATH
     else:

@@ -51,21 +51,29 @@ from urllib.parse import quote, urlencode, urljoin, urlsplit
 
 import httpx
 
-from autocoder.plugins.hosts import DEFAULT_PORTS, HostError, HostRule, is_ip, normalise_host
-from autocoder.runtime import http_watchdog
-from autocoder.runtime.http_addresses import (
+from autocoder.calling import http_watchdog
+from autocoder.calling.http_addresses import (
     address_problem,
     internal_set,
     may_be_internal,
     private_sentence,
 )
-from autocoder.runtime.http_request import (
+from autocoder.calling.http_records import HttpRecord
+from autocoder.calling.http_request import (
     PATH_SAFE,
     REDACTED,
     Outgoing,
     Refused,
     Secrets,
     outgoing,
+)
+from autocoder.plugins.hosts import (
+    DEFAULT_PORTS,
+    HostError,
+    HostRule,
+    is_ip,
+    normalise_host,
+    split_host_port,
 )
 from autocoder.runtime.storable import storable_text
 
@@ -140,7 +148,7 @@ class HttpGate:
     def __init__(self, policy: HttpPolicy, *, deadline: float | None = None) -> None:
         self.policy = policy
         self.deadline = deadline
-        self.records: list[dict[str, Any]] = []
+        self.records: list[HttpRecord] = []
         self.performed = 0
         self._internal = internal_set(policy.internal_hosts)
         self.secrets = Secrets(policy.secrets, settings_url=policy.settings_url,
@@ -360,12 +368,12 @@ class HttpGate:
             status, response_headers, content = self._exchange(method, target, headers, body,
                                                                ends)
         except Refused as refused:
-            record.update(refused=self.blank(str(refused)),
-                          ms=round((time.monotonic() - started) * 1000, 1))
+            record.update({"refused": self.blank(str(refused)),
+                           "ms": round((time.monotonic() - started) * 1000, 1)})
             refused.recorded = True
             raise
-        record.update(status=status, bytes=len(content),
-                      ms=round((time.monotonic() - started) * 1000, 1))
+        record.update({"status": status, "bytes": len(content),
+                       "ms": round((time.monotonic() - started) * 1000, 1)})
         return status, response_headers, content
 
     def _exchange(self, method: str, target: _Target, headers: Mapping[str, str], body: bytes,
@@ -455,10 +463,10 @@ class HttpGate:
     # Records.
 
     def _record(self, method: str, host: str, path: str, status: int, size: int, ms: float,
-                refused: str) -> dict[str, Any]:
+                refused: str) -> HttpRecord:
         # Words the plugin chose (a method, a parameter's name) go on the call's log: made
         # storable here (autocoder/runtime/storable.py), as all that comes from a sandbox.
-        record = {"method": storable_text(method), "host": storable_text(host),
+        record: HttpRecord = {"method": storable_text(method), "host": storable_text(host),
                   "path": storable_text(path), "status": status, "bytes": size, "ms": ms,
                   "refused": storable_text(refused)}
         self.records.append(record)
@@ -527,19 +535,14 @@ def _next_hop(sending: Outgoing, status: int, current: _Target, following: _Targ
 
 
 def _host_port(netloc: str) -> tuple[str, int | None]:
-    if netloc.startswith("["):
-        host, _, rest = netloc[1:].partition("]")
-        port_text = rest[1:] if rest.startswith(":") else ("" if not rest else "x")
-    else:
-        host, _, port_text = netloc.rpartition(":") if ":" in netloc else (netloc, "", "")
-    if "{" in host or "}" in host:
+    """The URL's host and port, by the rule of plugin.toml's hosts (plugins/hosts.py); an
+    empty port (`host:`) is the scheme's, as in any URL."""
+    if "{" in netloc or "}" in netloc:
         raise Refused("refused", "api.http: the url's host must be written out, not a {NAME}")
-    if port_text == "":
-        return host, None
-    if not port_text.isdigit() or not 0 < int(port_text) < 65536:
-        raise Refused("refused", f"api.http: the url's port {port_text!r} is not a number from"
-                                 " 1 to 65535")
-    return host, int(port_text)
+    try:
+        return split_host_port(netloc.removesuffix(":"))
+    except HostError as exc:
+        raise Refused("refused", f"api.http: the url's host cannot be used: {exc}") from None
 
 
 def _shown_path(path: str, query: str) -> str:

@@ -1,5 +1,5 @@
 """`api.http` for a rehearsal ("Try it" by default, docs/marketplace.md "Try it"): every rule of
-the real gate (autocoder/runtime/http_gate.py: the declared hosts, the forms a secret may take,
+the real gate (autocoder/calling/http_gate.py: the declared hosts, the forms a secret may take,
 the limits, redirects), but nothing leaves the portal, not even a DNS lookup. Each request is
 recorded with what it would send and answered from the sample answers a version's examples
 give (a spec's `examples[].http`, checked by autocoder/engine/spec_services.py), matched as the
@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from autocoder.calling.http_gate import HttpGate, HttpPolicy, Refused, _Target
+from autocoder.calling.http_records import RehearsedSend
 from autocoder.plugins.hosts import DEFAULT_PORTS
-from autocoder.runtime.http_gate import HttpGate, HttpPolicy, Refused, _Target
 
 PREVIEW_CHARS = 600
 _ANSWER_KEYS = ("method", "url", "status", "json", "text", "headers")
@@ -65,12 +65,11 @@ def sample_settings(commands: Iterable[Any], command: str) -> dict[str, str]:
 
 class HttpRehearsal(HttpGate):
     """One try's api.http when nothing may be sent. `records` carry `rehearsal: True` and
-    `sent` (the headers and the start of the body the request would carry)."""
+    `sent` (the headers and the start of the body the request would carry). The policy's
+    secrets are placeholders (`secret_placeholder`; team_call.http_for_call gives them)."""
 
-    def __init__(self, policy: HttpPolicy, *, answers: Iterable[Mapping[str, Any]],
-                 secret_names: Iterable[str]) -> None:
-        placeholders = {name: secret_placeholder(name) for name in secret_names}
-        super().__init__(replace(policy, secrets=placeholders))
+    def __init__(self, policy: HttpPolicy, *, answers: Iterable[Mapping[str, Any]]) -> None:
+        super().__init__(policy)
         self.answers = [dict(a) for a in answers]
         self._used: set[int] = set()
 
@@ -129,7 +128,7 @@ def _answer(answer: Mapping[str, Any]) -> tuple[int, dict[str, str], bytes]:
     return (status if isinstance(status, int) else 200), headers, content
 
 
-def _preview(headers: Mapping[str, str], body: bytes) -> dict[str, Any]:
+def _preview(headers: Mapping[str, str], body: bytes) -> RehearsedSend:
     text = body.decode("utf-8", "replace")
     cut = len(text) > PREVIEW_CHARS
     return {"headers": dict(headers), "body": text[:PREVIEW_CHARS] + ("…" if cut else "")}

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from autocoder.runtime.invoke import CallOutcome, InvokeLimits, PluginCall, call_plugin
+from autocoder.calling.invoke import CallOutcome, InvokeLimits, PluginCall, call_plugin
 from autocoder.runtime.storable import MAX_DEPTH, storable_json, storable_text
 
 FFFD = "\ufffd"

@@ -1,0 +1,1 @@
+"""The team's tools over the Model Context Protocol (docs/tools.md)."""
