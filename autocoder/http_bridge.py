@@ -12,9 +12,11 @@ See docs/operating.md, "Processes and load".
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
+from concurrent.futures import ThreadPoolExecutor
 from tempfile import SpooledTemporaryFile
 from typing import Any
 
@@ -32,6 +34,17 @@ BODY_IN_MEMORY_BYTES = 256 * 1024
 
 
 access_log = logging.getLogger("autocoder.access")
+
+# The tools' API calls mostly wait (for the plugin's sandbox, for PostgreSQL), so they run several
+# at once per process, in threads of their own, where pages are answered one at a time
+# (docs/operating.md, "Processes and load"; docs/tools.md, "Throughput").
+CONCURRENT_PATHS = ("/api/tools/",)
+CONCURRENT_THREADS = 4
+
+
+@functools.cache
+def _concurrent() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=CONCURRENT_THREADS, thread_name_prefix="api-call")
 
 
 class BufferedWsgiBridge:
@@ -77,7 +90,11 @@ class _Request(WsgiToAsgiInstance):  # type: ignore[misc]
                 if not message.get("more_body"):
                     break
             body.seek(0)
-            start, content = await sync_to_async(self._run)(body)
+            if scope.get("path", "").startswith(CONCURRENT_PATHS):
+                start, content = await sync_to_async(self._run, thread_sensitive=False,
+                                                      executor=_concurrent())(body)
+            else:
+                start, content = await sync_to_async(self._run)(body)
         if self.close_connection:
             start = {**start, "headers": [*start["headers"], (b"connection", b"close")]}
         await send(start)

@@ -61,6 +61,7 @@ VERBS: dict[str, str] = {
     "tool.token_revoked": "revoked",
     "tool.version_disabled": "switched off",
     "tool.version_enabled": "switched on again",
+    "tool.warm_changed": "changed how calls start for",
     "tool.change_asked": "asked for a change of",
     "tool.change_started": "started a change run of",
     "tool.change_declined": "declined a change of",

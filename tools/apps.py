@@ -28,3 +28,8 @@ class ToolsConfig(AppConfig):
         hooks.register(INBOX_SOURCE, INBOX_CHANGES)
         # The team's insight page shows the changes asked of its plugins (tools/insights.py).
         hooks.register(INSIGHT_SECTION, insights.plugin_changes_section)
+        # Which warm sandboxes may stay, asked by every process's pool (docs/sandbox.md).
+        from autocoder.sandbox import warm_pool
+        from tools.services.warm import warm_wanted_checked
+
+        warm_pool.set_wanted(warm_wanted_checked)

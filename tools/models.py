@@ -46,6 +46,10 @@ class Activation(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     retired_at = models.DateTimeField(null=True, blank=True)
+    # Calls may run in a warm sandbox kept for this team and version (docs/sandbox.md, "Warm
+    # sandboxes"); a team admin can turn it off; upgrades and roll-backs keep the choice.
+    warm_sandbox = models.BooleanField(
+        default=True, help_text="Calls start in a sandbox kept ready for this team's version.")
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from tools.views import api, changes, pages, triggers
+from tools.views import api, changes, pages, triggers, warm
 
 app_name = "tools"
 
@@ -33,4 +33,5 @@ urlpatterns = [
     path(TOOL + "deactivate/", pages.tool_deactivate, name="deactivate"),
     path("hooks/<str:public_id>/", triggers.hook, name="hook"),
     path(TOOL + "triggers/", triggers.tool_triggers, name="triggers"),
+    path(TOOL + "warm/", warm.tool_warm, name="warm"),
 ]

@@ -36,6 +36,7 @@ from autocoder.runtime.storable import storable_json, storable_text
 from autocoder.sandbox import SandboxError
 from autocoder.sandbox.channel import Channel, inside_path
 from autocoder.sandbox.runner import default_backend
+from autocoder.sandbox.warm import WarmKey
 
 # Events the portal delivers to on_event(event, data); docs/plugins.md lists their data.
 EVENTS = ("activated", "deactivated", "settings_changed", "schedule")
@@ -132,6 +133,8 @@ class PluginCall:
     settings: Mapping[str, str] = field(default_factory=dict)  # secrets unsealed
     storage: Mapping[str, Any] = field(default_factory=dict)  # as the caller loaded it
     secret_settings: Collection[str] = ()  # names in `settings` whose values are secret
+    # a warm sandbox of this team's version may run it (sandbox/warm.py); None: one of its own
+    warm: WarmKey | None = None
 
 
 @dataclass(frozen=True)
@@ -201,18 +204,31 @@ def _call(call: PluginCall, limits: InvokeLimits, backend: str | None,
         runner = RUNNER_PYC_PATH
     else:
         files[RUNNER_PATH] = RUNNER
-    files[CALL_PATH] = request["text"]
+    channel = None if http is None else Channel(_within_call(http, started + limits.timeout_s))
     try:
-        # bwrap: the prepared sandbox's interpreter runs the runner itself (in_process)
-        result = sandbox.run(files, ["python", "-I", *(["-S"] if site else []), "-B", runner],
-                             limits.sandbox_limits(), backend=chosen, collect=[RESULT_PATH],
-                             in_process=bool(site),
-                             channel=None if http is None else Channel(
-                                 _within_call(http, started + limits.timeout_s)))
+        result = _warm_run(call, files, site, runner, request["text"], limits, channel)
+        if result is None:
+            files[CALL_PATH] = request["text"]
+            # bwrap: the prepared sandbox's interpreter runs the runner itself (in_process)
+            result = sandbox.run(files, ["python", "-I", *(["-S"] if site else []), "-B",
+                                         runner], limits.sandbox_limits(), backend=chosen,
+                                 collect=[RESULT_PATH], in_process=bool(site), channel=channel)
     except SandboxError as exc:
         return _outcome(call, started, ok=False, error_kind="sandbox_unavailable",
                         error=f"The plugin could not be run: the sandbox is not working ({exc}).")
     return _read_result(call, limits, result, started)
+
+
+def _warm_run(call: PluginCall, files: dict[str, str | bytes], site: str, runner: str,
+              text: str, limits: InvokeLimits, channel: Channel | None) -> sandbox.RunResult | None:
+    """The call in a warm sandbox of its team's version (bwrap with the runtime's own
+    interpreter only); None: it runs in a sandbox of its own (docs/sandbox.md)."""
+    if call.warm is None or not site:
+        return None
+    from autocoder.sandbox import warm_pool
+
+    return warm_pool.run(call.warm, files, entry=call.entry, site=site, runner=runner,
+                         call_text=text, limits=limits.sandbox_limits(), channel=channel)
 
 
 def _within_call(http: HttpHandler, deadline: float) -> HttpHandler:

@@ -39,6 +39,7 @@ from autocoder.calling.invoke import (
     call_plugin,
 )
 from autocoder.plugins import HostError, HostRule, PluginManifest, address_rule, address_url
+from autocoder.sandbox.warm import WarmKey
 
 REHEARSAL_NO_ADDRESS = ("{name} has no value in the plugin's examples, so a rehearsal has no"
                         " address for it.")
@@ -114,15 +115,17 @@ def call_as_team(*, files: Mapping[str, str], manifest: PluginManifest | None,
                  internal_hosts: Collection[str], event: str | None = None,
                  storage: Mapping[str, Any] | None = None,
                  limits: InvokeLimits = INVOKE_LIMITS,
-                 rehearsal: Rehearsal | None = None) -> CallOutcome:
+                 rehearsal: Rehearsal | None = None,
+                 warm: WarmKey | None = None) -> CallOutcome:
     """Run `command` (or deliver `event`) of the version whose reviewed `files` and manifest
     these are, with `team`'s settings and its `storage` as loaded. ValueError only for a
-    malformed call (call_plugin); whatever the plugin does is in the outcome."""
+    malformed call (call_plugin); whatever the plugin does is in the outcome. `warm`: a warm
+    sandbox of this team's version may run it (docs/sandbox.md, "Warm sandboxes")."""
     gate = http_for_call(manifest=manifest, team=team, internal_hosts=internal_hosts,
                          rehearsal=rehearsal)
     call = PluginCall(files=files, entry=manifest.entry if manifest is not None else "",
                       command=command, event=event, payload=payload,
                       settings=dict(team.values), storage=dict(storage or {}),
-                      secret_settings=team.secret_names)
+                      secret_settings=team.secret_names, warm=warm)
     return call_plugin(call, limits, http=gate.perform if gate else None,
                        records=gate.records if gate else None)

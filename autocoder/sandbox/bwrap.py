@@ -357,3 +357,7 @@ def _result(outcome: process.Supervised, files: dict[str, bytes],
         stdout_truncated=outcome.stdout.truncated, stderr_truncated=outcome.stderr.truncated,
         duration_ms=outcome.duration_ms, backend="bwrap", files=files, files_omitted=omitted,
     )
+
+
+# A warm sandbox's call (warm.py) ends in a RunResult built the same way.
+run_result = _result

@@ -160,3 +160,45 @@ def test_the_access_log_has_one_line_per_request_when_asked(caplog: pytest.LogCa
     lines = [r.getMessage() for r in caplog.records if r.name == "autocoder.access"]
     assert len(lines) == 1
     assert lines[0].startswith('127.0.0.1 "POST /upload/?page=2" 201 ')
+
+
+def _rendezvous(paths: list[str]) -> list[str]:
+    """Send one request per path at once through a bridge whose WSGI app waits at a barrier
+    for all of them: what each answered ("met" only if they all ran at the same time)."""
+    import threading
+
+    barrier = threading.Barrier(len(paths), timeout=5)
+
+    def app(environ: dict[str, Any], start_response: Any) -> list[bytes]:
+        try:
+            barrier.wait()
+            said = b"met"
+        except threading.BrokenBarrierError:
+            said = b"alone"
+        start_response("200 OK", [("Content-Type", "text/plain")])
+        return [said]
+
+    bridge = BufferedWsgiBridge(app)
+
+    async def one(path: str) -> str:
+        sent: list[Message] = []
+        incoming = [{"type": "http.request", "body": b"{}", "more_body": False}]
+
+        async def receive() -> Message:
+            return incoming.pop(0) if incoming else {"type": "http.disconnect"}
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        await bridge(_scope(path, method="POST"), receive, send)
+        return bytes(sent[-1]["body"]).decode()
+
+    async def every() -> list[str]:
+        return list(await asyncio.gather(*(one(path) for path in paths)))
+
+    return asyncio.run(every())
+
+
+def test_tool_api_calls_run_several_at_once_in_one_process() -> None:
+    # A tool's call mostly waits for its sandbox: three at once meet, where pages would queue
+    assert _rendezvous(["/api/tools/acme/echo/echo"] * 3) == ["met"] * 3

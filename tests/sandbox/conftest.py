@@ -62,6 +62,15 @@ def our_workdirs() -> list[str]:
             if p.name.startswith(f"run-{os.getpid()}-") and p.name not in prepared]
 
 
+@pytest.fixture(autouse=True)
+def no_warm_sandboxes() -> None:
+    """The warm sandboxes earlier tests left in this process's pool (the tools' calls keep
+    them, autocoder/sandbox/warm.py) are not this test's leftovers: stopped before it."""
+    from autocoder.sandbox import warm_pool
+
+    warm_pool.pool().close_all()
+
+
 @pytest.fixture
 def host_guard() -> Iterator[None]:
     yield

@@ -24,6 +24,7 @@ from teams.services.notifications import (
 from tools.models import Activation, VersionBlock
 from tools.services.addresses import addresses_approve_entered
 from tools.services.events import activation_events_queue
+from tools.services.warm import warm_of
 
 Status = Activation.Status
 
@@ -121,6 +122,7 @@ def activation_decide(*, activation: Activation, user: User, approve: bool,
                       "comment": comment.strip()}
             if approve:  # what the roll-back returns to: the version in use at this moment
                 fields["previous_id"] = _retire_current(activation.team, activation.plugin, now)
+                fields["warm_sandbox"] = warm_of(fields["previous_id"])  # the admin's choice
             won = Activation.objects.filter(pk=activation.pk, status=Status.PENDING).update(
                 **fields)
             if not won:
@@ -193,6 +195,7 @@ def activation_rollback(*, team: Team, plugin: Plugin, user: User) -> Activation
         back = Activation.objects.create(
             team=team, plugin=plugin, version=target, status=Status.ACTIVE, previous=current,
             rollback=True, requested_by=user, decided_by=user, decided_at=now,
+            warm_sandbox=current.warm_sandbox,
             comment=f"Rolled back from {current.version.version}.")
         audit_record(actor=user, action="tool.rolled_back", team=team, target=back,
                      before={"version": current.version.version},

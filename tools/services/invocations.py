@@ -23,6 +23,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import DataError, transaction
+from django.db.models import Exists
 from django.urls import reverse
 from django.utils import timezone
 
@@ -41,6 +42,7 @@ from tools.services.events import INVOKE_ACTOR, json_size
 from tools.services.schedule_notes import schedule_outcome_tell
 from tools.services.schedule_owners import schedule_still_owned
 from tools.services.tool_settings import settings_for_call
+from tools.services.warm import warm_key
 
 logger = logging.getLogger(__name__)
 
@@ -210,10 +212,11 @@ def invocation_call(*, activation: Activation, token: ToolToken | None, command:
         user_id=None if token is not None else user_id, status=Invocation.Status.RUNNING,
         input_bytes=json_size(payload))
     invocation.version = activation.version
-    return _execute(invocation, payload)
+    return _execute(invocation, payload, activation)
 
 
-def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
+def _execute(invocation: Invocation, payload: dict[str, Any],
+             activation: Activation | None = None) -> Invocation:
     refusal = _refusal_at_call_time(invocation)
     if refusal:
         return _finish(invocation, status=Invocation.Status.REFUSED, error=refusal[1],
@@ -228,7 +231,7 @@ def _execute(invocation: Invocation, payload: dict[str, Any]) -> Invocation:
             command=None if event else invocation.command,
             event=invocation.command if event else None, payload=payload,
             team=_team_settings(invocation), storage=stored.data if stored else {},
-            internal_hosts=settings.TOOLS_INTERNAL_HOSTS)
+            internal_hosts=settings.TOOLS_INTERNAL_HOSTS, warm=warm_key(invocation, activation))
     except ValueError as exc:  # a malformed call (a bad entry): nothing of the plugin ran
         logger.exception("invocation %s could not be made", invocation.pk)
         return _finish(invocation, status=Invocation.Status.FAILED, error_kind="bad_call",
@@ -257,14 +260,19 @@ def _team_settings(invocation: Invocation) -> TeamSettings:
 
 def _refusal_at_call_time(invocation: Invocation) -> tuple[str, str] | None:
     # Checked just before the sandbox starts: a kill switch thrown a moment ago counts.
-    if VersionBlock.objects.filter(version_id=invocation.version_id).exists():
+    blocked = VersionBlock.objects.filter(version_id=invocation.version_id)
+    if invocation.caller != Invocation.Caller.EVENT:
+        # one query for both: the activation in force, and whether its version is disabled
+        in_use = (Activation.objects.filter(
+            team_id=invocation.team_id, plugin_id=invocation.plugin_id,
+            version_id=invocation.version_id, status=Activation.Status.ACTIVE)
+            .annotate(blocked=Exists(blocked)).values_list("blocked", flat=True).first())
+        if in_use is not None:
+            return ("disabled", DISABLED) if in_use else None
+    if blocked.exists():
         return "disabled", DISABLED
-    if invocation.caller == Invocation.Caller.EVENT:
-        return None  # "deactivated" goes to a version no longer in use, by design
-    in_use = Activation.objects.filter(team_id=invocation.team_id, plugin_id=invocation.plugin_id,
-                                       version_id=invocation.version_id,
-                                       status=Activation.Status.ACTIVE).exists()
-    return None if in_use else ("not_in_use", NOT_IN_USE)
+    # "deactivated" goes to a version no longer in use, by design
+    return None if invocation.caller == Invocation.Caller.EVENT else ("not_in_use", NOT_IN_USE)
 
 
 def _storage_save(invocation: Invocation, data: dict[str, Any]) -> None:
@@ -299,22 +307,22 @@ def _finish(invocation: Invocation, *, status: str, **fields: Any) -> Invocation
     answer = invocation.output
     fields.setdefault("output", None)
     fields.setdefault("output_text", "")
-    now = timezone.now()
+    written = {"status": status, "finished_at": timezone.now(), **fields}
     try:
         with transaction.atomic():  # a savepoint: a refused write leaves the rest usable
-            Invocation.objects.filter(pk=invocation.pk).update(status=status, finished_at=now,
-                                                               **fields)
+            Invocation.objects.filter(pk=invocation.pk).update(**written)
     except (DataError, ValueError):
         # Something PostgreSQL refuses got past the runtime's cleaning (storable.py): the
         # call still ends, as a failure that says so, rather than "running" for ever.
         logger.exception("invocation %s: its outcome could not be saved", invocation.pk)
         status = Invocation.Status.FAILED
-        Invocation.objects.filter(pk=invocation.pk).update(
-            status=status, finished_at=now, output=None, output_text="", log_lines=[],
-            error_kind="bad_output",
-            error="The plugin's answer could not be saved (it holds text the database cannot "
-                  "keep).")
-    invocation.refresh_from_db()
+        written = {"status": status, "finished_at": written["finished_at"], "output": None,
+                   "output_text": "", "log_lines": [], "error_kind": "bad_output",
+                   "error": "The plugin's answer could not be saved (it holds text the"
+                            " database cannot keep)."}
+        Invocation.objects.filter(pk=invocation.pk).update(**written)
+    for name, value in written.items():  # as saved: one query less than reading it back
+        setattr(invocation, name, value)
     if status == Invocation.Status.OK:
         invocation.output = answer if answer is not None else invocation.output
     if invocation.schedule_id is not None:
