@@ -13,6 +13,7 @@ RUN apt-get update && apt-get install -y --no-install-recommends bubblewrap \
 # CPU build of torch first, so sentence-transformers does not pull a CUDA build.
 RUN pip install --no-cache-dir torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
 COPY pyproject.toml README.md ./
+COPY config ./config
 COPY autocoder ./autocoder
 COPY teams ./teams
 COPY projects ./projects
@@ -26,4 +27,4 @@ COPY . .
 RUN mkdir -p /app/var && chown -R autocoder /app/var
 USER autocoder
 EXPOSE 8000
-CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "autocoder.asgi:application"]
+CMD ["daphne", "-b", "0.0.0.0", "-p", "8000", "config.asgi:application"]

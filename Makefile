@@ -75,7 +75,7 @@ lint: $(TEST_STAMP)
 	$(VENV)/bin/lint-imports
 
 typecheck: $(TEST_STAMP)
-	$(VENV)/bin/mypy autocoder teams projects runs marketplace tools
+	$(VENV)/bin/mypy config autocoder teams projects runs marketplace tools
 
 clean-var:
 	rm -rf var

@@ -14,7 +14,7 @@ NO_SERVICES = {"help", "version", "--help", "-h", "--version", "check", "makemig
 
 
 def main() -> None:
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "autocoder.settings")
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     command = sys.argv[1] if len(sys.argv) > 1 else "help"
     if command not in NO_SERVICES:
         from autocoder.embedded import ensure_services

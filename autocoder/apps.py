@@ -11,7 +11,7 @@ class AutocoderConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
-        from autocoder import checks, metrics  # noqa: F401  (checks: the secret key's)
+        from autocoder import metrics
 
         metrics.configure(settings.METRICS_DIR)
         self._installation_checks_register()

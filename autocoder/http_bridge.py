@@ -6,7 +6,7 @@ signals, every synchronous middleware next to an asynchronous one, each `process
 the response). Each switch wakes a thread and the event loop; under load those switches cost
 about as much CPU as rendering a page. Every view of the portal is synchronous, so the bridge
 reads the request body on the event loop, runs the whole WSGI request in one switch and sends
-the buffered answer from the event loop. Websockets still go through Channels (autocoder/asgi.py).
+the buffered answer from the event loop. Websockets still go through Channels (config/asgi.py).
 See docs/operating.md, "Processes and load".
 """
 

@@ -202,6 +202,6 @@ def web_children(sockets: list[socket.socket]) -> list[Child]:
     # with bench_load); the HTTP bridge writes the access log instead (WEB_ACCESS_LOG).
     return [Child(f"web server {n + 1}",
                   [sys.executable, "-m", "daphne", "-v", "0", "--fd", str(sock.fileno()),
-                   "autocoder.asgi:application"], pass_fds=(sock.fileno(),),
+                   "config.asgi:application"], pass_fds=(sock.fileno(),),
                   env={SHARES_ENVIRONMENT: shares_environment(shares, n, len(sockets))})
             for n, sock in enumerate(sockets)]

@@ -1,4 +1,4 @@
-"""/simple/: the package index (PEP 503/691). Included from autocoder/urls.py."""
+"""/simple/: the package index (PEP 503/691). Included from config/urls.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""/marketplace/: the portal pages. Included from autocoder/urls.py."""
+"""/marketplace/: the portal pages. Included from config/urls.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared fixtures. The database and Redis come from autocoder.testing.pytest_plugin."""
+"""Shared fixtures. The database and Redis come from config.testing.pytest_plugin."""
 
 from __future__ import annotations
 
@@ -63,8 +63,8 @@ def team_with_roles(db: None) -> dict[str, object]:
 @pytest.fixture
 def worker(clean_redis: redis.Redis) -> Iterator[dramatiq.Worker]:
     """A real Dramatiq worker in this process on the session's Redis, its queues emptied
-    before and after (autocoder.testing.workers.in_process_worker)."""
-    from autocoder.testing.workers import in_process_worker
+    before and after (config.testing.workers.in_process_worker)."""
+    from config.testing.workers import in_process_worker
 
     broker = dramatiq.get_broker()
     broker.flush_all()

@@ -77,7 +77,7 @@ def live_asgi_server() -> Iterator[LiveServer]:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-         "autocoder.asgi:application"],
+         "config.asgi:application"],
         cwd=settings.BASE_DIR, env=child_env(), start_new_session=True,
     )
     url = f"http://127.0.0.1:{port}/"

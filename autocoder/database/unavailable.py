@@ -1,6 +1,6 @@
 """The answer while the database is down: 503 "try again in a minute", never a 500 or a hang.
 
-Django calls `server_error` (handler500 in autocoder/urls.py) for any exception a page did not
+Django calls `server_error` (handler500 in config/urls.py) for any exception a page did not
 handle; when that exception says the database cannot be reached (autocoder/database/outage.py)
 the answer is a small page of its own, rendered without the database (no base.html, whose
 navigation reads teams and notifications), the message alone for an htmx button, or JSON for

@@ -3,7 +3,7 @@ from django.db import migrations
 # TRUNCATE fires no row trigger, so the append-only trigger of 0003 never saw it: this statement
 # trigger refuses it too. The test suite empties its database between tests with TRUNCATE and
 # says so by setting autocoder.audit_log_truncate=on on its connections (PGOPTIONS, see
-# autocoder/testing/pytest_plugin.py); the portal never sets it.
+# config/testing/pytest_plugin.py); the portal never sets it.
 NO_TRUNCATE_SQL = """
 CREATE FUNCTION projects_auditentry_no_truncate() RETURNS trigger AS $$
 BEGIN

@@ -18,7 +18,7 @@ from typing import Any
 import dramatiq
 import pytest
 
-from autocoder.testing.workers import in_process_worker
+from config.testing.workers import in_process_worker
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.live import LiveServer, live_asgi_server
 

@@ -19,9 +19,9 @@ from playwright.sync_api import expect
 
 from autocoder.engine.quality_gate import checkpoint_quality
 from autocoder.engine.spec import spec_from_json
-from autocoder.management.commands.quality_scan import read_plugin_dir
 from autocoder.quality.pages import STAGE_LABELS
 from autocoder.quality.pipeline import run_quality
+from config.management.commands.quality_scan import read_plugin_dir
 from runs.models import ApprovalRequest, Iteration, Project, Run
 from tests.browser.checks import accessible_and_fits as check
 from tests.browser.journey import WIDTHS

@@ -12,8 +12,8 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from autocoder.benchmarks.humaneval import Problem, docstring_examples, load_problems, problem_spec
 from autocoder.engine.spec import spec_from_dict
+from config.benchmarks.humaneval import Problem, docstring_examples, load_problems, problem_spec
 
 pytestmark = pytest.mark.django_db
 

@@ -1,6 +1,6 @@
 """`manage.py generate` and `manage.py approve` as a user runs them: real processes on the test
 session's database, with the reference docs' autoload on, as a user's installation has it (the
-test session turns it off for everything else: autocoder/testing/pytest_plugin.py).
+test session turns it off for everything else: config/testing/pytest_plugin.py).
 
 What a user met: a successful demo run ended with exit code 134 ("terminate called without an
 active exception": the reference load's thread was still in the embedding model at exit) and

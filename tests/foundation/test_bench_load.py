@@ -8,7 +8,7 @@ import io
 import pytest
 from django.core.management import CommandError, call_command
 
-from autocoder.benchmarks.load import page_urls, run_load
+from config.benchmarks.load import page_urls, run_load
 from tests.factories import PASSWORD, MembershipFactory, TeamFactory, UserFactory
 from tests.live import live_asgi_server
 
@@ -53,7 +53,7 @@ def test_a_wrong_password_says_the_bench_could_not_log_in(member: str) -> None:
 
 def test_seed_fills_the_board_and_catalogue_once(member: str) -> None:
     """`bench_load --seed`: the data the documented figures were measured with, added once."""
-    from autocoder.benchmarks.load import SEED_PLUGINS, SEED_PROJECTS, seed_sample_data
+    from config.benchmarks.load import SEED_PLUGINS, SEED_PROJECTS, seed_sample_data
     from marketplace.models import Plugin
     from runs.models import Project
 

@@ -19,7 +19,8 @@ from pathlib import Path
 import grimp
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = [name for name in ("autocoder", "projects", "runs", "marketplace", "tools", "teams")
+PACKAGES = [name for name in ("config", "autocoder", "projects", "runs", "marketplace",
+                              "tools", "teams")
             if (ROOT / name / "__init__.py").is_file()]  # the teams app is new: when it exists
 MAX_LINES = 600
 # `dict[str, Any]` written in the app code (migrations left out): lower this as shapes get

@@ -63,7 +63,7 @@ def test_data_lives_in_named_volumes() -> None:
 
 
 def test_every_variable_the_settings_and_compose_read_is_documented() -> None:
-    sources = [ROOT / "autocoder" / "settings.py", ROOT / "autocoder" / "config.py"]
+    sources = [ROOT / "config" / "settings.py", ROOT / "autocoder" / "config.py"]
     read = set()
     for source in sources:
         read |= set(re.findall(r'env(?:\.\w+)?\(\s*"([A-Z][A-Z0-9_]+)"', source.read_text()))

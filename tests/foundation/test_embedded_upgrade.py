@@ -22,7 +22,7 @@ import pytest
 
 from autocoder import config, embedded_upgrade
 from autocoder.embedded import EmbeddedServiceError, ensure_postgres
-from autocoder.health import pgvector_version
+from config.health import pgvector_version
 from tests.runs.test_change_runs import version_1_0_0
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ SEED = """
 import json, os
 from pathlib import Path
 from django.contrib.auth import get_user_model
-from autocoder.benchmarks.db_outage import demo_spec_and_script
+from config.benchmarks.db_outage import demo_spec_and_script
 from autocoder.lessons.services import lesson_create
 from marketplace.services.publishing import plugin_directory_publish
 from runs.services.starting import project_create, run_start
@@ -194,7 +194,7 @@ def test_health_refuses_a_pgvector_older_than_0_8_with_the_fix(
     from django.db import connection
     from django.db.utils import load_backend
 
-    from autocoder import health
+    from config import health
 
     data = var_dir / "pg"
     server = _old_server(data)  # PostgreSQL 16.2 with pgvector 0.6.2, as an own server might be

@@ -13,7 +13,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from autocoder.heartbeat import live_workers
-from autocoder.testing.workers import in_process_worker
+from config.testing.workers import in_process_worker
 
 
 @pytest.fixture

@@ -51,13 +51,13 @@ def _call(app: Any, scope: dict[str, Any], chunks: list[bytes]) -> list[Message]
 
 
 def _portal_application() -> Any:
-    """autocoder.asgi's application, imported without its background load of the search model
+    """config.asgi's application, imported without its background load of the search model
     (a page needs no search here, and the load would outlive the test)."""
     from django.conf import settings
 
     preload, settings.SEARCH_MODEL_PRELOAD = settings.SEARCH_MODEL_PRELOAD, False
     try:
-        from autocoder.asgi import application
+        from config.asgi import application
     finally:
         settings.SEARCH_MODEL_PRELOAD = preload
     return application

@@ -60,7 +60,7 @@ def fingerprint(key: str) -> str:
 def without_configured_key(var_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of a process with no DJANGO_SECRET_KEY (empty beats a .env file's)."""
     return {**os.environ, "AUTOCODER_VAR_DIR": str(var_dir), "DJANGO_SECRET_KEY": "",
-            "DJANGO_SETTINGS_MODULE": "autocoder.settings", **extra}
+            "DJANGO_SETTINGS_MODULE": "config.settings", **extra}
 
 
 def run(command: list[str], env: dict[str, str], timeout: int = 180

@@ -50,7 +50,7 @@ def _kill(process: subprocess.Popen[str]) -> None:
         process.wait(30)
 
 
-APPLICATION = [sys.executable, "-c", "import autocoder.asgi; print('application loaded')"]
+APPLICATION = [sys.executable, "-c", "import config.asgi; print('application loaded')"]
 
 
 def test_the_web_application_loads_then_waits_for_the_gate(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ import psutil
 import pytest
 from django.conf import settings
 
-from autocoder.management.commands.up import WEB_STOP_S, WORKER_STOP_S
+from config.management.commands.up import WEB_STOP_S, WORKER_STOP_S
 from tests.live import free_port, wait_for
 
 pytestmark = pytest.mark.slow

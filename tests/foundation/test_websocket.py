@@ -14,7 +14,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from autocoder import realtime
 from autocoder.tasks import team_event_publish
-from autocoder.testing.workers import in_process_worker
+from config.testing.workers import in_process_worker
 from tests.live import LiveServer, live_asgi_server
 
 pytestmark = pytest.mark.django_db(transaction=True)

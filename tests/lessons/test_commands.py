@@ -9,8 +9,8 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from autocoder.benchmarks.lessons_filtered import team_sizes
 from autocoder.lessons.services import lesson_create, lessons_extract_from_run
+from config.benchmarks.lessons_filtered import team_sizes
 from tests.lessons.conftest import DATEUTIL, WEEKDAY_CASE_RUN1, note
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("embedder")]

@@ -196,7 +196,7 @@ def test_a_second_process_uses_the_kept_graph_without_loading_pytorch(settings, 
               "e = MiniLMEmbedder(); v = e.embed(['hello']); "
               "print(e.runtime, v.shape[1], 'torch' in sys.modules)")
     env = {**os.environ, "MODELS_DIR": str(tmp_path),
-           "DJANGO_SETTINGS_MODULE": "autocoder.settings"}
+           "DJANGO_SETTINGS_MODULE": "config.settings"}
     out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True,
                          timeout=120, check=True).stdout.split()
 

@@ -13,11 +13,11 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.test import override_settings
 
-from autocoder.health import check_embedder
 from autocoder.lessons.embedder import EmbedderError, embed_text
 from autocoder.lessons.models import Lesson
 from autocoder.lessons.selectors import lessons_nearest
 from autocoder.lessons.services import lesson_create, lessons_reembed
+from config.health import check_embedder
 from tests.factories import TeamFactory
 from tests.lessons.test_embedder import EmbeddingsFake
 

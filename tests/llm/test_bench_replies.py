@@ -1,4 +1,4 @@
-"""`manage.py bench_replies` (autocoder/benchmarks/replies.py) prints one JSON object: the share
+"""`manage.py bench_replies` (config/benchmarks/replies.py) prints one JSON object: the share
 of replies that parse with constrained replies and without, and with --edits what the second
 iteration's replies cost with whole files and with edits.
 

@@ -170,7 +170,7 @@ def test_the_actor_downloads_once_when_delivered_twice(
         gguf_http_server: ModelServer, models_dir: Path, gemma_sha256: str,
         clean_redis: object) -> None:
     from autocoder.llm.tasks import local_model_download
-    from autocoder.testing.workers import in_process_worker
+    from config.testing.workers import in_process_worker
 
     gguf_http_server.misbehave.stall_after = 50_000_000  # keep the first one busy for a moment
     with in_process_worker(threads=2) as worker:
@@ -314,7 +314,7 @@ def test_download_and_use_from_the_page(
     """Staff click "Download and use": a worker downloads from the (fake) Hugging Face and the
     model becomes the site's model; the page then shows it in use."""
     require_llama_cpp()  # with the runtime missing the click would also start a real install
-    from autocoder.testing.workers import in_process_worker
+    from config.testing.workers import in_process_worker
 
     server = ModelServer(gguf_model, url_path=CATALOGUE_PATH).start()
     settings.HF_ENDPOINT = server.origin  # what an internal mirror would be configured with

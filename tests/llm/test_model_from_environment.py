@@ -19,8 +19,8 @@ import pytest
 import redis
 from django.test import Client
 
-from autocoder.health import check_llm
-from autocoder.management.commands.up import Command as UpCommand
+from config.health import check_llm
+from config.management.commands.up import Command as UpCommand
 from runs.models import Run
 from runs.services import holding, starting
 from teams.models import Notification

@@ -17,9 +17,9 @@ import redis
 from django.test import Client
 from django.urls import reverse
 
-from autocoder.health import REQUIRED_FOR_SERVICE, check_llm
 from autocoder.llm.models import SiteModelConfig
 from autocoder.llm.services import site_model_config_set
+from config.health import REQUIRED_FOR_SERVICE, check_llm
 from runs.models import LLMCall, Run
 from runs.services import holding, starting, stepping
 from teams.models import Notification

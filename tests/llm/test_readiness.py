@@ -16,9 +16,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from autocoder.health import REQUIRED_FOR_SERVICE, check_llm
 from autocoder.llm.readiness import model_fault
-from autocoder.management.commands.up import Command as UpCommand
+from config.health import REQUIRED_FOR_SERVICE, check_llm
+from config.management.commands.up import Command as UpCommand
 from runs.models import Project, Run
 from runs.services.stepping import run_step_perform
 from teams.models import Notification

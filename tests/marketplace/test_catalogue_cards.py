@@ -12,7 +12,7 @@ import pytest
 from django.db import transaction
 from django.urls import reverse
 
-from autocoder.benchmarks.marketplace import SeedPlugin, catalogue_seed
+from config.benchmarks.marketplace import SeedPlugin, catalogue_seed
 from marketplace.catalogue_render import age_text
 from tests.marketplace.conftest import client_for
 

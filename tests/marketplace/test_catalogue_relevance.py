@@ -5,7 +5,7 @@ A plugin that has the query's words in its name, summary, tags or README (where 
 description is written) is a match; one whose summary merely sounds a little like the query
 (MiniLM similarity just above the floor: weekly-scheduler's "week of meetings" is 0.30 from
 "monthly expenses") is not, while anything has the words. The catalogue is seeded straight
-into the tables with the vectors a publication computes (autocoder.benchmarks.marketplace)."""
+into the tables with the vectors a publication computes (config.benchmarks.marketplace)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from autocoder.benchmarks.marketplace import SeedPlugin, catalogue_seed
+from config.benchmarks.marketplace import SeedPlugin, catalogue_seed
 from marketplace.selectors.catalogue import SearchParams, catalogue_search
 from marketplace.selectors.visibility import viewer_for
 

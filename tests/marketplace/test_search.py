@@ -2,7 +2,7 @@
 embedder and PostgreSQL full text), filters, sorts and pagination.
 
 The catalogue is seeded straight into the tables
-(autocoder.benchmarks.marketplace.catalogue_seed) with the same search vector and embedding a
+(config.benchmarks.marketplace.catalogue_seed) with the same search vector and embedding a
 publication computes; publishing twenty plugins through the sandbox would test the sandbox
 again, not the search."""
 
@@ -14,7 +14,7 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from autocoder.benchmarks.marketplace import SeedPlugin, catalogue_seed
+from config.benchmarks.marketplace import SeedPlugin, catalogue_seed
 from marketplace.models import Plugin, PluginVersion
 from marketplace.selectors.catalogue import SearchParams, catalogue_search, clean_params
 from marketplace.selectors.visibility import viewer_for

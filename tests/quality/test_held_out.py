@@ -12,10 +12,10 @@ from typing import Any
 
 from django.core.management import call_command
 
-from autocoder.management.commands.quality_scan import read_plugin_dir
 from autocoder.quality.pipeline import run_quality
 from autocoder.quality.report import STAGES, QualityReport
 from autocoder.sandbox.pytest_runner import run_pytest
+from config.management.commands.quality_scan import read_plugin_dir
 
 PLUGINS = Path(__file__).with_name("plugins")
 # folder: (strategy, the stages that must fail, words the findings of the first one must hold)

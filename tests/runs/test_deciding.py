@@ -14,7 +14,7 @@ import dramatiq
 import pytest
 from django.urls import reverse
 
-from autocoder.testing.workers import in_process_worker
+from config.testing.workers import in_process_worker
 from runs.approval_rules import approval_candidate
 from runs.models import ApprovalRequest, Project, Run
 from runs.services import starting

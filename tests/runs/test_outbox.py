@@ -14,7 +14,7 @@ import redis
 from django.test import Client
 
 from autocoder import heartbeat
-from autocoder.testing.workers import in_process_worker
+from config.testing.workers import in_process_worker
 from runs.models import Run, StepOutbox
 from runs.services import finishing, outbox, resending, stepping
 from teams.models import AuditEntry

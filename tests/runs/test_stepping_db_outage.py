@@ -19,7 +19,7 @@ import pytest
 from django.db import OperationalError, connection
 
 from autocoder.database import outage
-from autocoder.testing.workers import in_process_worker
+from config.testing.workers import in_process_worker
 from runs import tasks
 from runs.models import Run
 from runs.services import outbox

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from django.conf import settings as django_settings
 
-from autocoder import health
 from autocoder.lessons.models import Lesson
+from config import health
 from runs.models import LoopEvent, Project, Run
 from runs.services import driving, holding, starting
 from teams.models import Notification

@@ -37,8 +37,8 @@ def test_the_root_file_system_holds_the_runtime_and_no_pip(tmp_path: Path) -> No
 
 def test_doctor_says_when_the_image_is_missing_or_of_another_lock(settings: Any) -> None:
     import docker
-    from autocoder import health
     from autocoder.sandbox import probe
+    from config import health
 
     use_backend("docker", settings)
     client = docker.from_env()

@@ -136,7 +136,7 @@ def test_host_files_outside_the_workdir_cannot_be_read(sandbox_start: str) -> No
     own_etc = [] if sandbox_start in ("docker", "runsc") else ["/etc/passwd", "/etc/hostname"]
     try:
         paths = [str(secret_file), "/etc/shadow", *own_etc,
-                 "/work/main/manage.py", "/work/main/autocoder/settings.py",
+                 "/work/main/manage.py", "/work/main/config/settings.py",
                  os.path.abspath(".env")]
         source = (f"paths = {paths!r}\nfor path in paths:\n    try:\n"
                   "        print(path, 'READ', open(path).read()[:20])\n"

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from autocoder.benchmarks.tools_api import API_PLUGIN_NAME, api_load, api_seed
+from config.benchmarks.tools_api import API_PLUGIN_NAME, api_load, api_seed
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 from tests.live import LiveServer, live_asgi_server
 from tools.models import Activation

@@ -216,5 +216,5 @@ class McpGateway:
 
 
 def mcp_or(app: ASGIApp) -> ASGIApp:
-    """`app` with the team MCP addresses in front of it (autocoder/asgi.py)."""
+    """`app` with the team MCP addresses in front of it (config/asgi.py)."""
     return McpGateway(app)

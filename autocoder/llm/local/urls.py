@@ -1,4 +1,4 @@
-"""Included under /settings/model/local/ (autocoder/urls.py)."""
+"""Included under /settings/model/local/ (config/urls.py)."""
 
 from __future__ import annotations
 

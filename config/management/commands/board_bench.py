@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.benchmarks.board import board_bench
+from config.benchmarks.board import board_bench
 
 
 class Command(BaseCommand):

@@ -100,7 +100,7 @@ def _measure(projects: int, requests: int, warmup: int) -> BenchResult:
     url = reverse("board", args=[team.slug])
     for _ in range(warmup):
         client.get(url)
-    # As the ASGI/WSGI servers do at startup (autocoder/asgi.py): long-lived objects stay out of
+    # As the ASGI/WSGI servers do at startup (config/asgi.py): long-lived objects stay out of
     # the collector's full passes. The bench data itself is not frozen: it is created before.
     gc.freeze()
     timings, cpu = [], []

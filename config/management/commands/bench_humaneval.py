@@ -13,10 +13,10 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.benchmarks import humaneval
 from autocoder.llm import ScriptedProvider
 from autocoder.llm.types import LLMConfigError
-from autocoder.management.commands.generate import ensure_schema
+from config.benchmarks import humaneval
+from config.management.commands.generate import ensure_schema
 from teams.models import Membership, Team
 from teams.services import demo_data_ensure, membership_add
 

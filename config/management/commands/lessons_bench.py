@@ -8,10 +8,10 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.benchmarks.lessons import BenchConfig, run_bench
-from autocoder.benchmarks.lessons_filtered import FilteredConfig, run_filtered
 from autocoder.lessons.models import HNSW_EF_CONSTRUCTION, HNSW_M
 from autocoder.lessons.selectors import HNSW_EF_SEARCH
+from config.benchmarks.lessons import BenchConfig, run_bench
+from config.benchmarks.lessons_filtered import FilteredConfig, run_filtered
 
 
 class Command(BaseCommand):

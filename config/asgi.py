@@ -10,7 +10,7 @@ import threading
 import django
 from django.core.handlers.wsgi import WSGIHandler
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "autocoder.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django.setup(set_prefix=False)
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app registry)
@@ -20,8 +20,8 @@ from django.conf import settings  # noqa: E402
 
 from autocoder.connection_shares import ConnectionShares  # noqa: E402
 from autocoder.http_bridge import BufferedWsgiBridge  # noqa: E402
-from autocoder.routing import websocket_urlpatterns  # noqa: E402
 from autocoder.start_gate import gate_wait  # noqa: E402
+from config.routing import websocket_urlpatterns  # noqa: E402
 from tools.mcp.asgi import mcp_or  # noqa: E402  (/mcp/<team>/: docs/tools.md)
 
 application = ProtocolTypeRouter(

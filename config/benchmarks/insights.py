@@ -20,7 +20,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from autocoder.benchmarks.board import _host, _percentile
+from config.benchmarks.board import _host, _percentile
 from runs.models import ApprovalRequest, Iteration, LoopEvent, Project, Run
 from teams.models import Membership, Team
 
@@ -102,7 +102,7 @@ def _measure(runs: int, requests: int, warmup: int) -> InsightsBenchResult:
     url = f"{reverse('team_insights', args=[team.slug])}?weeks=52"
     for _ in range(warmup):
         client.get(url)
-    gc.freeze()  # as the servers do at startup (autocoder/asgi.py)
+    gc.freeze()  # as the servers do at startup (config/asgi.py)
     timings, cpu = [], []
     for _ in range(requests):
         started, started_cpu = time.perf_counter(), time.process_time()

@@ -1,5 +1,5 @@
 """`manage.py bench_load [--url URL] [--page board|catalogue|all]`: throughput, p50, p95 and
-errors of a running portal under N concurrent logged-in clients (autocoder/benchmarks/load.py)."""
+errors of a running portal under N concurrent logged-in clients (config/benchmarks/load.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.benchmarks.load import (
+from config.benchmarks.load import (
     PAGES,
     SEED_PLUGINS,
     SEED_PROJECTS,

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.benchmarks.marketplace import bench_run
+from config.benchmarks.marketplace import bench_run
 
 
 class Command(BaseCommand):

@@ -1,6 +1,6 @@
 """`manage.py prompt_bench SPEC --script SCRIPT [--json]`: the prompt tokens each role receives
 in each attempt of a scripted run, and the share of each prompt taken by each section
-(autocoder/benchmarks/prompts.py; docs/llm.md, "What each role is told").
+(config/benchmarks/prompts.py; docs/llm.md, "What each role is told").
 
 The run is a real one (the services, the safety gate, the sandbox), made by the scripted
 provider: no model is needed. It runs under full autonomy without lessons, so every attempt
@@ -16,10 +16,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.test import override_settings
 
-from autocoder.benchmarks.prompts import bench_of
 from autocoder.engine.spec import SpecError, spec_from_json
 from autocoder.llm import ScriptedProvider
 from autocoder.llm.types import LLMConfigError
+from config.benchmarks.prompts import bench_of
 
 
 class Command(BaseCommand):
@@ -33,7 +33,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        from autocoder.management.commands.generate import ensure_schema
+        from config.management.commands.generate import ensure_schema
         from runs.services import driving
         from teams.services import demo_data_ensure
 

@@ -17,7 +17,7 @@ from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
 
 from autocoder import secret_key
-from autocoder.health import Check
+from config.health import Check
 
 FALLBACK_FIX = ("once every stored secret is sealed under the current key "
                 "(`python manage.py secrets_reseal`), remove it from DJANGO_SECRET_KEY_FALLBACKS")

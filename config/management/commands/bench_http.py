@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from autocoder.benchmarks import http_channel as bench
+from config.benchmarks import http_channel as bench
 
 
 class Command(BaseCommand):

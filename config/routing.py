@@ -1,4 +1,4 @@
-"""Websocket URL patterns of every app, assembled for autocoder.asgi."""
+"""Websocket URL patterns of every app, assembled for config.asgi."""
 
 from __future__ import annotations
 

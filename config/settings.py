@@ -69,6 +69,8 @@ INSTALLED_APPS = [
     "runs.apps.RunsConfig",
     "marketplace.apps.MarketplaceConfig",
     "tools.apps.ToolsConfig",
+    # The site: its commands and checks (config/).
+    "config.apps.SiteConfig",
 ]
 
 MIDDLEWARE = [
@@ -88,9 +90,9 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-ROOT_URLCONF = "autocoder.urls"
-ASGI_APPLICATION = "autocoder.asgi.application"
-WSGI_APPLICATION = "autocoder.wsgi.application"
+ROOT_URLCONF = "config.urls"
+ASGI_APPLICATION = "config.asgi.application"
+WSGI_APPLICATION = "config.wsgi.application"
 
 TEMPLATES = [
     {

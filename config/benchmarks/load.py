@@ -134,8 +134,8 @@ def seed_sample_data(*, team_slug: str) -> Seeded:
     there already counts, so a second call adds nothing."""
     from django.db import transaction
 
-    from autocoder.benchmarks.board import board_seed
-    from autocoder.benchmarks.marketplace import catalogue_seed, synthetic_entries
+    from config.benchmarks.board import board_seed
+    from config.benchmarks.marketplace import catalogue_seed, synthetic_entries
     from marketplace.models import Plugin
     from runs.models import Project
     from teams.models import Membership, Team

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.benchmarks.insights import insights_bench
+from config.benchmarks.insights import insights_bench
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
-from autocoder import views
+from config import views
 
 # A page that fails because the database does not answer says so with a 503; anything else is
 # Django's 500 page (autocoder/database/unavailable.py).

@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from autocoder.benchmarks.tools_api import API_PLUGIN_NAME, api_seed
+from config.benchmarks.tools_api import API_PLUGIN_NAME, api_seed
 
 ECHO_TOOL = f"{API_PLUGIN_NAME}__echo"
 PROTOCOLS = ("legacy", "2026-07-28")  # the initialize handshake, or the per-request one

@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from autocoder import health
-from autocoder.checks import secret_key_health
+from config import health
+from config.checks import secret_key_health
 
 
 class Command(BaseCommand):

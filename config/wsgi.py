@@ -7,7 +7,7 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "autocoder.settings")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 application = get_wsgi_application()
-# Keep what is loaded at startup out of the collector's full passes (see autocoder/asgi.py).
+# Keep what is loaded at startup out of the collector's full passes (see config/asgi.py).
 gc.freeze()

@@ -1,6 +1,6 @@
 """`manage.py bench_replies --base-url URL --model NAME [--calls N] [--json]`: the share of a
 model's implementer replies that parse, with constrained replies and without
-(autocoder/benchmarks/replies.py; docs/llm.md, "Constrained replies")."""
+(config/benchmarks/replies.py; docs/llm.md, "Constrained replies")."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.benchmarks import replies
 from autocoder.llm.config import ROLE_MAX_TOKENS
 from autocoder.llm.types import LLMConfigError, ProviderConfig
+from config.benchmarks import replies
 
 
 class Command(BaseCommand):

@@ -37,7 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from autocoder.benchmarks.lessons import (
+from autocoder.lessons.embedder import DIMENSIONS
+from autocoder.lessons.models import HNSW_EF_CONSTRUCTION, HNSW_M
+from autocoder.lessons.selectors import HNSW_ITERATIVE_SCAN, INDEX_MIN_FETCH
+from autocoder.lessons.team_indexes import TEAM_INDEX_MIN_ROWS
+from config.benchmarks.lessons import (
     COPY_BATCH_ROWS,
     TOP_K,
     BenchConfig,
@@ -46,10 +50,6 @@ from autocoder.benchmarks.lessons import (
     scratch_connection,
     synthetic_data,
 )
-from autocoder.lessons.embedder import DIMENSIONS
-from autocoder.lessons.models import HNSW_EF_CONSTRUCTION, HNSW_M
-from autocoder.lessons.selectors import HNSW_ITERATIVE_SCAN, INDEX_MIN_FETCH
-from autocoder.lessons.team_indexes import TEAM_INDEX_MIN_ROWS
 
 MAX_TEAM = 50_000
 BANDS = ((1, 9), (10, 99), (100, 999), (1_000, 9_999), (10_000, None))

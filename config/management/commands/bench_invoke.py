@@ -5,9 +5,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.benchmarks import invoke as bench
-from autocoder.benchmarks.tools_api import api_load, api_seed
-from autocoder.benchmarks.tools_mcp import PROTOCOLS, mcp_load, mcp_seed
+from config.benchmarks import invoke as bench
+from config.benchmarks.tools_api import api_load, api_seed
+from config.benchmarks.tools_mcp import PROTOCOLS, mcp_load, mcp_seed
 
 
 class Command(BaseCommand):
@@ -18,7 +18,7 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--mode", choices=[*sorted(bench.MODES), "api", "mcp"],
-                            default="overhead", help="what to measure (autocoder/benchmarks/"
+                            default="overhead", help="what to measure (config/benchmarks/"
                                                      "invoke.py, tools_api.py, tools_mcp.py)")
         parser.add_argument("--runs", type=int, default=50, help="overhead: calls timed")
         parser.add_argument("--url", default="http://127.0.0.1:8000/",

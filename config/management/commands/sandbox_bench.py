@@ -5,8 +5,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from autocoder.benchmarks import sandbox as bench
 from autocoder.sandbox.types import SandboxError
+from config.benchmarks import sandbox as bench
 
 
 class Command(BaseCommand):

