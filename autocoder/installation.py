@@ -51,7 +51,7 @@ class InstallationFault(Exception):
 
 
 # Each part's check: returns the fault, or None when the part works. The app that owns the part
-# registers it from its AppConfig.ready (autocoder/apps.py, autocoder/llm/apps.py), as the
+# registers it from its AppConfig.ready (config/apps.py, autocoder/llm/apps.py), as the
 # watchdog's sweeps are (autocoder/heartbeat.py): this module imports no app, so it stays
 # importable from anywhere and import-linter sees every arrow (docs/development.md, "Layers").
 Check = Callable[[], InstallationFault | None]
