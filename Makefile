@@ -33,6 +33,13 @@ code-shape: $(TEST_STAMP)
 	$(PY) -m pytest tests/foundation/test_code_shape.py -q $(PYTEST_ARGS)
 	$(PY) tests/foundation/test_code_shape.py
 
+# The folder drawing: which folder imports which, top to bottom, and the check that no arrow
+# goes back up (tests/foundation/test_folder_arrows.py; docs/development.md, "Layers").
+.PHONY: folders
+folders: $(TEST_STAMP)
+	$(PY) -m tests.foundation.test_folder_arrows
+	$(PY) -m pytest tests/foundation/test_folder_arrows.py -q $(PYTEST_ARGS)
+
 install: $(RUN_STAMP) $(RUNTIME_STAMP)
 
 $(VENV)/bin/python:
