@@ -158,3 +158,18 @@ def test_a_replaced_request_leaves_the_bell_too(portal: Portal, approval: Any,
     signals.approvals_superseded.send(sender=None, approval=approval, replaced=[approval.pk])
     assert not Notification.objects.filter(read_at=None,
                                            kind=Notification.Kind.REVIEW_REQUESTED).exists()
+
+
+def test_a_notice_about_a_gate_says_how_it_was_decided_and_goes_with_it(
+        portal: Portal, approval: Any) -> None:
+    """The notice's subject is the gate (a generic target): the list says the gate's outcome,
+    and removing the gate removes its notices."""
+    from runs.approval_rules import approval_candidate
+
+    portal.client(portal.reviewer).post(reverse("approval_decide", args=[approval.pk]), {
+        "decision": "reject", "candidate": approval_candidate(approval), "comment": "No."})
+    listed = portal.client(portal.admin).get(reverse("notification_list")).content.decode()
+    assert "now rejected" in listed
+    assert Notification.objects.get(user=portal.admin).target == approval
+    approval.delete()
+    assert not Notification.objects.exists()  # the requester's "decided" notice too
