@@ -90,5 +90,5 @@ def test_the_tools_list_marks_a_disabled_or_withdrawn_version_in_use(
     version_block(version=active.version, user=world["staff"], reason="it sends data away")
     page = text_of(client_for(world["admin"]).get(url))
     assert ("disabled A site administrator disabled this version everywhere: it sends data "
-            "away. It cannot be used; activate another version below.") in page
+            "away. It cannot be used: activate another version below.") in page
 
