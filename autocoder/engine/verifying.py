@@ -24,7 +24,7 @@ from autocoder.engine.second_opinion import review_outcome, second_opinion
 from autocoder.engine.spec import Spec
 from autocoder.engine.states import Autonomy, GateKind, Phase, RunStatus, RunView
 from autocoder.engine.steps import Step, current_files, diff_base, examples_path, setting
-from autocoder.engine.transitions import Approval, Transition, ending
+from autocoder.engine.transitions import Approval, RunUpdates, Transition, ending
 from autocoder.plugins import permissions_or_none
 from autocoder.signatures import normalize_error_signature
 
@@ -62,7 +62,7 @@ def verify_phase(step: Step) -> Transition:
     reasons = review.reasons
     if opinion is not None and result["succeeded"]:
         carry["second_opinion"] = opinion
-    updates: dict[str, Any] = {"escape_in_force": ""}
+    updates: RunUpdates = {"escape_in_force": ""}
     if review.send_back:  # the implementer reads the reviewer's reasons like failing tests
         checkpoint["failures"] = [*checkpoint["failures"], review.finding]
         transition = Transition(phase=Phase.IMPLEMENT, pending=carry)
