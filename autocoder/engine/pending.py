@@ -18,6 +18,22 @@ class Outcome(TypedDict):
     reason: str
 
 
+class SafetyFinding(TypedDict, total=False):
+    """One finding of the safety gate as a report stores it (checking.py writes them)."""
+
+    tool: str
+    rule: str
+    severity: str
+    file: str
+    line: int
+    message: str
+
+
+class SafetyReport(TypedDict, total=False):
+    verdict: str  # allow | review | block
+    findings: list[SafetyFinding]
+
+
 class Opinion(TypedDict, total=False):
     """The reviewing model's opinion (second_opinion.py), with the iteration it read."""
 
@@ -43,7 +59,7 @@ class Pending(TypedDict, total=False):
     prose: str  # the model's reply around the files
     reply_hash: str
     no_code: str  # why the reply was not used (no files in it)
-    safety: dict[str, Any]  # the safety gate's report
+    safety: SafetyReport  # the safety gate's report
     report: dict[str, Any]  # the sandboxed tests' report
     quality: dict[str, Any]  # the quality pipeline's stages and score (quality_gate.py)
     required_tests: list[str]  # a change run's tests that must pass (changing.py)
