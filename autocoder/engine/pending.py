@@ -18,6 +18,16 @@ class Outcome(TypedDict):
     reason: str
 
 
+class BaseCheck(TypedDict):
+    """A change run's new tests on the version in use (change_check.py)."""
+
+    note: str  # in words, for the person deciding
+    version: str
+    path: str
+    tests: int
+    already_passing: int
+
+
 class SafetyFinding(TypedDict, total=False):
     """One finding of the safety gate as a report stores it (checking.py writes them)."""
 
@@ -63,7 +73,7 @@ class Pending(TypedDict, total=False):
     report: dict[str, Any]  # the sandboxed tests' report
     quality: dict[str, Any]  # the quality pipeline's stages and score (quality_gate.py)
     required_tests: list[str]  # a change run's tests that must pass (changing.py)
-    base_check: dict[str, Any]  # a change run's new tests on the version in use (change_check)
+    base_check: BaseCheck  # a change run's new tests on the version in use (change_check)
     permissions_change: dict[str, Any] | None  # {"from", "to"}: Permissions.as_dict()
     words_change: WordsChange | None  # a change run's new summary or descriptions
     cut_replies: list[str]  # the roles whose reply was cut at its cap (prompting.py)
