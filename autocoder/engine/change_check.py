@@ -6,8 +6,6 @@ the person approving decides.
 
 from __future__ import annotations
 
-from typing import Any
-
 from autocoder.engine.changing import (
     base_of,
     base_version,
@@ -16,6 +14,7 @@ from autocoder.engine.changing import (
     test_asserts,
 )
 from autocoder.engine.checking import _installation_fault
+from autocoder.engine.pending import BaseCheck
 from autocoder.engine.steps import Step, setting
 from autocoder.sandbox.types import SandboxError
 
@@ -27,7 +26,7 @@ def base_check_due(step: Step) -> bool:
         not step.run.base_note and "base_check" not in step.pending
 
 
-def base_check(step: Step) -> dict[str, Any]:
+def base_check(step: Step) -> BaseCheck:
     """Run the new regression tests on the unchanged version once and say what happened:
     they should fail (the change is needed); when they pass, the person deciding is told the
     change may not be needed (the run goes on: they decide)."""

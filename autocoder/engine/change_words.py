@@ -9,20 +9,20 @@ are shown the new words.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
+from autocoder.engine.pending import WordsChange
 from autocoder.plugins import PluginManifest, read_manifest
 from autocoder.plugins.render import render_manifest
 
 
-def words_request(current_toml: str, proposed_toml: str) -> tuple[str, dict[str, Any]] | None:
+def words_request(current_toml: str, proposed_toml: str) -> tuple[str, WordsChange] | None:
     """(plugin.toml with the summary and the commands' descriptions of `proposed_toml`, what
     changed: {"summary": [old, new], "commands": {name: [old, new]}}) when a reply's manifest
     rewrites those words of the current one; None when it does not, or cannot be read."""
     current, proposed = read_manifest(current_toml), read_manifest(proposed_toml)
     if current is None or proposed is None:
         return None
-    changed: dict[str, Any] = {}
+    changed: WordsChange = {}
     if proposed.summary.strip() and proposed.summary.strip() != current.summary.strip():
         changed["summary"] = [current.summary, proposed.summary.strip()]
     described = {c.name: c.description.strip() for c in proposed.commands}
@@ -47,7 +47,7 @@ def with_words(manifest: PluginManifest, words: PluginManifest | None) -> Plugin
                                commands=commands)
 
 
-def words_lines(changed: dict[str, Any] | None) -> list[str]:
+def words_lines(changed: WordsChange | None) -> list[str]:
     """What the change rewrote, in words for the reviewer and a person at a gate."""
     if not changed:
         return []

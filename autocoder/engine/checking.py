@@ -5,7 +5,7 @@ failing the iteration.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from autocoder.engine.changing import (
     base_of,
@@ -14,6 +14,7 @@ from autocoder.engine.changing import (
     required_nodeids,
     tests_may_change,
 )
+from autocoder.engine.pending import SafetyFinding
 from autocoder.engine.quality_gate import checkpoint_quality, host_fixed
 from autocoder.engine.scaffold import plugin_toml, spec_permissions
 from autocoder.engine.states import Phase
@@ -22,6 +23,9 @@ from autocoder.engine.transitions import Transition
 from autocoder.installation import InstallationFault
 from autocoder.plugins import Permissions, permissions_or_none
 from autocoder.sandbox.types import PluginRuntimeError, SandboxError
+
+if TYPE_CHECKING:  # the gate itself is imported where it runs (gate_phase)
+    from autocoder.safety.types import Finding
 
 
 def gate_phase(step: Step) -> Transition:
@@ -60,9 +64,9 @@ def _with_declared_libraries(step: Step, files: dict[str, str],
     return files if files.get("plugin.toml") == manifest else {**files, "plugin.toml": manifest}
 
 
-def _finding_dict(finding: Any) -> dict[str, Any]:
-    return {key: getattr(finding, key, "") for key in
-            ("tool", "rule", "severity", "file", "line", "message")}
+def _finding_dict(finding: Finding) -> SafetyFinding:
+    return {"tool": finding.tool, "rule": finding.rule, "severity": finding.severity,
+            "file": finding.file, "line": finding.line, "message": finding.message}
 
 
 def sandbox_phase(step: Step) -> Transition:

@@ -12,7 +12,6 @@ reflection): the detector's findings for that iteration, the escape taken, the b
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from autocoder.engine.budgets import budget_exhausted
 from autocoder.engine.detector import Detection, detect, snapshot
@@ -26,7 +25,13 @@ from autocoder.engine.states import (
     RunStatus,
     RunView,
 )
-from autocoder.engine.transitions import Approval, Transition, ending
+from autocoder.engine.transitions import (
+    Approval,
+    LoopEventRow,
+    RunUpdates,
+    Transition,
+    ending,
+)
 
 ESCAPES: tuple[str, ...] = ("reset_context", "try_alternative", "escalate", "abort")
 
@@ -109,11 +114,12 @@ def after_failure(run: RunView, history: RunHistory, checkpoint: Checkpoint,
     (abort, ask a person, start again, another approach) and the budgets; by default the
     next iteration implements the same plan."""
     decisions = loop_decisions(run, history, checkpoint.number)
-    events = [{"iteration": checkpoint.number, "type": d.type, "signature": d.signature,
-               "confidence": d.confidence, "occurrences": d.occurrences,
-               "action": e.action, "reason": e.reason} for d, e in decisions]
+    events: list[LoopEventRow] = [
+        {"iteration": checkpoint.number, "type": d.type, "signature": d.signature,
+         "confidence": d.confidence, "occurrences": d.occurrences,
+         "action": e.action, "reason": e.reason} for d, e in decisions]
     tried = [*run.escapes_tried, *([d.signature, e.action] for d, e in decisions)]
-    updates: dict[str, Any] = {"escapes_tried": tried}
+    updates: RunUpdates = {"escapes_tried": tried}
     action, reason, detail = _strongest(decisions)
     if action == "reset_context":
         # A fresh context is judged on its own iterations; other escapes keep the window, so a
@@ -147,7 +153,7 @@ def _strongest(decisions: list[tuple[Detection, EscapeDecision]]) -> tuple[str, 
 
 
 def _route(run: RunView, action: str, reason: str, checkpoint: Checkpoint, pending: Pending,
-           updates: dict[str, Any], *, passed: int = 0) -> Transition:
+           updates: RunUpdates, *, passed: int = 0) -> Transition:
     """`passed`: an earlier iteration that passed the quality gate (0: none). There is one only
     after a reviewer sent the work back (docs/engine.md, "The reviewer model"); when the budget
     runs out on the rework, that iteration is the run's result and the publish gate decides."""

@@ -33,7 +33,7 @@ _TEXT = {"type": "string"}
 _DECODER = json.JSONDecoder(strict=False)
 
 
-def _object(properties: dict[str, Any]) -> dict[str, Any]:
+def _object(properties: dict[str, object]) -> dict[str, object]:
     # Every property required and no other: what OpenAI's strict mode demands.
     return {"type": "object", "properties": properties, "required": list(properties),
             "additionalProperties": False}

@@ -17,11 +17,13 @@ from autocoder.engine.budgets import budget_exhausted
 from autocoder.engine.change_words import words_lines, words_request
 from autocoder.engine.changing import base_of
 from autocoder.engine.judging import quality_lines
+from autocoder.engine.pending import Opinion
 from autocoder.engine.prompting import build_messages, review_opinion
 from autocoder.engine.reply_formats import as_text, ask
 from autocoder.engine.spec import Spec
 from autocoder.engine.states import Autonomy, RunHistory
 from autocoder.engine.steps import Step, budget_chars, prompt_context
+from autocoder.engine.transitions import LoopEventRow
 from autocoder.installation import InstallationFault
 from autocoder.llm.types import LLMError
 
@@ -42,7 +44,7 @@ EVENT_TYPE = "reviewer"  # the LoopEvent type of the exchange (shown on the run 
 
 
 def second_opinion(step: Step, *, files: dict[str, str], result: dict[str, Any],
-                   reasons: list[str]) -> dict[str, Any] | None:
+                   reasons: list[str]) -> Opinion | None:
     """The reviewing model's verdict on a candidate a person is about to judge:
     {"verdict": approve|request_changes|unsure, "remarks", "iteration"}.
 
@@ -62,7 +64,9 @@ def second_opinion(step: Step, *, files: dict[str, str], result: dict[str, Any],
         logger.warning("run %s: no second opinion, the reviewer's call failed: %s", run.id, error)
         return None
     opinion = review_opinion(as_text("reviewer", answer.text), cut=answer.cut)
-    return {**opinion, "iteration": step.number} if opinion is not None else None
+    if opinion is None:
+        return None
+    return {"verdict": opinion["verdict"], "remarks": opinion["remarks"], "iteration": step.number}
 
 
 def _checks_text(spec: Spec, result: dict[str, Any], reasons: list[str]) -> str:
@@ -98,7 +102,7 @@ def _rewritten_words(step: Step, files: dict[str, str]) -> list[str]:
     return words_lines(changed[1] if changed else None)
 
 
-def asks_for_changes(opinion: dict[str, Any] | None) -> bool:
+def asks_for_changes(opinion: Opinion | None) -> bool:
     """A verdict of "changes needed" with reasons: the only opinion that may send work back."""
     return (opinion is not None and opinion.get("verdict") == "request_changes"
             and bool(str(opinion.get("remarks") or "").strip()))
@@ -117,7 +121,7 @@ def send_backs(history: RunHistory) -> int:
 
 
 def review_event(iteration: int, action: str, remarks: str, occurrences: int = 1,
-                 ) -> dict[str, Any]:
+                 ) -> LoopEventRow:
     """A LoopEvent row of the exchange: `action` send_back (the loop sent it back), to_person
     (it may not send back again: a person decides), satisfied (approved after a send-back),
     sent_back_by_person (a person sent it back from a change request)."""
@@ -133,10 +137,10 @@ class Review:
     reasons: list[str]
     send_back: bool = False
     finding: str = ""
-    events: list[dict[str, Any]] = field(default_factory=list)
+    events: list[LoopEventRow] = field(default_factory=list)
 
 
-def review_outcome(step: Step, opinion: dict[str, Any] | None, *, succeeded: bool,
+def review_outcome(step: Step, opinion: Opinion | None, *, succeeded: bool,
                    reasons: list[str]) -> Review:
     """Where the reviewer's opinion on iteration `step.number` leads (docs/engine.md, "The
     reviewer model"). Only a candidate that passed the quality gate is sent back by the loop:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import json
 import math
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 # Names: letters, digits, - and _, with at least one letter or digit (so the package name means
 # something); the plugin contract's rule, which plugin.toml follows too.
@@ -50,6 +51,14 @@ _COMMAND_FIELDS = ("name", "description", "examples")
 _EXAMPLE_FIELDS = ("input", "output", "http", "settings")
 
 
+class ExampleDict(TypedDict, total=False):
+    """`Example.as_dict()`: `http` and `settings` only when the example has them."""
+    input: dict[str, object]  # the command's payload, any JSON object
+    output: object
+    http: list[dict[str, object]]
+    settings: dict[str, str]
+
+
 @dataclass(frozen=True)
 class Example:
     input: dict[str, Any]
@@ -59,8 +68,8 @@ class Example:
     http: tuple[dict[str, Any], ...] = ()
     settings: dict[str, str] = field(default_factory=dict)
 
-    def as_dict(self) -> dict[str, Any]:
-        data = {"input": _json_copy(self.input), "output": _json_copy(self.output)}
+    def as_dict(self) -> ExampleDict:
+        data: ExampleDict = {"input": _json_copy(self.input), "output": _json_copy(self.output)}
         if self.http:
             data["http"] = _json_copy(list(self.http))
         if self.settings:
@@ -215,7 +224,7 @@ def _check_unknown(data: dict[Any, Any], allowed: tuple[str, ...], where: str,
             errors.append(f"{field}: unknown field (expected {', '.join(allowed)})")
 
 
-def _check_name(data: dict[str, Any], errors: list[str]) -> str:
+def _check_name(data: Mapping[str, object], errors: list[str]) -> str:
     name = data.get("name")
     if name is None:
         errors.append("name: is required")
@@ -229,7 +238,7 @@ def _check_name(data: dict[str, Any], errors: list[str]) -> str:
     return ""
 
 
-def _check_text(data: dict[str, Any], key: str, field: str, limit: int, errors: list[str], *,
+def _check_text(data: Mapping[str, object], key: str, field: str, limit: int, errors: list[str], *,
                 required: bool) -> str:
     value = data.get(key)
     if value is None and not required:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 PERIODS = ("today", "yesterday", "this_week", "last_week", "this_month", "last_month",
            "since_last_run")
@@ -32,6 +32,14 @@ _DAY = r"(?:mon|tue|wed|thu|fri|sat|sun)"
 _WHEN = re.compile(
     rf"every [1-9]\d* (?:minutes?|hours?)|daily {_TIME}|weekly {_DAY}(?:,{_DAY})* {_TIME}"
     rf"|monthly (?:[1-9]|[12]\d|3[01]|last|(?:first|second|third|fourth|last)-{_DAY}) {_TIME}")
+
+
+class ScheduleDict(TypedDict):
+    """`ScheduleSpec.as_dict()`: the spec's `schedule` as it is stored."""
+    words: str
+    when: str | None
+    command: str
+    period: str | None
 
 
 @dataclass(frozen=True)
@@ -48,7 +56,7 @@ class ScheduleSpec:
             return ()
         return ("since",) if self.period == "since_last_run" else ("start", "end")
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ScheduleDict:
         return {"words": self.words, "when": self.when, "command": self.command,
                 "period": self.period}
 

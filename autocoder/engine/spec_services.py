@@ -42,8 +42,9 @@ Every problem is a sentence naming the field, like the rest of the spec's checks
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 from urllib.parse import urlsplit
 
 from autocoder.plugins import HostError, HostRule, address_rule, parse_host_rule
@@ -62,7 +63,30 @@ _SYSTEM_FIELDS = ("name", "does", "host", "address_setting", "needs")
 _ANSWER_FIELDS = ("method", "url", "status", "json", "text", "headers")
 
 
-def _setting_dict(setting: SettingDecl) -> dict[str, Any]:
+class SettingDict(TypedDict, total=False):
+    name: str
+    description: str
+    secret: bool
+    kind: str  # only when the setting has one
+
+
+class SystemDict(TypedDict):
+    name: str
+    does: str
+    host: str | None
+    address_setting: str | None
+    needs: list[str]
+
+
+class ServicesDict(TypedDict, total=False):
+    """`Services.as_dict()`: the spec's `services` as it is stored."""
+    hosts: list[str]
+    settings: list[SettingDict]
+    systems: list[SystemDict]  # only when there are any
+    storage: bool
+
+
+def _setting_dict(setting: SettingDecl) -> SettingDict:
     """A setting as a spec writes it (`kind` only when it has one: older specs read as they
     were)."""
     return {"name": setting.name, "description": setting.description, "secret": setting.secret,
@@ -80,7 +104,7 @@ class SystemSpec:
     address_setting: str | None = None
     needs: tuple[str, ...] = ()
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> SystemDict:
         return {"name": self.name, "does": self.does,
                 "host": self.host.text() if self.host is not None else None,
                 "address_setting": self.address_setting, "needs": list(self.needs)}
@@ -104,7 +128,7 @@ class Services:
     def address_settings(self) -> tuple[SettingDecl, ...]:
         return tuple(s for s in self.settings if s.is_address)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ServicesDict:
         return {"hosts": [rule.text() for rule in self.hosts],
                 "settings": [_setting_dict(s) for s in self.settings],
                 # written only when there are any: older specs read as they were
@@ -268,7 +292,7 @@ def _system_host(raw: object, where: str, hosts: tuple[HostRule, ...],
     return rule
 
 
-def check_example_services(item: dict[str, Any], services: Services, where: str,
+def check_example_services(item: Mapping[str, object], services: Services, where: str,
                            errors: list[str]) -> tuple[tuple[dict[str, Any], ...],
                                                        dict[str, str]]:
     """An example's `http` answers and `settings` values, checked against the spec's services:

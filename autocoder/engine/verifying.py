@@ -6,7 +6,7 @@ must look at the change before the loop builds on it.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 from autocoder.engine.change_words import words_lines
 from autocoder.engine.changing import change_reasons
@@ -22,9 +22,10 @@ from autocoder.engine.scaffold import (
 )
 from autocoder.engine.second_opinion import review_outcome, second_opinion
 from autocoder.engine.spec import Spec
+from autocoder.engine.spec_services import SettingDict, SystemDict
 from autocoder.engine.states import Autonomy, GateKind, Phase, RunStatus, RunView
 from autocoder.engine.steps import Step, current_files, diff_base, examples_path, setting
-from autocoder.engine.transitions import Approval, Transition, ending
+from autocoder.engine.transitions import Approval, RunUpdates, Transition, ending
 from autocoder.plugins import permissions_or_none
 from autocoder.signatures import normalize_error_signature
 
@@ -62,7 +63,7 @@ def verify_phase(step: Step) -> Transition:
     reasons = review.reasons
     if opinion is not None and result["succeeded"]:
         carry["second_opinion"] = opinion
-    updates: dict[str, Any] = {"escape_in_force": ""}
+    updates: RunUpdates = {"escape_in_force": ""}
     if review.send_back:  # the implementer reads the reviewer's reasons like failing tests
         checkpoint["failures"] = [*checkpoint["failures"], review.finding]
         transition = Transition(phase=Phase.IMPLEMENT, pending=carry)
@@ -285,7 +286,14 @@ def permissions_request_words(before: dict[str, Any], after: dict[str, Any]) -> 
     return "The plugin asks to change its permissions: " + "; ".join(fewer or ["no difference"])
 
 
-def services_for_review(spec: Spec, manifest_text: str) -> dict[str, Any]:
+class ReviewServices(TypedDict):
+    """The services a gate shows (services_for_review)."""
+    hosts: list[str]
+    settings: list[SettingDict]
+    systems: list[SystemDict]
+
+
+def services_for_review(spec: Spec, manifest_text: str) -> ReviewServices:
     """The other services the plugin reaches, for the person at a gate: the hosts its
     plugin.toml grants (the spec's when there is none to read yet), the settings the team
     enters when it activates the plugin (address settings marked), and the systems in the

@@ -18,6 +18,7 @@ from autocoder.engine.changing import (
 )
 from autocoder.engine.llm_port import SHORTER as ASKED_SHORTER
 from autocoder.engine.llm_port import reply_hash
+from autocoder.engine.pending import WordsChange
 from autocoder.engine.prompting import build_messages, plan_from_reply
 from autocoder.engine.replies import EDIT_MISSED, apply_edits, merge_files
 from autocoder.engine.reply_formats import as_text, ask, read_files
@@ -32,7 +33,7 @@ from autocoder.engine.steps import (
     latest_checkpoint,
     prompt_context,
 )
-from autocoder.engine.transitions import Approval, Transition
+from autocoder.engine.transitions import Approval, RunUpdates, Transition
 from autocoder.engine.verifying import services_for_review
 from autocoder.llm.types import Message
 from autocoder.plugins import permissions_or_none, read_manifest
@@ -59,7 +60,7 @@ def plan_phase(step: Step) -> Transition:
         "architect", ctx, budget_chars=budget_chars(step, "architect")))
     plan = plan_from_reply(as_text("architect", answer.text), cut=answer.cut)
     approaches = [*run.approaches, run.plan] if run.plan and run.plan != plan else run.approaches
-    updates = {"plan": plan, "approaches": approaches}
+    updates: RunUpdates = {"plan": plan, "approaches": approaches}
     transition = Transition(phase=Phase.IMPLEMENT, pending=pending, updates=updates,
                             notes=[{"kind": "run.plan", "plan": plan}])
     if _plan_needs_approval(step):
@@ -136,7 +137,7 @@ def implement_phase(step: Step) -> Transition:
 def _manifest_request(spec: Spec, base: dict[str, str], proposed: dict[str, str],
                       files: dict[str, str], rejected: list[dict[str, str]], *, change: bool,
                       ) -> tuple[dict[str, str], list[dict[str, str]], dict[str, Any] | None,
-                                 dict[str, Any] | None]:
+                                 WordsChange | None]:
     """plugin.toml is read-only except its [permissions] and, in a change run, the plugin's
     summary and its commands' descriptions (change_words.py): a reply that changes those is a
     request, applied here; a permissions request is a major change for a person to see.

@@ -12,7 +12,7 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TypedDict
 
 from autocoder.lessons.types import ReflectionNote, RunSummary
 from autocoder.signatures import normalize_error_signature
@@ -275,7 +275,14 @@ def _reflector_prompt(draft: LessonDraft) -> str:
             f"{clip(draft.resolution, 3000)}\nWrite the lesson as advice for similar tasks.")
 
 
-def _parse_reply(text: str) -> dict[str, Any]:
+class ReflectorWords(TypedDict):
+    """What the reflector words of a lesson (its reply, checked)."""
+    title: str
+    avoidance_rule: str
+    tags: list[str]
+
+
+def _parse_reply(text: str) -> ReflectorWords:
     match = re.search(r"\{.*\}", text or "", re.DOTALL)
     if not match:
         raise ValueError("no JSON object in the reflector's reply")

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import TypedDict
 
 from django.http import HttpRequest
 
 from autocoder.installation import InstallationFault
 
 
-def model_banner(request: HttpRequest) -> dict[str, Callable[[], dict[str, Any] | None]]:
+class Banner(TypedDict):
+    problem: str
+    fix: str
+    site_admin: bool
+
+
+def model_banner(request: HttpRequest) -> dict[str, Callable[[], Banner | None]]:
     """`model_banner`: for site admins and team admins while no model works (none set up, or
     one whose last call failed), what to show.
 
@@ -20,7 +26,7 @@ def model_banner(request: HttpRequest) -> dict[str, Callable[[], dict[str, Any] 
     return {"model_banner": functools.cache(lambda: _banner(request))}
 
 
-def _banner(request: HttpRequest) -> dict[str, Any] | None:
+def _banner(request: HttpRequest) -> Banner | None:
     user = getattr(request, "user", None)
     if user is None or not user.is_authenticated:
         return None

@@ -6,7 +6,6 @@ import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -113,7 +112,7 @@ def site_model_held_runs_release() -> list[int]:
     return released
 
 
-def _audit_view(site: SiteModelConfig, *, new_key: bool = False) -> dict[str, Any]:
+def _audit_view(site: SiteModelConfig, *, new_key: bool = False) -> dict[str, object]:
     """What the audit log keeps of the set-up: never the key, only whether one is stored."""
     key = site.api_key_status
     return {"provider": site.provider, "base_url": safe_url(site.base_url),

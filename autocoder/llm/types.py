@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 ROLES: tuple[str, ...] = ("analyst", "architect", "implementer", "tester", "reviewer", "reflector")
@@ -35,7 +35,7 @@ class ReplySchema:
     is held to it (the prompts otherwise describe the fenced protocol)."""
 
     name: str
-    schema: dict[str, Any] = field(hash=False)
+    schema: dict[str, object] = field(hash=False)  # a JSON schema
     hint: str = ""
 
 

@@ -5,7 +5,7 @@ Everyone else gets a 404, as for any page of the portal they may not see.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -110,7 +110,7 @@ def _saved_message(saved: services.SiteModelSaved) -> str:
     return text
 
 
-def _context(form: SiteModelForm) -> dict[str, Any]:
+def _context(form: SiteModelForm) -> dict[str, object]:
     partial = _local_model_partial()
     return {"form": form, "fault": readiness.model_known_fault(), "roles": _role_models(),
             "stale_provider": _stale_provider(form),
@@ -146,7 +146,7 @@ def _speed_words(config: ProviderConfig) -> str:
     return f"writes about {speed:.0f} tokens a second" if speed else ""
 
 
-def _local_model_context() -> dict[str, Any]:
+def _local_model_context() -> Mapping[str, object]:
     """The local-model panel's own context, so it renders with the page (without it, the
     panel loads itself through htmx)."""
     try:

@@ -26,7 +26,7 @@ import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
@@ -223,7 +223,19 @@ def _table(data: Mapping[str, Any], key: str, errors: list[str], *,
     return value
 
 
-def _manifest_fields(plugin: Mapping[str, Any], errors: list[str]) -> dict[str, Any]:
+class ManifestFields(TypedDict):
+    """The [plugin] table's fields as PluginManifest takes them."""
+    name: str
+    version: str
+    summary: str
+    entry: str
+    package: str
+    category: str
+    tags: tuple[str, ...]
+    requires_python: str
+
+
+def _manifest_fields(plugin: Mapping[str, Any], errors: list[str]) -> ManifestFields:
     for key in plugin:
         if key not in MANIFEST_KEYS:
             errors.append(f"plugin.toml: [plugin] has an unknown key {key!r}"

@@ -24,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import time
-from typing import Any
+from typing import Any, TypedDict
 
 JOB = ".autocoder/quality-job.json"
 RESULT = ".autocoder/quality-result.json"
@@ -39,19 +39,123 @@ PERF_MARK = "QUALITY-PERF "
 _SOURCE = open(__file__, encoding="utf-8").read() if "__file__" in globals() else ""  # noqa: SIM115
 
 
+class Command(TypedDict):
+    name: str
+    examples: list[Any]  # the manifest's examples: {"input": ..., "output": ...}
+
+
+class Job(TypedDict):
+    """The plan pipeline.py writes to `.autocoder/quality-job.json`."""
+    package: str
+    entry: str
+    pytest_argv: list[str]
+    tests_timeout: float
+    line_length: int
+    ruff_select: list[str]
+    ruff_ignore: list[str]
+    max_complexity: int
+    lint_paths: list[str]
+    fix_paths: list[str]
+    mypy_args: list[str]
+    commands: list[Command]
+    multipliers: list[int]
+    perf_timeout: float
+    readme_blocks: list[str]
+
+
+class ProcessRun(TypedDict):
+    exit_code: int | None
+    stdout: str
+    stderr: str
+    timed_out: bool
+    seconds: float
+
+
+class CoverageFile(TypedDict):
+    executed_lines: list[int]
+    missing_lines: list[int]
+    summary: dict[str, float]
+
+
+class Coverage(TypedDict):
+    totals: dict[str, float]  # coverage.py's own figures
+    files: dict[str, CoverageFile]
+
+
+class TestsOutput(TypedDict, total=False):
+    run: ProcessRun
+    commands_called: Any  # as the tests wrote it; the host checks its shape
+    coverage: Coverage  # coverage.py's own JSON report, trimmed
+    coverage_error: str
+
+
+class RuffOutput(TypedDict):
+    findings: list[dict[str, str | int]] | None
+    error: str | None
+    seconds: float
+
+
+class AutofixOutput(TypedDict):
+    fixed: dict[str, str]
+    seconds: float
+
+
+class MypyOutput(TypedDict):
+    output: str
+    exit_code: int | None
+    stderr: str
+    timed_out: bool
+    seconds: float
+
+
+class CommandTiming(TypedDict, total=False):
+    command: str
+    examples: list[float]
+    curve: list[list[float]]
+    error: str
+
+
+class PerformanceOutput(TypedDict, total=False):
+    commands: list[CommandTiming]
+    skipped: str  # why nothing was timed
+    timed_out: bool
+    exit_code: int | None
+    stderr: str
+
+
+class ReadmeRun(TypedDict):
+    block: int
+    exit_code: int | None
+    timed_out: bool
+    stderr: str
+
+
+class DriverResult(TypedDict, total=False):
+    """What the job writes to `.autocoder/quality-result.json`, stage by stage."""
+    seconds: dict[str, float]
+    ruff: RuffOutput
+    autofix: AutofixOutput
+    mypy: MypyOutput
+    tests: TestsOutput
+    performance: PerformanceOutput
+    readme: list[ReadmeRun]
+
+
 def _run(argv: list[str], timeout: float, given: str | None = None,
-         env: dict[str, str] | None = None) -> dict[str, Any]:
+         env: dict[str, str] | None = None) -> ProcessRun:
     started = time.perf_counter()
+    out: ProcessRun
     try:
         done = subprocess.run(argv, capture_output=True, text=True, timeout=max(timeout, 1),
                               errors="replace", input=given, env=env)
         out = {"exit_code": done.returncode, "stdout": done.stdout[-200_000:],
-               "stderr": done.stderr[-50_000:], "timed_out": False}
+               "stderr": done.stderr[-50_000:], "timed_out": False, "seconds": 0.0}
     except subprocess.TimeoutExpired as exc:
-        out = {"exit_code": None, "timed_out": True,
+        out = {"exit_code": None, "timed_out": True, "seconds": 0.0,
                "stdout": _text(exc.stdout)[-200_000:], "stderr": _text(exc.stderr)[-50_000:]}
     except OSError as exc:
-        out = {"exit_code": None, "timed_out": False, "stdout": "", "stderr": str(exc)}
+        out = {"exit_code": None, "timed_out": False, "stdout": "", "stderr": str(exc),
+               "seconds": 0.0}
     out["seconds"] = round(time.perf_counter() - started, 3)
     return out
 
@@ -62,7 +166,7 @@ def _text(value: Any) -> str:
     return value or ""
 
 
-def tests(job: dict[str, Any]) -> dict[str, Any]:
+def tests(job: Job) -> TestsOutput:
     data = ".autocoder/coverage.data"
     rc = ".autocoder/coveragerc"
     # Our own configuration only: a plugin's .coveragerc or pragmas cannot hide lines.
@@ -72,7 +176,7 @@ def tests(job: dict[str, Any]) -> dict[str, Any]:
     run = _run([sys.executable, "-m", "coverage", "run", f"--rcfile={rc}", f"--data-file={data}",
                 f"--source={job['package']}", *job["pytest_argv"]], job["tests_timeout"],
                env={**os.environ, COMMANDS_ENV: job["entry"]})
-    report: dict[str, Any] = {"run": run, "commands_called": _commands_called()}
+    report: TestsOutput = {"run": run, "commands_called": _commands_called()}
     if os.path.exists(data):
         done = _run([sys.executable, "-m", "coverage", "json", f"--rcfile={rc}",
                      f"--data-file={data}", "-o", ".autocoder/coverage.json", "-q"], 20)
@@ -102,7 +206,7 @@ def _commands_called() -> Any:
         return None
 
 
-def ruff(job: dict[str, Any]) -> dict[str, Any]:
+def ruff(job: Job) -> RuffOutput:
     # --ignore-noqa: the plugin's own noqa comments do not silence the reviewed rule set
     argv = [sys.executable, "-m", "ruff", "check", "--isolated", "--no-cache", "--ignore-noqa",
             "--output-format", "json", "--line-length", str(job["line_length"]),
@@ -124,7 +228,7 @@ def ruff(job: dict[str, Any]) -> dict[str, Any]:
             "seconds": done["seconds"]}
 
 
-def autofix(job: dict[str, Any]) -> dict[str, Any]:
+def autofix(job: Job) -> AutofixOutput:
     """Import order and formatting on a copy of the package; the files that changed."""
     started = time.perf_counter()
     shutil.rmtree(FIX_DIR, ignore_errors=True)
@@ -151,7 +255,7 @@ def autofix(job: dict[str, Any]) -> dict[str, Any]:
     return {"fixed": fixed, "seconds": round(time.perf_counter() - started, 3)}
 
 
-def mypy(job: dict[str, Any]) -> dict[str, Any]:
+def mypy(job: Job) -> MypyOutput:
     done = _run([sys.executable, "-m", "mypy", *job["mypy_args"], job["package"]], 60)
     return {"output": done["stdout"][-50_000:], "exit_code": done["exit_code"],
             "stderr": done["stderr"][-2000:], "timed_out": done["timed_out"],
@@ -198,7 +302,7 @@ def _time_call(plugin_class: Any, api_factory: Any, command: str, payload: Any,
     return best
 
 
-def performance_child(job: dict[str, Any]) -> None:
+def performance_child(job: Job) -> None:
     sys.path.insert(0, os.getcwd())
     from _autocoder_host import Api, Settings, Storage
 
@@ -208,14 +312,15 @@ def performance_child(job: dict[str, Any]) -> None:
     def api_factory() -> Any:
         return Api(Settings({}, []), Storage({}, 1024 * 1024), 200, 2000)
 
-    results: list[dict[str, Any]] = []
+    results: list[CommandTiming] = []
     real_stdout = sys.stdout
     sys.stdout = io.StringIO()  # what the plugin prints is not the report
     for command in job["commands"]:
-        entry: dict[str, Any] = {"command": command["name"], "examples": [], "curve": []}
+        examples: list[float] = []
+        entry: CommandTiming = {"command": command["name"], "examples": examples, "curve": []}
         try:
             for example in command["examples"]:
-                entry["examples"].append(round(_time_call(
+                examples.append(round(_time_call(
                     plugin_class, api_factory, command["name"], example["input"], 0.2), 6))
             if command["examples"] and job["multipliers"]:
                 payload = command["examples"][0]["input"]
@@ -241,14 +346,14 @@ def performance_child(job: dict[str, Any]) -> None:
         real_stdout.flush()
 
 
-def readme_child(job: dict[str, Any]) -> None:
+def readme_child(job: Job) -> None:
     sys.path.insert(0, os.getcwd())
     index = int(sys.argv[2])
     code = job["readme_blocks"][index]
     exec(compile(code, f"README.md block {index + 1}", "exec"), {"__name__": "__readme__"})  # noqa: S102 (in the sandbox)
 
 
-def _child(job: dict[str, Any], kind: str, timeout: float, *args: str) -> dict[str, Any]:
+def _child(job: Job, kind: str, timeout: float, *args: str) -> ProcessRun:
     return _run([sys.executable, "-I", "-c", _SOURCE, kind, *args], timeout, json.dumps(job))
 
 
@@ -282,22 +387,22 @@ def main() -> None:
         _write(RESULT, result)
         return None
 
-    def performance() -> dict[str, Any]:
+    def performance() -> PerformanceOutput:
         done = _child(job, "perf", job["perf_timeout"])
         marked = [line[len(PERF_MARK):] for line in done["stdout"].splitlines()
                   if line.startswith(PERF_MARK)]
         try:
-            timed = json.loads(marked[-1]) if marked else {"commands": []}
+            timed: PerformanceOutput = json.loads(marked[-1]) if marked else {"commands": []}
         except ValueError:
             timed = {"commands": []}
-        timed.update(timed_out=done["timed_out"], exit_code=done["exit_code"],
-                     stderr=done["stderr"][-2000:])
+        timed.update({"timed_out": done["timed_out"], "exit_code": done["exit_code"],
+                      "stderr": done["stderr"][-2000:]})
         return timed
 
     stage("performance", performance)
 
-    def readme() -> list[dict[str, Any]]:
-        runs = []
+    def readme() -> list[ReadmeRun]:
+        runs: list[ReadmeRun] = []
         for index in range(len(job["readme_blocks"])):
             done = _child(job, "readme", 10, str(index))
             runs.append({"block": index + 1, "exit_code": done["exit_code"],

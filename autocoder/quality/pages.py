@@ -29,7 +29,7 @@ def page_dict(report: QualityReport, *, threshold: int | None = None,
               fixes: list[str] | tuple[str, ...] = ()) -> dict[str, Any]:
     """`report.as_dict()` with what the pages show besides; `threshold` (0-100) is the one the
     candidate is held to, if any."""
-    data = report.as_dict()
+    data: dict[str, object] = dict(report.as_dict())
     data["threshold"] = threshold
     data["strategy"] = strategy(report.strategy).label.lower()
     data["host_fixes"] = sorted(fixes)

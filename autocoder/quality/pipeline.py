@@ -15,7 +15,7 @@ import json
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from autocoder.plugins.manifest import PluginManifest, read_manifest
 from autocoder.quality import mypy_cache, score
@@ -43,6 +43,9 @@ from autocoder.sandbox.pytest_runner import (
 from autocoder.sandbox.runner import run
 from autocoder.sandbox.types import DEFAULT_LIMITS, Limits, RunResult
 from autocoder.sandbox.workdir import RESERVED_DIR
+
+if TYPE_CHECKING:  # driver.py runs in the sandbox; its types describe the job and its result
+    from autocoder.quality.driver import Command, DriverResult, Job, TestsOutput
 
 DRIVER_PATH = f"{RESERVED_DIR}/quality_driver.py"
 JOB_PATH = f"{RESERVED_DIR}/quality-job.json"
@@ -85,6 +88,7 @@ def run_quality(files: dict[str, str | bytes], *, strategy: str = "basic",
                  collect=[REPORT_FILE, RESULT_PATH], cancel_check=cancel_check)
     raw = _load(result.files.get(RESULT_PATH))
     seconds = raw.get("seconds", {}) if isinstance(raw.get("seconds"), dict) else {}
+    tested: TestsOutput = raw.get("tests") or {}
     test_report = build_report(_test_run(result, raw.get("tests")))
     lint, complexity = lint_stages(raw.get("ruff"), float(seconds.get("ruff", 0)))
     host_started = time.perf_counter()
@@ -94,7 +98,7 @@ def run_quality(files: dict[str, str | bytes], *, strategy: str = "basic",
         "tests": tests_stage(test_report, float(seconds.get("tests", 0))),
         "lint": lint,
         "types": types_stage(raw.get("mypy"), float(seconds.get("mypy", 0))),
-        "coverage": coverage_stage(raw.get("tests") or {}, files, manifest, package, rule, 0.0),
+        "coverage": coverage_stage(tested, files, manifest, package, rule, 0.0),
         "performance": performance_stage(raw.get("performance"),
                                          float(seconds.get("performance", 0)),
                                          PERF_TIMEOUT_S,
@@ -128,11 +132,11 @@ def _package(files: dict[str, str | bytes], manifest: PluginManifest | None) -> 
 
 
 def _job(files: dict[str, str | bytes], manifest: PluginManifest | None, package: str,
-         multipliers: tuple[int, ...], blocks: list[str], limits: Limits) -> dict[str, Any]:
+         multipliers: tuple[int, ...], blocks: list[str], limits: Limits) -> Job:
     python_files = sorted(name for name in files if name.endswith(".py"))
     lint_paths = [name for name in python_files
                   if name.startswith((package + "/", "tests/")) and "/" in name]
-    commands = [{"name": c.name, "examples": list(c.examples)}
+    commands: list[Command] = [{"name": c.name, "examples": list(c.examples)}
                 for c in (manifest.commands if manifest else ())]
     return {
         "package": package, "entry": manifest.entry if manifest else f"{package}.plugin:Plugin",
@@ -148,14 +152,15 @@ def _job(files: dict[str, str | bytes], manifest: PluginManifest | None, package
     }
 
 
-def _load(raw: bytes | None) -> dict[str, Any]:
+def _load(raw: bytes | None) -> DriverResult:
     """The driver's result, made storable: it quotes the plugin's own words (an example's
     error, a README block's stderr, its tests' output), which may hold a NUL."""
     try:
         data = storable_loads(raw) if raw else {}
     except ValueError:
         return {}
-    return data if isinstance(data, dict) else {}
+    # the stages check every part's shape (stages.py): the type says what the driver writes
+    return cast("DriverResult", data) if isinstance(data, dict) else {}
 
 
 def _test_run(result: RunResult, tests: Any) -> RunResult:

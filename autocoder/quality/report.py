@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from autocoder.sandbox.pytest_runner import TestReport, error_line
 
@@ -22,15 +22,64 @@ class Finding:
         return {"message": self.message, "where": self.where}
 
 
+class StageDetail(TypedDict, total=False):
+    """A stage's figures (stages.py writes them; score.py and the pages read them)."""
+    passed: int  # tests
+    failed: int
+    errors: int
+    pass_rate: float
+    job: str  # why the quality job stopped early
+    bound: int  # complexity
+    autofix_s: float  # lint
+    line_rate: float  # coverage
+    branch_rate: float
+    coverage_min: float
+    commands: int
+    uncovered_commands: list[str]
+    missing_lines: dict[str, list[int]]
+    commands_timed: int  # performance
+    flagged: list[str]
+    examples_s: dict[str, list[float] | None]
+    curves: dict[str, list[list[float]] | None]
+    examples_run: int  # docs
+
+
+class StageDict(TypedDict, total=False):
+    stage: str
+    passed: bool
+    findings: list[dict[str, str]]
+    seconds: float
+    detail: StageDetail  # only when there are figures
+
+
+class TestCounts(TypedDict):
+    passed: int
+    failed: int
+    errors: int
+    pass_rate: float
+
+
+class QualityDict(TypedDict):
+    """`QualityReport.as_dict()`: what a run stores of its candidate's quality."""
+    score: int
+    strategy: str
+    parts: dict[str, float]
+    passed: bool
+    stages: list[StageDict]
+    tests: TestCounts
+    fixed_files: list[str]
+    seconds: float
+
+
 @dataclass
 class StageResult:
     stage: str
     passed: bool
     findings: list[Finding] = field(default_factory=list)
     seconds: float = 0.0
-    detail: dict[str, Any] = field(default_factory=dict)  # figures: coverage %, the curves
+    detail: StageDetail = field(default_factory=StageDetail)  # figures: coverage %, curves
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> StageDict:
         return {"stage": self.stage, "passed": self.passed,
                 "findings": [f.as_dict() for f in self.findings],
                 "seconds": round(self.seconds, 3), **({"detail": self.detail}
@@ -54,7 +103,7 @@ class QualityReport:
     def passed(self) -> bool:
         return all(s.passed for s in self.stages)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> QualityDict:
         return {"score": self.score, "strategy": self.strategy,
                 "parts": {name: round(value, 2) for name, value in self.parts.items()},
                 "passed": self.passed,

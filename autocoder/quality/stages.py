@@ -7,15 +7,24 @@ from __future__ import annotations
 import ast
 import math
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from autocoder.plugins.manifest import PluginManifest
 from autocoder.plugins.names import package_name
 from autocoder.quality.docs_check import README
-from autocoder.quality.report import Finding, StageResult
+from autocoder.quality.report import Finding, StageDetail, StageResult
 from autocoder.quality.rules import COMPLEXITY_RULE, MAX_COMPLEXITY
 from autocoder.quality.strategies import Strategy
 from autocoder.sandbox.pytest_runner import TestReport, error_line
+
+if TYPE_CHECKING:  # driver.py runs in the sandbox; its types describe what it writes
+    from autocoder.quality.driver import (
+        MypyOutput,
+        PerformanceOutput,
+        ReadmeRun,
+        RuffOutput,
+        TestsOutput,
+    )
 
 GROWTH_LIMIT = 1.5  # a command whose time grows as n^1.5 or faster is flagged
 MEASURABLE_S = 0.01  # the larger run of the pair must take at least this to be judged
@@ -38,14 +47,15 @@ def tests_stage(report: TestReport, seconds: float) -> StageResult:
                         "errors": report.errors, "pass_rate": report.pass_rate})
 
 
-def lint_stages(raw: dict[str, Any] | None, seconds: float) -> tuple[StageResult, StageResult]:
-    if not raw or raw.get("findings") is None:
-        why = (raw or {}).get("error") or "ruff did not run"
+def lint_stages(raw: RuffOutput | None, seconds: float) -> tuple[StageResult, StageResult]:
+    listed = raw.get("findings") if raw else None
+    if listed is None:
+        why = (raw.get("error") if raw else None) or "ruff did not run"
         problem = [Finding(f"the linter could not run: {why}"[:500])]
         return (StageResult("lint", False, problem, seconds),
                 StageResult("complexity", False, list(problem), 0.0))
     lint, complexity = [], []
-    for item in raw["findings"]:
+    for item in listed:
         where = f"{item.get('filename', '')}:{item.get('row', 0)}"
         code = str(item.get("code") or "syntax")
         if code == COMPLEXITY_RULE:
@@ -59,7 +69,7 @@ def lint_stages(raw: dict[str, Any] | None, seconds: float) -> tuple[StageResult
                         {"bound": MAX_COMPLEXITY}))
 
 
-def types_stage(raw: dict[str, Any] | None, seconds: float) -> StageResult:
+def types_stage(raw: MypyOutput | None, seconds: float) -> StageResult:
     if not raw:
         return StageResult("types", False, [Finding("the type checker did not run")], seconds)
     if raw.get("timed_out"):
@@ -74,7 +84,7 @@ def types_stage(raw: dict[str, Any] | None, seconds: float) -> StageResult:
     return StageResult("types", not findings, findings[:100], seconds)
 
 
-def coverage_stage(raw: dict[str, Any], files: dict[str, str | bytes],
+def coverage_stage(raw: TestsOutput, files: dict[str, str | bytes],
                    manifest: PluginManifest | None, package: str, rule: Strategy,
                    seconds: float) -> StageResult:
     data = raw.get("coverage")
@@ -101,14 +111,14 @@ def coverage_stage(raw: dict[str, Any], files: dict[str, str | bytes],
                                 f"{rule.key} strategy asks for {rule.coverage_min:.0%}", package))
     missing = sorted((name, info.get("missing_lines", []))
                      for name, info in data.get("files", {}).items() if info.get("missing_lines"))
-    detail = {"line_rate": round(line_rate, 4), "branch_rate": round(branch_rate, 4),
+    detail: StageDetail = {"line_rate": round(line_rate, 4), "branch_rate": round(branch_rate, 4),
               "coverage_min": rule.coverage_min, "commands": len(commands),
               "uncovered_commands": uncovered,
               "missing_lines": {name: lines[:50] for name, lines in missing}}
     return StageResult("coverage", not findings, findings, seconds, detail)
 
 
-def calls_recorded(raw: dict[str, Any]) -> set[str] | None:
+def calls_recorded(raw: TestsOutput) -> set[str] | None:
     """The command names the tests called through the plugin's `on_command`, as their own
     process noted them (pytest_report_plugin.py); None when they could not be noted."""
     noted = raw.get("commands_called")
@@ -201,7 +211,7 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.3g} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-def performance_stage(raw: dict[str, Any] | None, seconds: float, limit_s: float,
+def performance_stage(raw: PerformanceOutput | None, seconds: float, limit_s: float,
                       commands: list[str]) -> StageResult:
     if not raw:
         return StageResult("performance", False, [Finding("the commands could not be timed")],
@@ -257,7 +267,7 @@ def performance_stage(raw: dict[str, Any] | None, seconds: float, limit_s: float
                                  **({"curves": curves} if curves else {})})
 
 
-def docs_stage(findings: list[Finding], runs: list[dict[str, Any]] | None,
+def docs_stage(findings: list[Finding], runs: list[ReadmeRun] | None,
                seconds: float) -> StageResult:
     found = list(findings)
     for run in runs or []:

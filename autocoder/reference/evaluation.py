@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from autocoder.reference.questions import QUESTIONS
 from autocoder.reference.retrieval import reference_for
@@ -12,14 +12,30 @@ from autocoder.reference.retrieval import reference_for
 TOP = 5
 
 
+class EvalResult(TypedDict):
+    question: str
+    expected: list[str]
+    rank: int | None  # where the first expected entry came (None: not in the top)
+    top: list[str]
+    ms: float
+
+
+class EvalDict(TypedDict):
+    answered: int
+    total: int
+    top: int
+    p50_ms: float
+    results: list[EvalResult]
+
+
 @dataclass
 class EvalReport:
     answered: int = 0
     total: int = 0
     seconds: float = 0.0
-    results: list[dict[str, Any]] = field(default_factory=list)
+    results: list[EvalResult] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> EvalDict:
         return {"answered": self.answered, "total": self.total, "top": TOP,
                 "p50_ms": self.p50_ms(), "results": self.results}
 

@@ -6,11 +6,12 @@ versions uploaded to the marketplace, is the portal's (projects/selectors/inbox.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from autocoder.engine.pending import SafetyFinding, SafetyReport
 from runs.approval_rules import awaiting_member_q
 from runs.models import ApprovalRequest, ApprovalVote, Iteration
 from runs.selectors.baselines import Baseline, baseline_for, gate_default
@@ -59,6 +60,16 @@ def who_decides(*, deciders: list[User], team_name: str, thing: str, viewer_id: 
     return line
 
 
+class SnippetLine(TypedDict):
+    number: int
+    text: str
+    flagged: bool  # the finding's own line
+
+
+class Snippet(SafetyFinding, total=False):
+    lines: list[SnippetLine]
+
+
 @dataclass
 class ReviewMaterial:
     """What a reviewer needs to decide: the candidate, what changed, tests, findings."""
@@ -66,8 +77,8 @@ class ReviewMaterial:
     iteration: Iteration | None
     against: Baseline | None  # what the candidate's code is compared with (None: nothing)
     test_report: dict[str, Any]
-    safety_report: dict[str, Any]
-    snippets: list[dict[str, Any]]
+    safety_report: SafetyReport
+    snippets: list[Snippet]
     quality: dict[str, Any]  # the quality pipeline's stages and score ({} before it ran)
 
 
@@ -85,7 +96,8 @@ def review_material(approval: ApprovalRequest, *, against: str | None = None) ->
                              default=gate_default(approval, approval.run))
                 if iteration is not None else None)
     tests = payload.get("test_report") or (iteration.test_report if iteration else {}) or {}
-    safety = payload.get("safety") or (iteration.safety_report if iteration else {}) or {}
+    safety = cast("SafetyReport", payload.get("safety")
+                  or (iteration.safety_report if iteration else {}) or {})
     files = iteration.files if iteration else {}
     quality = payload.get("quality") or (iteration.quality if iteration else {}) or {}
     return ReviewMaterial(iteration=iteration, against=previous, test_report=tests,
@@ -93,10 +105,10 @@ def review_material(approval: ApprovalRequest, *, against: str | None = None) ->
                           quality=quality)
 
 
-def finding_snippets(safety_report: dict[str, Any], files: dict[str, str],
-                     context: int = 2) -> list[dict[str, Any]]:
+def finding_snippets(safety_report: SafetyReport, files: dict[str, str],
+                     context: int = 2) -> list[Snippet]:
     """Each finding with the lines around it, its own line marked."""
-    snippets = []
+    snippets: list[Snippet] = []
     for finding in safety_report.get("findings") or []:
         lines = (files.get(finding.get("file") or "") or "").splitlines()
         line = int(finding.get("line") or 0)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from collections.abc import Mapping
 
 from django.db import transaction
 
@@ -48,10 +48,10 @@ def step_queue_after_commit(run: Run, dispatch: Dispatch | None, token: str,
     transaction.on_commit(lambda: outbox_send(ids=[row.id], dispatch=dispatch))
 
 
-def run_notify(run: Run, *payloads: dict[str, Any]) -> None:
+def run_notify(run: Run, *payloads: Mapping[str, object]) -> None:
     """Publish after the commit: live pages must never show state that was rolled back."""
     run_id, team_id = run.id, run.project.team_id
-    base: dict[str, Any] = {"run_id": run_id, "project_id": run.project_id,
+    base: dict[str, object] = {"run_id": run_id, "project_id": run.project_id,
                             "status": run.status, "phase": run.phase, "iteration": run.iteration}
     events = [{**base, **payload} for payload in payloads]
 

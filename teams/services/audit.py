@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Mapping
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.core.serializers.json import DjangoJSONEncoder
@@ -14,14 +14,14 @@ from teams.models import AuditEntry, Team
 SYSTEM_ACTOR = "system"
 
 
-def _jsonable(value: dict[str, Any] | None) -> dict[str, Any] | None:
+def _jsonable(value: Mapping[str, object] | None) -> dict[str, object] | None:
     # Dates, decimals and UUIDs become strings now, so the stored row is plain JSON forever.
     if value is None:
         return None
     return json.loads(json.dumps(value, cls=DjangoJSONEncoder))
 
 
-def _actor_fields(actor: AbstractBaseUser | AnonymousUser | None) -> dict[str, Any]:
+def _actor_fields(actor: AbstractBaseUser | AnonymousUser | None) -> dict[str, object]:
     if actor is None or not actor.is_authenticated:
         return {"actor": None, "actor_name": SYSTEM_ACTOR}
     return {"actor": actor, "actor_name": actor.get_username()}
@@ -37,11 +37,11 @@ def _target_fields(target: models.Model | None) -> dict[str, str]:
 def audit_record(*, actor: AbstractBaseUser | AnonymousUser | None, action: str,
                  team: Team | None, target: models.Model | None = None,
                  target_type: str = "", target_id: str = "", target_repr: str = "",
-                 before: dict[str, Any] | None = None,
-                 after: dict[str, Any] | None = None) -> AuditEntry:
+                 before: Mapping[str, object] | None = None,
+                 after: Mapping[str, object] | None = None) -> AuditEntry:
     """Append one entry. `target` names a model instance; the target_* strings name anything else
     (they win over what `target` implies). `actor=None` records the system itself."""
-    fields: dict[str, Any] = {"target_type": "", "target_id": "", "target_repr": ""}
+    fields: dict[str, str] = {"target_type": "", "target_id": "", "target_repr": ""}
     fields.update(_target_fields(target))
     fields.update({key: value for key, value in (("target_type", target_type),
                                                  ("target_id", target_id),

@@ -63,7 +63,7 @@ class Progress:
     def active(self) -> bool:
         return self.state in ACTIVE_STATES
 
-    def event(self) -> dict[str, Any]:
+    def event(self) -> dict[str, object]:
         """The websocket payload: enough for a page to know what changed, in plain words."""
         return {"kind": f"local_model.{self.state}",
                 "data": {"name": self.name, "state": self.state, "bytes_done": self.bytes_done,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from autocoder.llm.local import progress as states
 from autocoder.llm.local import runtime
@@ -119,7 +119,19 @@ def local_runtime_status() -> RuntimeStatus:
                          runtime.estimate_words())
 
 
-def local_model_context() -> dict[str, Any]:
+class LocalPanel(TypedDict, total=False):
+    models: list[LocalModelRow]
+    runtime: RuntimeStatus
+    choice: LocalChoice | None
+    models_dir: Path
+    return_to: str  # the page the panel's forms go back to (local/views.py)
+
+
+class LocalContext(TypedDict):
+    local: LocalPanel
+
+
+def local_model_context() -> LocalContext:
     """What templates/llm/_local_model.html needs, under the one name `local`."""
     return {"local": {"models": local_model_rows(), "runtime": local_runtime_status(),
                       "choice": local_model_choice(), "models_dir": models_dir()}}

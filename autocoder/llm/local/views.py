@@ -36,7 +36,7 @@ def _model_or_404(slug: str) -> CatalogueModel:
     return model
 
 
-def _context(request: AuthenticatedHttpRequest) -> dict[str, object]:
+def _context(request: AuthenticatedHttpRequest) -> selectors.LocalContext:
     context = selectors.local_model_context()
     context["local"]["return_to"] = _return_to(request)
     return context
