@@ -20,6 +20,7 @@ from projects.interview import (
     parsing,
     spec_assembly,
 )
+from projects.interview.types import Question
 from projects.models import Interview
 
 
@@ -35,7 +36,7 @@ def interviews_unfinished_for_user(user: User | AnonymousUser) -> QuerySet[Inter
 class QuestionView:
     """One question as a page shows it."""
 
-    question: dict[str, Any]
+    question: Question
     field: str
     answer: str
     errors: list[str]
@@ -76,7 +77,7 @@ def questions_page(interview: Interview, group: int,
                          can_review=progress.essentials_open == 0)
 
 
-def _question_view(question: dict[str, Any], state: dict[str, Any],
+def _question_view(question: Question, state: dict[str, Any],
                    errors: dict[str, list[str]], request: str = "") -> QuestionView:
     field_name = answers.question_field(question)
     command = commands.command_by_key(state, question.get("command", ""))
