@@ -235,7 +235,7 @@ def _questions_response(request: AuthenticatedHttpRequest, interview: Interview,
 
 
 def _services_form(interview: Interview, errors: dict[str, list[str]],
-                   focus: str = "") -> dict[str, Any]:
+                   focus: str = "") -> dict[str, object]:
     """The services section, with the box for the services' API documentation, and the
     question of how often it runs; `focus`: the field a row's button leaves the focus on."""
     commands = [(str(c.get("key", "")), str(c.get("name", "")))

@@ -23,7 +23,7 @@ from tools.services.periods import PICKER
 
 
 def schedule_section(team: Team, membership: Membership, activation: Activation,
-                     form: ScheduleForm | None = None) -> dict[str, Any]:
+                     form: ScheduleForm | None = None) -> dict[str, object]:
     """The template's context for the schedules part."""
     offer = schedule_offer(activation.version)
     rows = _rows(team, activation)
