@@ -3,8 +3,6 @@ uploads, publishing a run, the publish gate for uploads, yanks, settings and API
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -61,6 +59,7 @@ from marketplace.services.trying import (
 from marketplace.services.uploads import plugin_upload_store
 from marketplace.services.yanking import plugin_version_unyank, plugin_version_yank
 from marketplace.try_input import try_commands
+from marketplace.types import StoredCommand
 from marketplace.validation import PackageError
 from projects.permissions import get_run_for_member
 from teams.http import AuthenticatedHttpRequest
@@ -183,7 +182,7 @@ def _try_send_context(request: AuthenticatedHttpRequest,
             "try_team": team}
 
 
-def _try_initial(command: dict[str, Any] | None) -> dict[str, object]:
+def _try_initial(command: StoredCommand | None) -> dict[str, object]:
     import json
 
     if not command:
