@@ -85,7 +85,7 @@ class ScheduleForm(forms.Form):
             assert isinstance(field, forms.ChoiceField)
             field.choices = [(name, name) for name in choices]
         self.when = ""
-        self.payload_value: dict[str, Any] = {}
+        self.payload_value: dict[str, object] = {}
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}

@@ -75,7 +75,7 @@ def _base(scope: Scope, headers: dict[str, str]) -> str:
     return f"{scheme}://{headers.get('host', '')}"
 
 
-async def _answer(send: Send, status: int, body: dict[str, Any],
+async def _answer(send: Send, status: int, body: dict[str, object],
                   extra: list[tuple[bytes, bytes]] = ()) -> None:  # type: ignore[assignment]
     data = json.dumps(body).encode()
     await send({"type": "http.response.start", "status": status,

@@ -56,7 +56,7 @@ class Answer:
     """What the sender is answered: the HTTP status, the JSON body, and Retry-After."""
 
     status: int
-    body: dict[str, Any] = field(default_factory=dict)
+    body: dict[str, object] = field(default_factory=dict)
     retry_after: int = 0
 
 

@@ -354,7 +354,7 @@ def tool_log(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpRes
 
 
 def _curl(request: AuthenticatedHttpRequest, activation: Activation, command: str,
-          payload: dict[str, Any], token: str = TOKEN_PLACEHOLDER) -> str:
+          payload: dict[str, object], token: str = TOKEN_PLACEHOLDER) -> str:
     """The API example, at the address this page was asked for."""
     url = request.build_absolute_uri(reverse("tools:api", args=[
         activation.team.slug, activation.plugin.normalized_name, command]))
