@@ -6,6 +6,7 @@ a TypedDict documents the keys without changing the JSON stored.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import NotRequired, TypedDict
 
 
@@ -35,3 +36,50 @@ class ExampleRow(TypedDict, total=False):
     output: str
     json: bool
     index: int
+
+
+class SystemAnswers(TypedDict):
+    """One other system as typed (other_systems._system_of writes every key); each of its
+    `needs` is {"name", "description", "value", "secret"} as posted."""
+
+    name: str
+    does: str
+    address: str
+    sample: str
+    method: str
+    needs: list[Mapping[str, object]]
+
+
+class ServicesAnswers(TypedDict):
+    """`state["services"]` as other_systems.answers_of reads it, with its defaults."""
+
+    uses: str
+    storage: bool
+    systems: list[SystemAnswers]
+
+
+class SpecSetting(TypedDict, total=False):
+    """A setting the spec's `services` declares (other_systems.spec_services); `kind` only for
+    an address nobody knew ("address")."""
+
+    name: str
+    description: str
+    secret: bool
+    kind: str
+
+
+class SpecSystem(TypedDict):
+    name: str
+    does: str
+    host: str | None
+    address_setting: str | None
+    needs: list[str]
+
+
+class SpecServices(TypedDict, total=False):
+    """The spec's `services` as the interview writes it (docs/engine.md, "Spec format")."""
+
+    hosts: list[str]
+    settings: list[SpecSetting]
+    systems: list[SpecSystem]
+    storage: bool

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any
+from typing import Any, TypedDict
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
@@ -120,7 +120,7 @@ class SummaryView:
     assumptions: list[str]
     errors: dict[str, list[str]]
     commands: list[dict[str, Any]]
-    answered: list[dict[str, Any]]
+    answered: list[Question]
     autonomy_label: str
     ready: bool
     problems: dict[str, list[str]]  # what stops it from starting, whether shown as errors or not
@@ -157,12 +157,20 @@ def summary_view(interview: Interview,
                               if not line.startswith("Assumption: ")])
 
 
-def _readable_example(example: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+class ReadablePart(TypedDict):
+    """One part of a value as the summary shows it (`readable`)."""
+
+    name: str
+    text: str
+    table: list[list[str]] | None  # the rows of a pasted table, else None
+
+
+def _readable_example(example: dict[str, Any]) -> dict[str, list[ReadablePart]]:
     return {"input": readable(example["input"], named=True),
             "output": readable(example["output"], named=isinstance(example["output"], dict))}
 
 
-def readable(value: Any, *, named: bool) -> list[dict[str, Any]]:
+def readable(value: Any, *, named: bool) -> list[ReadablePart]:
     """A value as the summary shows it: short named values together as "name: value" lines, and
     each value of several lines (a pasted table, list or text) on its own, a table as a table.
 
@@ -171,7 +179,7 @@ def readable(value: Any, *, named: bool) -> list[dict[str, Any]]:
     items = list(value.items()) if named else [("", value)]
     if named and not items:
         return [{"name": "", "text": "(nothing)", "table": None}]
-    parts: list[dict[str, Any]] = []
+    parts: list[ReadablePart] = []
     short: list[str] = []
     for name, item in items:
         if isinstance(item, str) and "\n" in item.strip():
