@@ -167,7 +167,7 @@ def schedule_offer(version: PluginVersion) -> Offer | None:
                  command=_offered_command(version, asked, payload), payload=payload)
 
 
-def _offered_command(version: PluginVersion, asked: dict[str, Any],
+def _offered_command(version: PluginVersion, asked: dict[str, object],
                      payload: Mapping[str, object]) -> str:
     """The spec's `schedule.command` if it names one; else the first command that takes the
     period's fields; else the first command."""

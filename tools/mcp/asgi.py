@@ -144,7 +144,7 @@ class McpGateway:
             return
         await self._mcp(scope, receive, send, headers, base, slug)
 
-    def metadata(self, base: str, slug: str) -> dict[str, Any]:
+    def metadata(self, base: str, slug: str) -> dict[str, object]:
         """RFC 9728 protected-resource metadata of the team's MCP address."""
         return {"resource": base + team_mcp_path(slug), "bearer_methods_supported": ["header"],
                 "scopes_supported": [SCOPE], "resource_name": f"Autocoder tools of {slug}"}

@@ -201,7 +201,7 @@ def tool_deactivate(request: AuthenticatedHttpRequest, slug: str, name: str) -> 
 
 
 def _forms(activation: Activation, bound: tuple[str, CommandForm] | None = None,
-           again: Invocation | None = None) -> list[dict[str, Any]]:
+           again: Invocation | None = None) -> list[dict[str, object]]:
     """Each command's form; `again`: an earlier call of the user's, whose input its command's
     form starts from ("Run it again")."""
     found = []

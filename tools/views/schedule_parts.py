@@ -37,7 +37,7 @@ def schedule_section(team: Team, membership: Membership, activation: Activation,
 
 def _blank_form(team: Team, activation: Activation, offer: Any) -> ScheduleForm:
     command, sample = api_example(activation.version)
-    initial: dict[str, Any] = {"command": command, "payload": json.dumps(sample),
+    initial: dict[str, object] = {"command": command, "payload": json.dumps(sample),
                                "time_zone": schedules.team_time_zone(team)}
     if offer is not None:
         initial.update(initial_for(offer.rule), name=offer.words[:80])
