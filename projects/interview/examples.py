@@ -14,13 +14,14 @@ from projects.interview.parsing import (
     parse_lines,
 )
 from projects.interview.samples import sample_name
+from projects.interview.types import ExampleRow
 
 MIN_EXAMPLES = 2
 
 
-def examples_from_form(data: Mapping[str, Any], command_key: str) -> list[dict[str, Any]]:
+def examples_from_form(data: Mapping[str, Any], command_key: str) -> list[ExampleRow]:
     """The example rows posted for one command; rows left completely empty are dropped."""
-    rows = []
+    rows: list[ExampleRow] = []
     for index in range(MAX_EXAMPLES_PER_COMMAND + 5):
         if example_field(command_key, index, "in") not in data:
             break
@@ -124,9 +125,10 @@ def _names(value: Mapping[str, Any]) -> str:
                      for name in sorted(value))
 
 
-def example_rows(command: Mapping[str, Any]) -> list[dict[str, Any]]:
+def example_rows(command: Mapping[str, Any]) -> list[ExampleRow]:
     """The example rows a form shows: every stored one and at least one blank to add another."""
-    rows = [dict(example, index=i) for i, example in enumerate(command.get("examples", []))]
+    stored: list[ExampleRow] = command.get("examples", [])
+    rows: list[ExampleRow] = [{**example, "index": i} for i, example in enumerate(stored)]
     while len(rows) < max(MIN_EXAMPLES, len(command.get("examples", [])) + 1):
         rows.append({"input": "", "output": "", "json": False, "index": len(rows)})
     return rows[:MAX_EXAMPLES_PER_COMMAND]

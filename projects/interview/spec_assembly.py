@@ -31,7 +31,7 @@ from projects.interview.fields import (
 )
 from projects.interview.naming import NAME_RULE, name_problem
 from projects.interview.parsing import parse_example_input, parse_example_output, parse_lines
-from projects.interview.types import Question
+from projects.interview.types import Question, SpecCommand
 
 _SPEC_PATH = re.compile(
     r"^commands\[(\d+)\](?:\.examples\[(\d+)\](?:\.(input|output))?|\.(\w+))?: (.*)$")
@@ -133,7 +133,7 @@ def _command_errors(command: Mapping[str, Any]) -> dict[str, list[str]]:
     return errors
 
 
-def _spec_command(command: Mapping[str, Any], extras: Mapping[str, Any]) -> dict[str, Any]:
+def _spec_command(command: Mapping[str, Any], extras: Mapping[str, object]) -> SpecCommand:
     parts = [str(command.get("description", "")).strip()]
     for label, key in (("Needs", "inputs"), ("Gives back", "outputs")):
         items = parse_lines(str(command.get(key, "")))

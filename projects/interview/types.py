@@ -83,3 +83,12 @@ class SpecServices(TypedDict, total=False):
     settings: list[SpecSetting]
     systems: list[SpecSystem]
     storage: bool
+
+
+class SpecCommand(TypedDict):
+    """One of the spec's `commands` as the interview writes it (spec_assembly._spec_command):
+    each example is {"input", "output"} with the services' extras (other_systems)."""
+
+    name: str
+    description: str
+    examples: list[dict[str, object]]

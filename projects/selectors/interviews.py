@@ -45,7 +45,7 @@ class QuestionView:
     assumption: str
     priority_label: str
     command: dict[str, Any] | None = None
-    examples: list[dict[str, Any]] = dataclass_field(default_factory=list)
+    examples: list[dict[str, object]] = dataclass_field(default_factory=list)  # example_views
     placeholder: str = ""
     proposed: bool = False  # the answer shown is read from the request, not typed yet
 
@@ -98,7 +98,8 @@ def _question_view(question: Question, state: dict[str, Any],
     return view
 
 
-def example_views(command: dict[str, Any], errors: dict[str, list[str]]) -> list[dict[str, Any]]:
+def example_views(command: dict[str, Any],
+                  errors: dict[str, list[str]]) -> list[dict[str, object]]:
     """The example rows of one command's form, each with its field names and errors."""
     rows = []
     for row in examples.example_rows(command):
