@@ -69,7 +69,7 @@ def examples_errors(command: Mapping[str, Any]) -> dict[str, list[str]]:
     return errors
 
 
-def parsed_examples(command: Mapping[str, Any]) -> list[dict[str, Any]]:
+def parsed_examples(command: Mapping[str, Any]) -> list[dict[str, object]]:
     """The examples that parse, as spec examples (for the spec and the readable summary), with
     one input name for the command: a pasted table ("text") and an attached file ("week47")
     are the same input under the command's name for it."""
@@ -88,7 +88,7 @@ def parsed_examples(command: Mapping[str, Any]) -> list[dict[str, Any]]:
     return result
 
 
-def single_input_name(command: Mapping[str, Any], inputs: list[dict[str, Any]]) -> str:
+def single_input_name(command: Mapping[str, Any], inputs: list[dict[str, object]]) -> str:
     """The one name every example's single value goes under, when each example gives one
     value: the input the task declares ("Needs", when it is one short name), else the first
     name given (not the stand-in for a pasted value). "" otherwise."""
