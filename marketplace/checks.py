@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from autocoder.sandbox import Limits, SandboxError
 from marketplace.build import (
@@ -44,13 +44,30 @@ MAX_LISTED_FINDINGS = 10
 MAX_LISTED_FAILURES = 10
 
 
+class SafetyFinding(TypedDict):
+    """One finding of the safety gate as a version stores it (`PluginVersion.safety_report`)."""
+
+    tool: str
+    rule: str
+    severity: str
+    file: str
+    line: int
+    message: str
+
+
+class SafetyReport(TypedDict):
+    verdict: str  # "pass" | "review" | "block"
+    findings: list[SafetyFinding]
+
+
 @dataclass(frozen=True)
 class CheckedPlugin:
     files: dict[str, str]
     manifest: Manifest
-    safety: dict[str, Any]
-    tests: dict[str, Any]
-    quality: dict[str, Any]  # the quality pipeline's stages and score (shown, not required)
+    safety: SafetyReport
+    # The sandbox's stored test report and the quality page's figures, kept as they come.
+    tests: Mapping[str, object]
+    quality: Mapping[str, object]  # the quality pipeline's stages and score (shown, not required)
     artifacts: list[BuiltArtifact]
     readme_html: str
     requires_python: str
@@ -61,8 +78,8 @@ Progress = Callable[[str], None]
 
 
 def plugin_package_check(*, team: Team, files: Mapping[str, str],
-                         test_report: dict[str, Any] | None = None,
-                         quality: dict[str, Any] | None = None) -> CheckedPlugin:
+                         test_report: Mapping[str, object] | None = None,
+                         quality: Mapping[str, object] | None = None) -> CheckedPlugin:
     """Everything a version must pass before it may wait at the publish gate.
 
     `test_report` (and `quality`) are given for a generation run, whose tests and quality
@@ -84,8 +101,8 @@ def plugin_quick_check(*, team: Team, files: Mapping[str, str]) -> Manifest:
 
 
 def plugin_slow_check(*, files: Mapping[str, str], manifest: Manifest,
-                      test_report: dict[str, Any] | None = None,
-                      quality: dict[str, Any] | None = None,
+                      test_report: Mapping[str, object] | None = None,
+                      quality: Mapping[str, object] | None = None,
                       progress: Progress | None = None) -> CheckedPlugin:
     """The safety gate, the tests and the rest of the quality pipeline in the sandbox (up to
     TEST_LIMITS), and the build. Every test must pass; the other stages and the score are
@@ -145,17 +162,18 @@ def name_and_version_check(*, team: Team, manifest: Manifest) -> Plugin | None:
     return plugin
 
 
-def safety_scan(files: Mapping[str, str], manifest: Manifest) -> dict[str, Any]:
+def safety_scan(files: Mapping[str, str], manifest: Manifest) -> SafetyReport:
     from autocoder.safety import scan_files
 
     report = scan_files(dict(files), manifest.permissions)
     return {"verdict": report.verdict,
-            "findings": [{key: getattr(finding, key, "") for key in
-                          ("tool", "rule", "severity", "file", "line", "message")}
+            "findings": [SafetyFinding(tool=finding.tool, rule=finding.rule,
+                                       severity=finding.severity, file=finding.file,
+                                       line=finding.line, message=finding.message)
                          for finding in report.findings]}
 
 
-def _blocked(safety: dict[str, Any]) -> list[str]:
+def _blocked(safety: SafetyReport) -> list[str]:
     findings = [f for f in safety["findings"] if str(f.get("severity", "")).upper() == "HIGH"]
     findings = findings or safety["findings"]
     errors = [f"{f['file']}:{f['line']}: {f['message']} ({f['tool']} {f['rule']})"
@@ -166,7 +184,7 @@ def _blocked(safety: dict[str, Any]) -> list[str]:
 
 
 def tests_run(files: Mapping[str, str],
-              manifest: Manifest) -> tuple[dict[str, Any], dict[str, Any]]:
+              manifest: Manifest) -> tuple[Mapping[str, object], Mapping[str, object]]:
     """The plugin's tests and the rest of the quality pipeline, in one sandbox job, with the
     testing strategy a generation run would default to for what the plugin touches."""
     from autocoder.quality import run_quality
@@ -195,7 +213,7 @@ def _raise_if_installation_broken() -> None:
                             "Nothing was found wrong with the plugin; tell your admin"])
 
 
-def sandbox_report_dict(report: Any) -> dict[str, Any]:
+def sandbox_report_dict(report: Any) -> dict[str, object]:
     """The same shape the generation loop stores on an iteration, so pages show both alike."""
     return dict(report.stored())
 

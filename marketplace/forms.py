@@ -9,6 +9,7 @@ from packaging.version import InvalidVersion, Version
 
 from marketplace.models import Plugin
 from marketplace.try_input import TryInputError, command_example, try_payload
+from marketplace.types import StoredCommand
 from marketplace.validation import MAX_ARCHIVE_BYTES, PackageError, clean_tags
 from teams.models import Team
 
@@ -105,7 +106,7 @@ class TryForm(forms.Form):
                              required=False, initial="rehearse")
     confirm = forms.BooleanField(required=False)
 
-    def __init__(self, *args: Any, commands: list[dict[str, Any]] | None = None,
+    def __init__(self, *args: Any, commands: list[StoredCommand] | None = None,
                  **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.commands = commands or []

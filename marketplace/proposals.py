@@ -103,14 +103,14 @@ def proposal_of(approval: ApprovalRequest, *, files: Mapping[str, str]) -> Publi
             or proposal_default(team=approval.project.team, files=files))
 
 
-def publish_payload(*, files: Mapping[str, str], proposal: PublishProposal) -> dict[str, Any]:
+def publish_payload(*, files: Mapping[str, str], proposal: PublishProposal) -> dict[str, object]:
     """The payload keys a publish request adds for `proposal`: the combination and the files a
     publication of it serves."""
     return {PROPOSAL_KEY: proposal.as_payload(),
             SERVED_KEY: served_preview(with_version(files, proposal.version))}
 
 
-def publish_payload_default(*, team: Team, files: Mapping[str, str]) -> dict[str, Any]:
+def publish_payload_default(*, team: Team, files: Mapping[str, str]) -> dict[str, object]:
     """For the engine's publish request when a run succeeds. PackageError (a ValueError) when
     plugin.toml cannot be read; the request is still made, the marketplace's checks say why."""
     return publish_payload(files=files, proposal=proposal_default(team=team, files=files))

@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from marketplace.build import BuildError, artifact_members, ignored_inputs
 from marketplace.models import Artifact, PluginVersion
@@ -54,7 +53,7 @@ def _stored(artifact: Artifact) -> ServedArtifact:
                           sha256=artifact.sha256, size=artifact.size)
 
 
-def served_preview(files: Mapping[str, str]) -> dict[str, Any]:
+def served_preview(files: Mapping[str, str]) -> dict[str, object]:
     """For a publish request's payload: the wheel and sdist the portal would build from these
     files (the build is deterministic, so this is exactly what a publication serves)."""
     from marketplace.checks import served_artifacts

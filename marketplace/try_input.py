@@ -14,6 +14,7 @@ from typing import Any
 
 from autocoder.plugins import InputField, PluginManifest, read_manifest
 from marketplace.models import PluginVersion
+from marketplace.types import StoredCommand
 
 MAX_TABLE_ROWS = 10_000
 NUMBER = re.compile(r"[-+]?(\d+(\.\d*)?|\.\d+)([eE][-+]?\d+)?")
@@ -25,11 +26,11 @@ class TryInputError(ValueError):
 
 # What a declared input's box starts with when a command has no example (its type's empty
 # value): enough to show the input's name and kind, and what pasted text becomes.
-_EMPTY: dict[str, Any] = {"text": "", "table": "", "number": 0, "boolean": False,
+_EMPTY: dict[str, object] = {"text": "", "table": "", "number": 0, "boolean": False,
                           "file": {"name": "", "content_base64": ""}}
 
 
-def try_commands(version: PluginVersion) -> list[dict[str, Any]]:
+def try_commands(version: PluginVersion) -> list[StoredCommand]:
     """The version's commands as "Try it" offers them: a command without an example but with
     an input schema (`[commands.input]` of plugin.toml) gets one made from the schema."""
     manifest = read_manifest(version.files.get("plugin.toml", ""))
@@ -42,7 +43,7 @@ def try_commands(version: PluginVersion) -> list[dict[str, Any]]:
     return found
 
 
-def _schema_sample(manifest: PluginManifest | None, command: str) -> dict[str, Any]:
+def _schema_sample(manifest: PluginManifest | None, command: str) -> dict[str, object]:
     declared = manifest.command(command) if manifest is not None else None
     return {field.name: _empty(field) for field in declared.inputs} if declared else {}
 
@@ -53,7 +54,7 @@ def _empty(field: InputField) -> Any:
     return _EMPTY.get(field.type, "")
 
 
-def command_example(commands: list[dict[str, Any]], name: str) -> dict[str, Any] | None:
+def command_example(commands: list[StoredCommand], name: str) -> dict[str, object] | None:
     """The input of the command's first example, when it is a JSON object."""
     for command in commands:
         if isinstance(command, dict) and command.get("name") == name:
@@ -64,7 +65,7 @@ def command_example(commands: list[dict[str, Any]], name: str) -> dict[str, Any]
     return None
 
 
-def try_payload(text: str, example: dict[str, Any] | None) -> dict[str, Any]:
+def try_payload(text: str, example: dict[str, object] | None) -> dict[str, object]:
     """The payload for `text`: a JSON object as it is, else the one input the example names."""
     stripped = text.strip()
     if not stripped:
@@ -86,7 +87,7 @@ def try_payload(text: str, example: dict[str, Any] | None) -> dict[str, Any]:
     return {name: _as_input(text, sample, example)}
 
 
-def _how(example: dict[str, Any] | None) -> str:
+def _how(example: dict[str, object] | None) -> str:
     if not example:
         return ' For example {"text": "hello"}, or {} for a command that needs nothing.'
     shown = json.dumps(example, ensure_ascii=False)
@@ -98,7 +99,7 @@ def _how(example: dict[str, Any] | None) -> str:
             f" as one JSON object, for example {shown}.")
 
 
-def _as_input(text: str, sample: Any, example: dict[str, Any]) -> Any:
+def _as_input(text: str, sample: object, example: dict[str, object]) -> object:
     if isinstance(sample, str):
         return "\n".join(text.strip("\n").splitlines())
     if isinstance(sample, int | float) and not isinstance(sample, bool):
@@ -133,8 +134,8 @@ def _rows(text: str) -> list[list[str]]:
             csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter)]
 
 
-def _records(rows: list[list[str]], sample: dict[str, Any],
-             example: dict[str, Any]) -> list[dict[str, Any]]:
+def _records(rows: list[list[str]], sample: dict[str, object],
+             example: dict[str, object]) -> list[dict[str, object]]:
     header, body = rows[0], rows[1:]
     if len(set(header)) != len(header) or not all(header):
         raise TryInputError("The table's first line must name every column, each once."

@@ -13,9 +13,10 @@ made before that is read from its attempt's plugin.toml.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from autocoder.plugins import HostError, parse_host_rule, read_manifest
+from projects.interview.types import SpecSetting
 from runs.models import ApprovalRequest, Iteration
 
 KINDS = (ApprovalRequest.Kind.PLAN, ApprovalRequest.Kind.CHANGE, ApprovalRequest.Kind.PUBLISH)
@@ -44,12 +45,12 @@ _DOES = {"reads": "reads from it", "sends": "sends data to it",
 @dataclass(frozen=True)
 class OtherServices:
     hosts: list[Host] = field(default_factory=list)
-    settings: list[dict[str, Any]] = field(default_factory=list)  # {name, description, secret}
+    settings: list[SpecSetting] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)  # hosts the change stops reaching
     systems: list[System] = field(default_factory=list)
 
     @property
-    def addresses(self) -> list[dict[str, Any]]:
+    def addresses(self) -> list[SpecSetting]:
         """The address settings: hosts the team's admin enters and approves at activation."""
         return [s for s in self.settings if s.get("kind") == "address"]
 
@@ -78,9 +79,15 @@ def other_services(approval: ApprovalRequest, iteration: Iteration | None) -> Ot
     names += [name for name in after if name not in names]
     return OtherServices(
         hosts=[Host(name, _note(name), new=bool(change) and name not in before) for name in names],
-        settings=[s for s in services.get("settings") or [] if isinstance(s, dict)],
+        settings=_settings(services.get("settings")),
         dropped=[name for name in before if name not in after] if change else [],
         systems=_systems(services.get("systems")))
+
+
+def _settings(raw: object) -> list[SpecSetting]:
+    """The spec's settings as the run's payload stored them (SpecSetting, the interview's)."""
+    return [cast(SpecSetting, s) for s in (raw if isinstance(raw, list) else [])
+            if isinstance(s, dict)]
 
 
 def _systems(raw: object) -> list[System]:

@@ -22,7 +22,7 @@ from tools.declared import command_info, command_names, declared_inputs
 __all__ = ["api_example", "curl_command", "example_known", "first_example"]
 
 
-def first_example(version: PluginVersion, command: str) -> dict[str, Any] | None:
+def first_example(version: PluginVersion, command: str) -> dict[str, object] | None:
     """The input of the command's first example, when it is a JSON object."""
     examples = (command_info(version, command) or {}).get("examples") or []
     first = examples[0] if examples else None
@@ -30,7 +30,7 @@ def first_example(version: PluginVersion, command: str) -> dict[str, Any] | None
     return found if isinstance(found, dict) else None
 
 
-def api_example(version: PluginVersion) -> tuple[str, dict[str, Any]]:
+def api_example(version: PluginVersion) -> tuple[str, dict[str, object]]:
     """The command an example calls and its input: the first command with an example (its
     first example's input), else the first command that declares its input (a value of each
     needed field's type), else the first command with an empty input."""
@@ -54,7 +54,7 @@ def example_known(version: PluginVersion, command: str) -> bool:
 
 # A value of each declared type that the runtime's input check accepts
 # (autocoder/calling/payload.py payload_errors).
-_SAMPLES: dict[str, Any] = {"text": "text", "number": 1, "boolean": False,
+_SAMPLES: dict[str, object] = {"text": "text", "number": 1, "boolean": False,
                             "table": "column\nvalue\n"}
 
 

@@ -8,10 +8,11 @@ text); this module only finds what the tools need in it.
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import cast
 
 from autocoder.plugins import InputField, PluginManifest, SettingDecl
 from marketplace.models import PluginVersion
+from marketplace.types import StoredCommand
 
 logger = logging.getLogger(__name__)
 
@@ -54,12 +55,12 @@ def command_names(version: PluginVersion) -> list[str]:
     return [item.name for item in manifest.commands] if manifest is not None else []
 
 
-def command_info(version: PluginVersion, command: str) -> dict[str, Any] | None:
+def command_info(version: PluginVersion, command: str) -> StoredCommand | None:
     """{name, description, examples} of one command, from what the version stores (its
     examples are there, not in plugin.toml)."""
     for item in version.commands:
         if isinstance(item, dict) and item.get("name") == command:
-            return item
+            return cast("StoredCommand", item)
     declared = manifest_of(version)
     found = declared.command(command) if declared is not None else None
     return {"name": found.name, "description": found.description} if found else None

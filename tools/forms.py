@@ -57,7 +57,7 @@ class InputSpec:
     required: bool = True
     multiline: bool = False
     # For records: the example's first record, whose value types the table's cells follow.
-    sample: dict[str, Any] = field(default_factory=dict)
+    sample: dict[str, object] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -117,7 +117,7 @@ class CommandForm(forms.Form):
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
-        self._payload: dict[str, Any] = {}
+        self._payload: dict[str, object] = {}
         for spec in self.specs:
             try:
                 value = _value_of(spec, cleaned)
@@ -130,7 +130,7 @@ class CommandForm(forms.Form):
                 self.add_error(_error_field(spec, self), "Fill this in: the plugin needs it.")
         return cleaned
 
-    def payload(self) -> dict[str, Any]:
+    def payload(self) -> dict[str, object]:
         if self.specs and self.specs[0].kind == "json" and self.specs[0].name == "input" \
                 and len(self.specs) == 1:
             whole = self._payload.get("input")
@@ -147,7 +147,7 @@ class CommandForm(forms.Form):
         return found
 
 
-def prefill(specs: list[InputSpec], payload: Any) -> dict[str, Any]:
+def prefill(specs: list[InputSpec], payload: Any) -> dict[str, object]:
     """The form's values for an earlier call's input, written as a person types them (a list
     as "a, b", records as a table with a header line); a file is not kept, so it is asked
     for again."""
@@ -155,7 +155,7 @@ def prefill(specs: list[InputSpec], payload: Any) -> dict[str, Any]:
         return {}
     if len(specs) == 1 and specs[0].kind == "json" and specs[0].name == "input":
         return {"input": json.dumps(payload, ensure_ascii=False)} if payload else {}
-    initial: dict[str, Any] = {}
+    initial: dict[str, object] = {}
     for spec in specs:
         if spec.name not in payload or spec.kind == "file":
             continue
@@ -320,7 +320,7 @@ def _rows(text: str) -> list[list[str]]:
             csv.reader(io.StringIO("\n".join(lines)), delimiter=delimiter)]
 
 
-def _records(spec: InputSpec, rows: list[list[str]]) -> list[dict[str, Any]]:
+def _records(spec: InputSpec, rows: list[list[str]]) -> list[dict[str, object]]:
     header, body = rows[0], rows[1:]
     if len(set(header)) != len(header) or not all(header):
         raise forms.ValidationError("The first line must name every column, each once.")
@@ -348,7 +348,7 @@ def _decimal_point(text: str) -> str:
     return text.replace(",", ".") if text.count(",") == 1 and "." not in text else text
 
 
-def _records_to_rows(records: list[dict[str, Any]]) -> list[list[str]]:
+def _records_to_rows(records: list[dict[str, object]]) -> list[list[str]]:
     columns = list(dict.fromkeys(key for record in records for key in record))
     return [columns, *[[str(record.get(c, "")) for c in columns] for record in records]]
 

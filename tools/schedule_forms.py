@@ -85,7 +85,7 @@ class ScheduleForm(forms.Form):
             assert isinstance(field, forms.ChoiceField)
             field.choices = [(name, name) for name in choices]
         self.when = ""
-        self.payload_value: dict[str, Any] = {}
+        self.payload_value: dict[str, object] = {}
 
     def clean(self) -> dict[str, Any]:
         cleaned = super().clean() or {}
@@ -141,11 +141,11 @@ def _field_of(every: str) -> str:
             "monthly": "month_day", "cron": "cron"}.get(every, "at_time")
 
 
-def initial_for(rule: ScheduleRule | None) -> dict[str, Any]:
+def initial_for(rule: ScheduleRule | None) -> dict[str, object]:
     """The form's fields for a rule (an offered schedule starts with them)."""
     if rule is None:
         return {}
-    found: dict[str, Any] = {"every": rule.kind}
+    found: dict[str, object] = {"every": rule.kind}
     if rule.at is not None:
         found["at_time"] = f"{rule.at:%H:%M}"
     if rule.kind in ("minutes", "hours"):

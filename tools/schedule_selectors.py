@@ -5,6 +5,7 @@ the recent runs with their results, and the schedule a version's request asked f
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -134,7 +135,7 @@ class Offer:
     rule: ScheduleRule | None
     period: str
     command: str
-    payload: dict[str, Any] = field(default_factory=dict)
+    payload: dict[str, object] = field(default_factory=dict)
 
     @property
     def rhythm_words(self) -> str:
@@ -160,14 +161,14 @@ def schedule_offer(version: PluginVersion) -> Offer | None:
     except RuleError:
         rule, when = None, ""
     period = str(asked.get("period") or "")
-    payload = dict(PERIOD_INPUTS.get(period, {}))
+    payload: dict[str, object] = dict(PERIOD_INPUTS.get(period, {}))
     return Offer(words=str(asked.get("words") or "")[:200], when=rule.text if rule else when,
                  rule=rule, period=period if payload else "",
                  command=_offered_command(version, asked, payload), payload=payload)
 
 
-def _offered_command(version: PluginVersion, asked: dict[str, Any],
-                     payload: dict[str, Any]) -> str:
+def _offered_command(version: PluginVersion, asked: dict[str, object],
+                     payload: Mapping[str, object]) -> str:
     """The spec's `schedule.command` if it names one; else the first command that takes the
     period's fields; else the first command."""
     names = command_names(version)

@@ -4,7 +4,6 @@ tokens, schedules, the invocation log, and usage figures for a plugin's publishe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import (
@@ -289,7 +288,7 @@ def may_see_usage(user: AbstractBaseUser | AnonymousUser, plugin: Plugin) -> boo
     return Membership.objects.filter(team_id=plugin.team_id, user_id=user.pk).exists()
 
 
-def manifest_permissions(version: PluginVersion) -> dict[str, Any]:
+def manifest_permissions(version: PluginVersion) -> dict[str, object]:
     """`[permissions]` of the version's reviewed plugin.toml."""
     manifest = version.reviewed_manifest
     return manifest.permissions.as_dict() if manifest is not None else {}

@@ -46,7 +46,7 @@ class TriggerForm(forms.Form):
         command_field.choices = [(name, name) for name in commands]
         for name, field in self.fields.items():
             field.widget.attrs.setdefault("id", f"trigger-{name.replace('_', '-')}")
-        self.fixed_value: dict[str, Any] = {}
+        self.fixed_value: dict[str, object] = {}
 
     def clean_fixed(self) -> str:
         text = (self.cleaned_data.get("fixed") or "").strip() or "{}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
@@ -169,7 +169,7 @@ def _publish_request_renew(approved: ApprovalRequest, *, wanted: PublishProposal
     return renewed
 
 
-def _models_used(run: Run) -> list[dict[str, Any]]:
+def _models_used(run: Run) -> list[dict[str, object]]:
     rows = (LLMCall.objects.filter(run=run).values("role", "provider", "model")
             .annotate(calls=Count("id")).order_by("role", "provider", "model"))
     return [{"role": r["role"], "provider": r["provider"], "model": r["model"],

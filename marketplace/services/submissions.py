@@ -30,8 +30,8 @@ MAX_CHANGELOG_CHARS = 20_000
 def version_create(*, team: Team, checked: CheckedPlugin, source: str,
                    user: User | None, visibility: str, category: str,
                    tags: Sequence[str], changelog: str, run: Run | None = None,
-                   spec: dict[str, Any] | None = None,
-                   models_used: list[dict[str, Any]] | None = None, iterations: int = 0,
+                   spec: dict[str, object] | None = None,
+                   models_used: list[dict[str, object]] | None = None, iterations: int = 0,
                    approval: ApprovalRequest | None = None) -> PluginVersion:
     listing = listing_asked(checked.manifest, visibility, category, tags)
     embedding = summary_embedding_of(checked.manifest.name, checked.manifest.summary,
@@ -65,7 +65,7 @@ def version_create(*, team: Team, checked: CheckedPlugin, source: str,
 
 
 def listing_asked(manifest: Manifest, visibility: str, category: str,
-                  tags: Sequence[str]) -> dict[str, Any]:
+                  tags: Sequence[str]) -> dict[str, object]:
     if visibility not in Plugin.Visibility.values:
         raise PackageError([f"visibility must be one of {', '.join(Plugin.Visibility.values)}"])
     category = category or manifest.category or Plugin.Category.OTHER
@@ -76,7 +76,7 @@ def listing_asked(manifest: Manifest, visibility: str, category: str,
             "tags": list(clean_tags(tags) if tags else manifest.tags)}
 
 
-def listing_in_force(plugin: Plugin, asked: dict[str, Any]) -> dict[str, Any]:
+def listing_in_force(plugin: Plugin, asked: dict[str, object]) -> dict[str, object]:
     """Visibility, category and tags belong to the plugin once it is published: a new version
     keeps them (so an upload by a requester cannot make a team plugin public); team admins
     change them on the plugin's page. Until the first publication the submission decides."""
@@ -86,7 +86,7 @@ def listing_in_force(plugin: Plugin, asked: dict[str, Any]) -> dict[str, Any]:
             "tags": list(plugin.tags)}
 
 
-def plugin_for_submission(team: Team, manifest: Manifest, listing: dict[str, Any]) -> Plugin:
+def plugin_for_submission(team: Team, manifest: Manifest, listing: dict[str, object]) -> Plugin:
     """The team's plugin row, locked, creating it for a first submission; the name and version
     rules are checked again under the lock, so two racing submissions cannot both pass."""
     if name_and_version_check(team=team, manifest=manifest) is None:
@@ -101,7 +101,8 @@ def plugin_for_submission(team: Team, manifest: Manifest, listing: dict[str, Any
     return plugin
 
 
-def commands_with_examples(manifest: Manifest, spec: dict[str, Any] | None) -> list[dict[str, Any]]:
+def commands_with_examples(manifest: Manifest,
+                           spec: dict[str, Any] | None) -> list[dict[str, object]]:
     """Commands from the manifest, with the spec's examples for a generated plugin."""
     examples: dict[str, list[Any]] = {}
     for command in (spec or {}).get("commands", []):

@@ -236,13 +236,13 @@ def plugin_try_perform(*, try_id: int) -> TryRequest | None:
     return asked
 
 
-def _try_finish(guard: QuerySet[TryRequest], stored: dict[str, Any]) -> int:
+def _try_finish(guard: QuerySet[TryRequest], stored: dict[str, object]) -> int:
     return durable.release(guard.exclude(status=TryRequest.Status.DONE),
                            status=TryRequest.Status.DONE, result=stored,
                            finished_at=timezone.now())
 
 
-def _try_failed(error: str) -> dict[str, Any]:
+def _try_failed(error: str) -> dict[str, object]:
     return {"ok": False, "output": None, "error": error, "log": "", "detail": "", "duration_ms": 0}
 
 

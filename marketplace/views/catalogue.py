@@ -3,8 +3,6 @@ uploads, publishing a run, the publish gate for uploads, yanks, settings and API
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -61,6 +59,7 @@ from marketplace.services.trying import (
 from marketplace.services.uploads import plugin_upload_store
 from marketplace.services.yanking import plugin_version_unyank, plugin_version_yank
 from marketplace.try_input import try_commands
+from marketplace.types import StoredCommand
 from marketplace.validation import PackageError
 from projects.permissions import get_run_for_member
 from teams.http import AuthenticatedHttpRequest
@@ -82,7 +81,7 @@ def _version_or_404(plugin: Plugin, viewer: Viewer, version: str) -> PluginVersi
     return found
 
 
-def _render(request: AuthenticatedHttpRequest, template: str, context: dict[str, Any],
+def _render(request: AuthenticatedHttpRequest, template: str, context: dict[str, object],
             partial: str = "") -> HttpResponse:
     if partial and getattr(request, "htmx", False):
         return render(request, f"{template}#{partial}", context)
@@ -133,7 +132,8 @@ def version_detail(request: AuthenticatedHttpRequest, name: str, version: str) -
 
 
 def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: Viewer,
-                    versions: list[PluginVersion], shown: PluginVersion | None) -> dict[str, Any]:
+                    versions: list[PluginVersion],
+                    shown: PluginVersion | None) -> dict[str, object]:
     own_review = review_of(plugin, viewer.user_id)
     commands = try_commands(shown) if shown else []
     first_example = next((c for c in commands if c.get("examples")), None)
@@ -169,7 +169,7 @@ def _plugin_context(request: AuthenticatedHttpRequest, plugin: Plugin, viewer: V
 
 
 def _try_send_context(request: AuthenticatedHttpRequest,
-                      shown: PluginVersion | None) -> dict[str, Any]:
+                      shown: PluginVersion | None) -> dict[str, object]:
     """For a plugin that talks to other services: its hosts (a try rehearses them), and
     whether the user's current team may send for real (only where it uses this version)."""
     hosts = try_hosts(shown) if shown else []
@@ -182,7 +182,7 @@ def _try_send_context(request: AuthenticatedHttpRequest,
             "try_team": team}
 
 
-def _try_initial(command: dict[str, Any] | None) -> dict[str, Any]:
+def _try_initial(command: StoredCommand | None) -> dict[str, object]:
     import json
 
     if not command:

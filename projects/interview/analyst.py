@@ -19,6 +19,7 @@ from projects.interview.checklist import (
 )
 from projects.interview.examples import parsed_examples
 from projects.interview.parsing import parse_lines
+from projects.interview.types import Question
 
 MAX_ANALYST_QUESTIONS_PER_ROUND = 5
 MAX_ANALYST_ROUNDS = 3
@@ -42,7 +43,7 @@ _PARTS = (("inputs", "inputs"), ("outputs", "outputs"),
 
 
 def analyst_messages(request: str, state: Mapping[str, Any],
-                     questions: list[dict[str, Any]]) -> list[Message]:
+                     questions: list[Question]) -> list[Message]:
     """The analyst's messages: the request, then every answer the form holds so far (the
     tasks with their inputs, outputs and examples, the rules, how autonomous, the other
     systems, how it is tested, each question answered or skipped), which it must not ask
@@ -71,7 +72,7 @@ def analyst_messages(request: str, state: Mapping[str, Any],
             Message(role="user", content="\n".join(lines))]
 
 
-def _settled(state: Mapping[str, Any], questions: list[dict[str, Any]]) -> list[str]:
+def _settled(state: Mapping[str, Any], questions: list[Question]) -> list[str]:
     """The form's other answers: the rules, how autonomous, how it is tested, the questions
     the person chose to skip (with what will be assumed)."""
     lines = []
@@ -91,12 +92,12 @@ def _settled(state: Mapping[str, Any], questions: list[dict[str, Any]]) -> list[
     return lines
 
 
-def parse_analyst_questions(text: str, existing: list[dict[str, Any]], *,
-                            round_number: int) -> list[dict[str, Any]]:
+def parse_analyst_questions(text: str, existing: list[Question], *,
+                            round_number: int) -> list[Question]:
     """New questions from the analyst's reply; anything unparseable or repeated is ignored."""
     items = _json_list(text)
     seen = {_normal(q["text"]) for q in existing}
-    questions: list[dict[str, Any]] = []
+    questions: list[Question] = []
     for item in items:
         raw = item if isinstance(item, dict) else {"question": item}
         question_text = raw.get("question")

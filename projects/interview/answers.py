@@ -33,6 +33,7 @@ from projects.interview.fields import (
     example_field,
 )
 from projects.interview.naming import derive_plugin_name
+from projects.interview.types import Question
 
 MAX_REQUEST_CHARS = MAX_SUMMARY_CHARS
 MIN_REQUEST_WORDS = 3
@@ -67,7 +68,7 @@ def question_field(question: Mapping[str, Any]) -> str:
     return f"q-{question['id']}"
 
 
-def apply_answers(request: str, state: dict[str, Any], questions: list[dict[str, Any]],
+def apply_answers(request: str, state: dict[str, Any], questions: list[Question],
                   question_ids: list[str], data: Mapping[str, Any], *,
                   skip: str = "", require: bool = True) -> dict[str, list[str]]:
     """Store every answer posted for the questions `question_ids` (in place), and skip `skip`.
@@ -100,7 +101,7 @@ def apply_answers(request: str, state: dict[str, Any], questions: list[dict[str,
     return errors
 
 
-def _apply_one(request: str, state: dict[str, Any], question: dict[str, Any],
+def _apply_one(request: str, state: dict[str, Any], question: Question,
                data: Mapping[str, Any]) -> list[str]:
     kind, field = question["kind"], question_field(question)
     if kind == "examples":
@@ -148,7 +149,7 @@ def _apply_commands(request: str, state: dict[str, Any], text: str) -> list[str]
     return []
 
 
-def _skip(request: str, state: dict[str, Any], question: dict[str, Any]) -> None:
+def _skip(request: str, state: dict[str, Any], question: Question) -> None:
     question["skipped"] = True
     question["assumption"] = default_assumption(question, state)
     if question["kind"] == "commands" and not state.get("commands"):
@@ -156,7 +157,7 @@ def _skip(request: str, state: dict[str, Any], question: dict[str, Any]) -> None
         state.setdefault("drafts", {}).pop(FIELD_COMMANDS, None)
 
 
-def _handle_blanks(request: str, state: dict[str, Any], questions: list[dict[str, Any]],
+def _handle_blanks(request: str, state: dict[str, Any], questions: list[Question],
                    errors: dict[str, list[str]]) -> None:
     """Blank essentials are errors; blank optional answers become skips, once all else is fine."""
     blank = [q for q in questions if not q.get("skipped") and not is_answered(q, state)
@@ -185,7 +186,7 @@ def answer_text(question: Mapping[str, Any], state: Mapping[str, Any]) -> str:
 SUMMARY_COMMAND_PARTS = ("name", "description", "inputs", "outputs", "edge_cases")
 
 
-def apply_summary(state: dict[str, Any], questions: list[dict[str, Any]],
+def apply_summary(state: dict[str, Any], questions: list[Question],
                   data: Mapping[str, Any]) -> None:
     """Store the summary form as typed (in place); a changed answer is no longer a skip."""
     for field in (FIELD_NAME, FIELD_SUMMARY, FIELD_AUTONOMY, FIELD_CONSTRAINTS):
@@ -208,7 +209,7 @@ def apply_summary(state: dict[str, Any], questions: list[dict[str, Any]],
 
 
 def _set_unskipping(target: dict[str, Any], key: str, value: str,
-                    questions: list[dict[str, Any]], question_id: str) -> None:
+                    questions: list[Question], question_id: str) -> None:
     if target.get(key, "") != value:
         target[key] = value
         for question in questions:

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from projects.interview.examples import parsed_examples
+from projects.interview.types import Question
 
 # A question about how the data is laid out, which an example's input shows.
 _LAYOUT = re.compile(r"\b(columns?|headers?|headings?|layout|format(?:ted)?|separat\w*|"
@@ -27,7 +28,7 @@ MIN_SHARED_SHARE = 0.5
 
 
 def answered_before(text: str, state: Mapping[str, Any],
-                    questions: list[dict[str, Any]]) -> tuple[str, str]:
+                    questions: list[Question]) -> tuple[str, str]:
     """(the answer the form already gives to `text`, where it was given); ("", "") when none."""
     if _LAYOUT.search(text):
         shown = _example_part(state, "output" if _OUTPUT.search(text) else "input")
@@ -44,7 +45,7 @@ def answered_before(text: str, state: Mapping[str, Any],
 
 
 def _earlier_answers(state: Mapping[str, Any],
-                     questions: list[dict[str, Any]]) -> list[tuple[str, str]]:
+                     questions: list[Question]) -> list[tuple[str, str]]:
     # Rules and decisions only: what goes in and comes out name things, which a new question
     # may well name too without being answered by them.
     found = []
@@ -82,8 +83,8 @@ def _stem(word: str) -> str:
     return word
 
 
-def questions_answer_before(new: list[dict[str, Any]], state: Mapping[str, Any],
-                            questions: list[dict[str, Any]]) -> None:
+def questions_answer_before(new: list[Question], state: Mapping[str, Any],
+                            questions: list[Question]) -> None:
     """Fill each of the analyst's questions in `new` that the form answers by now (in place):
     when they arrive, and after each page she saves, as the first round asks before she gives
     examples. Each is filled once: an answer she then clears stays hers to give."""
@@ -93,4 +94,4 @@ def questions_answer_before(new: list[dict[str, Any]], state: Mapping[str, Any],
             continue
         answer, where = answered_before(question["text"], state, questions)
         if answer:
-            question.update(answer=answer, answered_from=where, before_checked=True)
+            question.update({"answer": answer, "answered_from": where, "before_checked": True})

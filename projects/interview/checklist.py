@@ -12,6 +12,7 @@ from typing import Any
 from autocoder.engine.spec import AUTONOMY_LEVELS
 from projects.interview.commands import DEFAULT_COMMAND, command_by_key, command_name
 from projects.interview.examples import examples_errors
+from projects.interview.types import Question
 
 ESSENTIAL, IMPORTANT, NICE = "essential", "important", "nice"
 PRIORITIES: tuple[str, ...] = (ESSENTIAL, IMPORTANT, NICE)
@@ -34,13 +35,13 @@ RECOMMENDED_AUTONOMY = "semi"
 
 
 def new_question(qid: str, kind: str, text: str, help_text: str, priority: str, *,
-                 command: str = "", source: str = "checklist") -> dict[str, Any]:
+                 command: str = "", source: str = "checklist") -> Question:
     return {"id": qid, "kind": kind, "text": text, "help": help_text, "priority": priority,
             "command": command, "source": source, "answer": "", "skipped": False,
             "assumption": ""}
 
 
-def checklist_questions(state: Mapping[str, Any]) -> list[dict[str, Any]]:
+def checklist_questions(state: Mapping[str, Any]) -> list[Question]:
     """The questions every interview asks, whatever the model does: the essentials.
 
     Worded for people who do not program; each fills the spec field named by its kind.
@@ -64,7 +65,7 @@ def checklist_questions(state: Mapping[str, Any]) -> list[dict[str, Any]]:
     return questions
 
 
-def _command_questions(command: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _command_questions(command: Mapping[str, Any]) -> list[Question]:
     key, title = command["key"], command.get("name") or "this task"
     return [
         new_question(f"inputs:{key}", "inputs",
@@ -109,8 +110,8 @@ def can_skip(question: Mapping[str, Any]) -> bool:
     return question["kind"] != "examples"
 
 
-def sync_questions(questions: list[dict[str, Any]],
-                   state: Mapping[str, Any]) -> list[dict[str, Any]]:
+def sync_questions(questions: list[Question],
+                   state: Mapping[str, Any]) -> list[Question]:
     """The checklist for the current state (keeping skips), followed by the analyst's questions.
 
     Questions about a command that no longer exists go; analyst questions always stay.
@@ -120,8 +121,8 @@ def sync_questions(questions: list[dict[str, Any]],
     for fresh in checklist_questions(state):
         old = previous.get(fresh["id"])
         if old:
-            fresh.update(answer=old.get("answer", ""), skipped=old.get("skipped", False),
-                         assumption=old.get("assumption", ""))
+            fresh.update({"answer": old.get("answer", ""), "skipped": old.get("skipped", False),
+                          "assumption": old.get("assumption", "")})
         merged.append(fresh)
     analyst = [q for q in questions if q.get("source") == "analyst"]
     analyst.sort(key=lambda q: PRIORITIES.index(q["priority"]))
@@ -149,5 +150,5 @@ def is_open(question: Mapping[str, Any], state: Mapping[str, Any]) -> bool:
     return not question.get("skipped") and not is_answered(question, state)
 
 
-def essentials_open(questions: list[dict[str, Any]], state: Mapping[str, Any]) -> int:
+def essentials_open(questions: list[Question], state: Mapping[str, Any]) -> int:
     return sum(1 for q in questions if q["priority"] == ESSENTIAL and is_open(q, state))

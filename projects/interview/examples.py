@@ -14,13 +14,14 @@ from projects.interview.parsing import (
     parse_lines,
 )
 from projects.interview.samples import sample_name
+from projects.interview.types import ExampleRow
 
 MIN_EXAMPLES = 2
 
 
-def examples_from_form(data: Mapping[str, Any], command_key: str) -> list[dict[str, Any]]:
+def examples_from_form(data: Mapping[str, Any], command_key: str) -> list[ExampleRow]:
     """The example rows posted for one command; rows left completely empty are dropped."""
-    rows = []
+    rows: list[ExampleRow] = []
     for index in range(MAX_EXAMPLES_PER_COMMAND + 5):
         if example_field(command_key, index, "in") not in data:
             break
@@ -68,7 +69,7 @@ def examples_errors(command: Mapping[str, Any]) -> dict[str, list[str]]:
     return errors
 
 
-def parsed_examples(command: Mapping[str, Any]) -> list[dict[str, Any]]:
+def parsed_examples(command: Mapping[str, Any]) -> list[dict[str, object]]:
     """The examples that parse, as spec examples (for the spec and the readable summary), with
     one input name for the command: a pasted table ("text") and an attached file ("week47")
     are the same input under the command's name for it."""
@@ -87,7 +88,7 @@ def parsed_examples(command: Mapping[str, Any]) -> list[dict[str, Any]]:
     return result
 
 
-def single_input_name(command: Mapping[str, Any], inputs: list[dict[str, Any]]) -> str:
+def single_input_name(command: Mapping[str, Any], inputs: list[dict[str, object]]) -> str:
     """The one name every example's single value goes under, when each example gives one
     value: the input the task declares ("Needs", when it is one short name), else the first
     name given (not the stand-in for a pasted value). "" otherwise."""
@@ -124,9 +125,10 @@ def _names(value: Mapping[str, Any]) -> str:
                      for name in sorted(value))
 
 
-def example_rows(command: Mapping[str, Any]) -> list[dict[str, Any]]:
+def example_rows(command: Mapping[str, Any]) -> list[ExampleRow]:
     """The example rows a form shows: every stored one and at least one blank to add another."""
-    rows = [dict(example, index=i) for i, example in enumerate(command.get("examples", []))]
+    stored: list[ExampleRow] = command.get("examples", [])
+    rows: list[ExampleRow] = [{**example, "index": i} for i, example in enumerate(stored)]
     while len(rows) < max(MIN_EXAMPLES, len(command.get("examples", [])) + 1):
         rows.append({"input": "", "output": "", "json": False, "index": len(rows)})
     return rows[:MAX_EXAMPLES_PER_COMMAND]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from projects.interview.checklist import essentials_open, is_open
+from projects.interview.types import Question
 
 # (page, its heading), in the order the wizard asks them.
 PAGES: tuple[tuple[str, str], ...] = (
@@ -42,7 +43,7 @@ class Progress:
     pages: int = 0
 
 
-def progress(questions: list[dict[str, Any]], state: Mapping[str, Any], *,
+def progress(questions: list[Question], state: Mapping[str, Any], *,
              analyst_done: bool = False) -> Progress:
     done = sum(1 for q in questions if not is_open(q, state))
     count = page_count(questions, analyst_done=analyst_done)
@@ -55,15 +56,15 @@ def progress(questions: list[dict[str, Any]], state: Mapping[str, Any], *,
                     pages_done=finished, pages=count)
 
 
-def question_groups(questions: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+def question_groups(questions: list[Question]) -> list[list[Question]]:
     """The questions of each page, in PAGES order (a page may have none yet)."""
-    groups: dict[str, list[dict[str, Any]]] = {page: [] for page, _ in PAGES}
+    groups: dict[str, list[Question]] = {page: [] for page, _ in PAGES}
     for question in questions:
         groups[_page(question)].append(question)
     return list(groups.values())
 
 
-def page_count(questions: list[dict[str, Any]], *, analyst_done: bool) -> int:
+def page_count(questions: list[Question], *, analyst_done: bool) -> int:
     """How many pages the counter shows: the same on every page of an interview."""
     asks = not analyst_done or any(q.get("source") == "analyst" for q in questions)
     return len(PAGES) if asks else len(PAGES) - 1
@@ -81,7 +82,7 @@ def _page(question: Mapping[str, Any]) -> str:
         question["kind"]]
 
 
-def first_open_group(questions: list[dict[str, Any]], state: Mapping[str, Any]) -> int | None:
+def first_open_group(questions: list[Question], state: Mapping[str, Any]) -> int | None:
     for index, group in enumerate(question_groups(questions)):
         if any(is_open(q, state) for q in group):
             return index

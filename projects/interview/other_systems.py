@@ -34,6 +34,13 @@ from projects.interview.system_answers import (
     read_sample,
     setting_name,
 )
+from projects.interview.types import (
+    ServicesAnswers,
+    SpecServices,
+    SpecSetting,
+    SpecSystem,
+    SystemAnswers,
+)
 
 FIELD_USES, FIELD_STORAGE = "svc-uses", "svc-storage"
 FIELD_SYSTEMS, FIELD_COUNT = "svc-systems", "svc-count"
@@ -64,7 +71,7 @@ def need_field(index: int, row: int, part: str) -> str:
 # -- the stored answers ------------------------------------------------------------------------
 
 
-def _system_of(raw: Mapping[str, Any]) -> dict[str, Any]:
+def _system_of(raw: Mapping[str, Any]) -> SystemAnswers:
     does = str(raw.get("does", ""))
     return {"name": str(raw.get("name", "")), "does": does if does in dict(DOES) else "",
             "address": str(raw.get("address", "")), "sample": str(raw.get("sample", "")),
@@ -72,7 +79,7 @@ def _system_of(raw: Mapping[str, Any]) -> dict[str, Any]:
             "needs": [dict(row) for row in raw.get("needs", []) if isinstance(row, Mapping)]}
 
 
-def _one_service(stored: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _one_service(stored: Mapping[str, Any]) -> list[SystemAnswers]:
     """An interview saved when only one service was asked: that service, as one system."""
     if not any(str(stored.get(key, "")).strip() for key in ("service", "address", "sample")) \
             and not stored.get("settings"):
@@ -84,7 +91,7 @@ def _one_service(stored: Mapping[str, Any]) -> list[dict[str, Any]]:
                         "needs": stored.get("settings", [])})]
 
 
-def answers_of(state: Mapping[str, Any]) -> dict[str, Any]:
+def answers_of(state: Mapping[str, Any]) -> ServicesAnswers:
     """The stored answers, with the defaults for a question never answered ("no")."""
     stored = state.get("services") or {}
     systems = stored.get("systems")
@@ -127,7 +134,7 @@ def apply_form(state: dict[str, Any], data: Mapping[str, Any]) -> dict[str, list
     return services_errors(state)
 
 
-def _posted_systems(data: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _posted_systems(data: Mapping[str, Any]) -> list[SystemAnswers]:
     try:
         count = min(int(str(data.get(FIELD_COUNT, "0"))), MAX_SYSTEMS + 5)
     except ValueError:
@@ -140,7 +147,7 @@ def _posted_systems(data: Mapping[str, Any]) -> list[dict[str, Any]]:
         for row in range(MAX_SETTINGS + 5):
             if need_field(index, row, "name") not in data:
                 break
-            need: dict[str, Any] = {part: str(data.get(need_field(index, row, part), ""))
+            need: dict[str, object] = {part: str(data.get(need_field(index, row, part), ""))
                                     for part in ("name", "description", "value")}
             need["secret"] = bool(data.get(need_field(index, row, "secret")))
             if any(str(need[part]).strip() for part in ("name", "description", "value")):
@@ -174,7 +181,7 @@ class System:
     address_setting: str  # "" when the address is known
     placeholder: str  # the address the examples use when it is not known
     needs: tuple[Setting, ...] = ()
-    sample: dict[str, Any] = field(default_factory=dict)
+    sample: dict[str, object] = field(default_factory=dict)  # system_answers.read_sample
     sample_url: str = ""
     method: str = "GET"
 
@@ -296,15 +303,15 @@ def services_errors(state: Mapping[str, Any]) -> dict[str, list[str]]:
 # -- what the spec records ---------------------------------------------------------------------
 
 
-def spec_services(state: Mapping[str, Any]) -> dict[str, Any] | None:
+def spec_services(state: Mapping[str, Any]) -> SpecServices | None:
     """The spec's `services`, or None when the plugin talks to nothing and remembers nothing."""
     given = answers_of(state)
     systems = read_systems(state)[0] if given["uses"] == "yes" else []
     if not systems and not given["storage"]:
         return None
     hosts: list[str] = []
-    settings: list[dict[str, Any]] = []
-    described = []
+    settings: list[SpecSetting] = []
+    described: list[SpecSystem] = []
     for system in systems:
         host = system.rule.text() if system.rule is not None else None
         if host is not None and host not in hosts:
@@ -320,16 +327,19 @@ def spec_services(state: Mapping[str, Any]) -> dict[str, Any] | None:
                           "does": system.does, "host": host,
                           "address_setting": system.address_setting or None,
                           "needs": [s.name for s in system.needs]})
-    return {"hosts": hosts, "settings": settings, **({"systems": described} if described else {}),
-            "storage": given["storage"]}
+    services: SpecServices = {"hosts": hosts, "settings": settings}
+    if described:
+        services["systems"] = described
+    services["storage"] = given["storage"]
+    return services
 
 
-def example_extras(state: Mapping[str, Any]) -> dict[str, Any]:
+def example_extras(state: Mapping[str, Any]) -> dict[str, object]:
     """What every example of the spec carries: the settings' example values (a placeholder
     address for an address nobody knows) and the systems' sample answers ({} for none)."""
     if not talks_to_service(state):
         return {}
-    extras: dict[str, Any] = {}
+    extras: dict[str, object] = {}
     values: dict[str, str] = {}
     answers = []
     for system in read_systems(state)[0]:

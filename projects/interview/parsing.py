@@ -48,14 +48,14 @@ def field_line(line: str) -> tuple[str, str] | None:
     return match.group(1), match.group(2)
 
 
-def parse_fields(text: str) -> tuple[dict[str, Any], list[str]]:
+def parse_fields(text: str) -> tuple[dict[str, object], list[str]]:
     """`name: value` lines -> a dict, with a plain-words error for each line that is not one.
 
     A name alone on its line ("meetings:") starts a value of several lines: every line below it
     belongs to that value (a pasted table, list, log or text), up to the next name alone at the
     start of a line, or the end.
     """
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     errors: list[str] = []
     block: tuple[str, list[str]] | None = None
     for number, line in enumerate(text.splitlines(), start=1):
@@ -81,7 +81,7 @@ def parse_fields(text: str) -> tuple[dict[str, Any], list[str]]:
     return fields, errors
 
 
-def _store(fields: dict[str, Any], errors: list[str], name: str, value: Any) -> None:
+def _store(fields: dict[str, object], errors: list[str], name: str, value: Any) -> None:
     if name in fields:
         errors.append(f"\u201c{name}\u201d is given twice; give it once.")
     else:
@@ -104,7 +104,7 @@ def one_line_ending(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def parse_example_input(text: str, json_mode: bool) -> tuple[dict[str, Any] | None, list[str]]:
+def parse_example_input(text: str, json_mode: bool) -> tuple[dict[str, object] | None, list[str]]:
     """What goes in: named values, or (not starting with a name) one pasted value, or JSON."""
     text = one_line_ending(text)
     if not text.strip():

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from autocoder.engine.spec_schedule import MAX_WORDS_CHARS
 
@@ -53,7 +53,28 @@ DEFAULT_TIME = "08:00"
 _TIME = re.compile(r"(?:[01]\d|2[0-3]):[0-5]\d")
 
 
-def answers_of(state: Mapping[str, Any]) -> dict[str, Any]:
+class ScheduleAnswers(TypedDict):
+    """`state["schedule"]` as typed, with its defaults (answers_of)."""
+
+    how: str
+    time: str
+    days: list[str]
+    day: str
+    words: str
+    period: str
+    command: str
+
+
+class SpecSchedule(TypedDict):
+    """The spec's `schedule` (docs/engine.md, "Spec format")."""
+
+    words: str
+    when: str | None  # None: only in the requester's own words (schedule.when_words)
+    command: str
+    period: str | None
+
+
+def answers_of(state: Mapping[str, Any]) -> ScheduleAnswers:
     stored = state.get("schedule") or {}
     how = str(stored.get("how") or "click")
     return {"how": how if how in dict(HOW) else "click",
@@ -131,7 +152,7 @@ def described(state: Mapping[str, Any]) -> str:
     return "only when someone clicks (or calls it)"
 
 
-def spec_schedule(state: Mapping[str, Any], commands: list[str]) -> dict[str, Any] | None:
+def spec_schedule(state: Mapping[str, Any], commands: list[str]) -> SpecSchedule | None:
     """The spec's `schedule` (None: it runs only when someone calls it)."""
     given = answers_of(state)
     if given["how"] == "click":
@@ -171,7 +192,7 @@ def summary_lines(state: Mapping[str, Any]) -> list[tuple[str, str]]:
 
 
 def form_view(state: Mapping[str, Any], errors: Mapping[str, list[str]],
-              commands: list[tuple[str, str]]) -> dict[str, Any]:
+              commands: list[tuple[str, str]]) -> dict[str, object]:
     """The section's values and errors; `commands` (key, name) for the task it runs."""
     given = answers_of(state)
     days = [{"value": day, "label": label, "field": day_field(day),

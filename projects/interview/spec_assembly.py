@@ -31,6 +31,7 @@ from projects.interview.fields import (
 )
 from projects.interview.naming import NAME_RULE, name_problem
 from projects.interview.parsing import parse_example_input, parse_example_output, parse_lines
+from projects.interview.types import Question, SpecCommand
 
 _SPEC_PATH = re.compile(
     r"^commands\[(\d+)\](?:\.examples\[(\d+)\](?:\.(input|output))?|\.(\w+))?: (.*)$")
@@ -45,7 +46,7 @@ class Assembly:
     assumptions: list[str]
 
 
-def assumptions(questions: list[dict[str, Any]], state: Mapping[str, Any]) -> list[str]:
+def assumptions(questions: list[Question], state: Mapping[str, Any]) -> list[str]:
     """The stated assumptions for skipped questions, in plain words.
 
     A skipped "tasks" question counts even though its assumption filled in the tasks.
@@ -58,12 +59,12 @@ def assumptions(questions: list[dict[str, Any]], state: Mapping[str, Any]) -> li
     return result
 
 
-def _skipped(questions: list[dict[str, Any]], question_id: str) -> bool:
+def _skipped(questions: list[Question], question_id: str) -> bool:
     return any(q["id"] == question_id and q.get("skipped") for q in questions)
 
 
 def assemble(request: str, state: Mapping[str, Any],
-             questions: list[dict[str, Any]]) -> Assembly:
+             questions: list[Question]) -> Assembly:
     """The spec for an interview and the plain-words errors that stop it from starting."""
     errors: dict[str, list[str]] = {}
     _check_basics(state, questions, errors)
@@ -105,7 +106,7 @@ def assemble(request: str, state: Mapping[str, Any],
     return Assembly(spec=spec, errors=errors, assumptions=stated)
 
 
-def _check_basics(state: Mapping[str, Any], questions: list[dict[str, Any]],
+def _check_basics(state: Mapping[str, Any], questions: list[Question],
                   errors: dict[str, list[str]]) -> None:
     name = str(state.get("name", "")).strip()
     if not name:
@@ -132,7 +133,7 @@ def _command_errors(command: Mapping[str, Any]) -> dict[str, list[str]]:
     return errors
 
 
-def _spec_command(command: Mapping[str, Any], extras: Mapping[str, Any]) -> dict[str, Any]:
+def _spec_command(command: Mapping[str, Any], extras: Mapping[str, object]) -> SpecCommand:
     parts = [str(command.get("description", "")).strip()]
     for label, key in (("Needs", "inputs"), ("Gives back", "outputs")):
         items = parse_lines(str(command.get(key, "")))
@@ -157,7 +158,7 @@ def _example_rows(command: Mapping[str, Any]) -> list[int]:
     return rows
 
 
-def _constraints(state: Mapping[str, Any], questions: list[dict[str, Any]],
+def _constraints(state: Mapping[str, Any], questions: list[Question],
                  stated: list[str]) -> list[str]:
     lines = parse_lines(str(state.get("constraints", "")))
     service = other_systems.service_line(state)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from autocoder.plugins import HostError, HostRule, parse_host_rule
@@ -89,7 +88,7 @@ def host_label(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", ascii_text.lower()).strip("-")[:50].strip("-")
 
 
-def read_sample(text: str) -> tuple[dict[str, Any], str]:
+def read_sample(text: str) -> tuple[dict[str, object], str]:
     """A pasted answer of the service: {"json": value} or {"text": text}, or a problem."""
     text = text.replace("\r\n", "\n").strip()
     if not text:

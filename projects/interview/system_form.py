@@ -52,7 +52,7 @@ def focus_after(action: str, state: Mapping[str, Any]) -> str:
 
 
 def form_view(state: Mapping[str, Any], errors: Mapping[str, list[str]],
-              focus: str = "") -> dict[str, Any]:
+              focus: str = "") -> dict[str, object]:
     """The section's values, one group per system (one blank one when none is typed), and
     its errors; `focus`: the id of the field that gets the focus."""
     given = answers_of(state)
@@ -71,7 +71,7 @@ def form_view(state: Mapping[str, Any], errors: Mapping[str, list[str]],
 
 
 def _system_view(index: int, system: Mapping[str, Any], errors: Mapping[str, list[str]],
-                 focus: str, count: int) -> dict[str, Any]:
+                 focus: str, count: int) -> dict[str, object]:
     needs = list(system["needs"]) + [{}]
     rows = []
     for row, need in enumerate(needs):

@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from html.parser import HTMLParser
 from pathlib import PurePath
-from typing import Any
+from typing import Any, TypedDict
 
 from autocoder.engine.spec import MAX_API_DOCS_CHARS
 from autocoder.quality.strategies import STRATEGIES, Strategy, default_strategy, strategy
@@ -104,7 +104,15 @@ def testing_errors(state: Mapping[str, Any]) -> dict[str, list[str]]:
     return errors
 
 
-def spec_values(state: Mapping[str, Any]) -> dict[str, Any]:
+class TestingValues(TypedDict):
+    """The spec's testing fields, as spec_values gives them."""
+
+    testing_strategy: str
+    quality_threshold: float  # 0-1
+    max_iterations: int
+
+
+def spec_values(state: Mapping[str, Any]) -> TestingValues:
     """The spec's strategy, threshold (0-1) and iteration limit: the requester's numbers when
     they are valid, else the strategy's."""
     stored, picked = _stored(state), chosen(state)
@@ -115,7 +123,7 @@ def spec_values(state: Mapping[str, Any]) -> dict[str, Any]:
             "max_iterations": iterations or picked.max_iterations}
 
 
-def form_view(state: Mapping[str, Any], errors: Mapping[str, list[str]]) -> dict[str, Any]:
+def form_view(state: Mapping[str, Any], errors: Mapping[str, list[str]]) -> dict[str, object]:
     """What the summary shows and its form's values (as typed, errors and all)."""
     stored, picked = _stored(state), chosen(state)
     values = spec_values(state)

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from projects.models import Interview
-from projects.selectors.interviews import readable
+from projects.selectors.interviews import ReadablePart, readable
 from runs.models import Project
 
 # How the spec stores answers and assumptions (projects/interview/spec_assembly.py
@@ -22,7 +22,7 @@ _NOT_RULES = ("This changes version ", "A call of ")
 class AskedTask:
     name: str
     description: str
-    examples: list[dict[str, Any]]  # {"input": parts, "output": parts} (selectors.readable)
+    examples: list[dict[str, list[ReadablePart]]]  # {"input": parts, "output": parts}
 
 
 @dataclass
@@ -61,5 +61,5 @@ def asked_for(project: Project) -> Asked:
     return asked
 
 
-def _readable_output(value: Any) -> list[dict[str, Any]]:
+def _readable_output(value: Any) -> list[ReadablePart]:
     return readable(value, named=isinstance(value, dict))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, TypeAlias, TypedDict, cast
 
 from django.db.models import Case, Exists, F, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.db.models.functions import JSONObject
@@ -31,7 +31,7 @@ from teams.models import Membership, Team
 S = Project.Status
 # Every card of a team's unfiltered board, as rows, kept between the team's live events; a
 # change no event announced shows within this many seconds (a card's tokens mid-step, say).
-TEAM_CARDS: SharedCopies[list[dict[str, Any]]] = SharedCopies(max_age_s=5.0)
+TEAM_CARDS: SharedCopies[list[CardRow]] = SharedCopies(max_age_s=5.0)
 
 
 @dataclass(frozen=True)
@@ -151,8 +151,34 @@ def _latest_run_json() -> Subquery:
     return Subquery(_latest_run().annotate(figures=figures).values("figures")[:1])
 
 
+class RunFigures(TypedDict):
+    """The latest run's figures on a card, as _latest_run_json's JSON object gives them."""
+
+    id: int
+    iteration: int
+    max_iterations: int
+    tokens: int
+    cost: float | str | None  # a JSON number
+    unpriced: int | None
+    pass_rate: float | None
+
+
+class CardRow(TypedDict):
+    """One card's row: the project's CARD_FIELDS."""
+
+    id: int
+    name: str
+    status: str
+    queue_position: int
+    status_changed_at: datetime
+    requester__username: str
+    run: RunFigures | None
+    pending_approval_id: int | None
+    interview_id: int | None
+
+
 class CardAnnotations(TypedDict):
-    run: dict[str, Any] | None  # the latest run's figures (_latest_run_json)
+    run: RunFigures | None  # the latest run's figures (_latest_run_json)
     pending_approval_id: int | None
     interview_id: int | None
 
@@ -239,7 +265,7 @@ def board_for(*, team: Team, membership: Membership, filters: BoardFilters,
 
 
 def card_rows(*, team: Team, filters: BoardFilters, user_id: int,
-              my_review: set[int]) -> list[dict[str, Any]]:
+              my_review: set[int]) -> list[CardRow]:
     """The card figures of the team's projects that pass `filters`, most recent move first.
 
     Rows, not model instances: the requester comes through the join, no object is built. The
@@ -249,12 +275,12 @@ def card_rows(*, team: Team, filters: BoardFilters, user_id: int,
         projects = _apply(board_projects(team=team), filters, user_id, my_review)
         return projects.order_by("-status_changed_at", "-id")
 
-    def every_card() -> list[dict[str, Any]]:
+    def every_card() -> list[CardRow]:
         rows = fetch_rows(("board-cards", team.pk), lambda: ordered().values_list(*CARD_FIELDS))
-        return [dict(zip(CARD_FIELDS, row, strict=True)) for row in rows]
+        return [_card_row(dict(zip(CARD_FIELDS, row, strict=True))) for row in rows]
 
     if filters.active:
-        return list(ordered().values(*CARD_FIELDS))
+        return [_card_row(row) for row in ordered().values(*CARD_FIELDS)]
     return TEAM_CARDS.get(team.pk, group=realtime.team_group(team.pk), build=every_card)
 
 
@@ -283,7 +309,12 @@ class _UrlPatterns:
         self.interview = reverse("interview_detail", args=[0]).replace("/0/", "/{}/")
 
 
-def _card(row: dict[str, Any], now: datetime, urls: _UrlPatterns, needs_my_review: bool) -> Card:
+def _card_row(values: dict[str, Any]) -> CardRow:
+    """A row of CARD_FIELDS from the database, read as the card's row."""
+    return cast(CardRow, values)
+
+
+def _card(row: CardRow, now: datetime, urls: _UrlPatterns, needs_my_review: bool) -> Card:
     run = row["run"]
     pending = row["pending_approval_id"]
     needs_human = pending is not None or row["status"] in HUMAN_STATUSES
@@ -307,7 +338,7 @@ def _card(row: dict[str, Any], now: datetime, urls: _UrlPatterns, needs_my_revie
     )
 
 
-def _cost_text(run: dict[str, Any]) -> str:
+def _cost_text(run: RunFigures) -> str:
     """The latest run's cost, from the card's JSON (the cost arrives as a JSON number)."""
     unpriced = run.get("unpriced") or 0
     if unpriced >= run["tokens"]:

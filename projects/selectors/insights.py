@@ -174,7 +174,7 @@ class Insights:
     def empty(self) -> bool:
         return self.total.started == 0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, object]:
         """The figures as JSON-friendly data (team_report --json)."""
         return {"team": self.team.slug, "since": self.period.since.isoformat(),
                 "until": self.period.until.isoformat(),
@@ -207,7 +207,7 @@ def _runs_in(team: Team, period: Period) -> QuerySet[Run]:
     return Run.objects.filter(project__team=team, created_at__gte=start, created_at__lt=end)
 
 
-def _outcome_counts() -> dict[str, Any]:
+def _outcome_counts() -> dict[str, object]:
     """The per-run facts every figure is counted from, as aggregates."""
     stumbled = Q(failed_attempt=True, status__in=FINISHED)
     helped_by_person = Q(escalations_answered__gt=0) | Q(changes_requested=True)
@@ -308,7 +308,7 @@ def _week_figures(row: dict[str, Any], decisions: int, lessons: tuple[int, int])
                    lessons_retrieved=lessons[0], lessons_helped=lessons[1])
 
 
-def _figures_dict(figures: Figures) -> dict[str, Any]:
+def _figures_dict(figures: Figures) -> dict[str, object]:
     wall = figures.median_wall
     return {
         "runs_started": figures.started, "succeeded": figures.succeeded,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any
+from typing import Any, TypedDict
 
 from django.contrib.auth.models import AnonymousUser, User
 from django.db.models import QuerySet
@@ -20,6 +20,7 @@ from projects.interview import (
     parsing,
     spec_assembly,
 )
+from projects.interview.types import Question
 from projects.models import Interview
 
 
@@ -35,7 +36,7 @@ def interviews_unfinished_for_user(user: User | AnonymousUser) -> QuerySet[Inter
 class QuestionView:
     """One question as a page shows it."""
 
-    question: dict[str, Any]
+    question: Question
     field: str
     answer: str
     errors: list[str]
@@ -44,7 +45,7 @@ class QuestionView:
     assumption: str
     priority_label: str
     command: dict[str, Any] | None = None
-    examples: list[dict[str, Any]] = dataclass_field(default_factory=list)
+    examples: list[dict[str, object]] = dataclass_field(default_factory=list)  # example_views
     placeholder: str = ""
     proposed: bool = False  # the answer shown is read from the request, not typed yet
 
@@ -76,7 +77,7 @@ def questions_page(interview: Interview, group: int,
                          can_review=progress.essentials_open == 0)
 
 
-def _question_view(question: dict[str, Any], state: dict[str, Any],
+def _question_view(question: Question, state: dict[str, Any],
                    errors: dict[str, list[str]], request: str = "") -> QuestionView:
     field_name = answers.question_field(question)
     command = commands.command_by_key(state, question.get("command", ""))
@@ -97,7 +98,8 @@ def _question_view(question: dict[str, Any], state: dict[str, Any],
     return view
 
 
-def example_views(command: dict[str, Any], errors: dict[str, list[str]]) -> list[dict[str, Any]]:
+def example_views(command: dict[str, Any],
+                  errors: dict[str, list[str]]) -> list[dict[str, object]]:
     """The example rows of one command's form, each with its field names and errors."""
     rows = []
     for row in examples.example_rows(command):
@@ -119,7 +121,7 @@ class SummaryView:
     assumptions: list[str]
     errors: dict[str, list[str]]
     commands: list[dict[str, Any]]
-    answered: list[dict[str, Any]]
+    answered: list[Question]
     autonomy_label: str
     ready: bool
     problems: dict[str, list[str]]  # what stops it from starting, whether shown as errors or not
@@ -156,12 +158,20 @@ def summary_view(interview: Interview,
                               if not line.startswith("Assumption: ")])
 
 
-def _readable_example(example: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
+class ReadablePart(TypedDict):
+    """One part of a value as the summary shows it (`readable`)."""
+
+    name: str
+    text: str
+    table: list[list[str]] | None  # the rows of a pasted table, else None
+
+
+def _readable_example(example: dict[str, Any]) -> dict[str, list[ReadablePart]]:
     return {"input": readable(example["input"], named=True),
             "output": readable(example["output"], named=isinstance(example["output"], dict))}
 
 
-def readable(value: Any, *, named: bool) -> list[dict[str, Any]]:
+def readable(value: Any, *, named: bool) -> list[ReadablePart]:
     """A value as the summary shows it: short named values together as "name: value" lines, and
     each value of several lines (a pasted table, list or text) on its own, a table as a table.
 
@@ -170,7 +180,7 @@ def readable(value: Any, *, named: bool) -> list[dict[str, Any]]:
     items = list(value.items()) if named else [("", value)]
     if named and not items:
         return [{"name": "", "text": "(nothing)", "table": None}]
-    parts: list[dict[str, Any]] = []
+    parts: list[ReadablePart] = []
     short: list[str] = []
     for name, item in items:
         if isinstance(item, str) and "\n" in item.strip():

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
@@ -20,7 +19,7 @@ class QueueError(Exception):
     """The move cannot be made (the project left the queue meanwhile, ...)."""
 
 
-def team_event_on_commit(*, team_id: int, kind: str, data: dict[str, Any]) -> None:
+def team_event_on_commit(*, team_id: int, kind: str, data: dict[str, object]) -> None:
     """Tell every open page of the team, once the change is visible to the pages' re-fetch."""
     transaction.on_commit(
         lambda: realtime.publish(realtime.team_group(team_id), {"kind": kind, "data": data}))

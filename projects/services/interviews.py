@@ -13,7 +13,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.contrib.auth.models import User
@@ -203,6 +203,20 @@ PROGRESS_KEY = "autocoder:interview-analyst:{pk}:{part}"
 PROGRESS_TTL_S = 60
 
 
+class RoundResult(TypedDict):
+    """How an analyst round ended, as the waiting page's poll reads it: the page to go to, the
+    questions written, and the words to show."""
+
+    url: str
+    questions: list[str]
+    message: str
+
+
+class ProgressRead(TypedDict):
+    questions: list[str]  # written so far
+    done: RoundResult | None  # None while the round runs
+
+
 class AnalystProgress:
     """The analyst round of one interview as the thinking page polls it."""
 
@@ -229,11 +243,11 @@ class AnalystProgress:
             pipe.expire(self.keys["questions"], PROGRESS_TTL_S)
             pipe.execute()
 
-    def went_on(self, result: Mapping[str, Any]) -> None:
+    def went_on(self, result: RoundResult) -> None:
         """The page stops waiting (the round goes on): its poll reads `result` as done."""
         self.connection.set(self.keys["done"], json.dumps(result), ex=PROGRESS_TTL_S)
 
-    def finish(self, result: Mapping[str, Any]) -> None:
+    def finish(self, result: RoundResult) -> None:
         pipe = self.connection.pipeline()
         pipe.set(self.keys["done"], json.dumps(result), ex=PROGRESS_TTL_S)
         pipe.delete(self.keys["running"])
@@ -243,7 +257,7 @@ class AnalystProgress:
         """Whether a round is still going on (the requester went on without waiting)."""
         return bool(self.connection.exists(self.keys["running"]))
 
-    def read(self) -> dict[str, Any]:
+    def read(self) -> ProgressRead:
         """{"questions": written so far, "done": the round's result or None}."""
         pipe = self.connection.pipeline()
         pipe.lrange(self.keys["questions"], 0, 20)

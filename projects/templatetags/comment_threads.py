@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import template
 
 from projects.comment_forms import CommentForm
@@ -18,7 +16,7 @@ register = template.Library()
 @register.inclusion_tag("projects/_comments.html", takes_context=True)
 def comment_thread(context: template.Context, *, project: Project, run: Run | None = None,
                    approval: ApprovalRequest | None = None,
-                   live: bool = False) -> dict[str, Any]:
+                   live: bool = False) -> dict[str, object]:
     """`live`: the page has no socket of its own; the thread opens its run's."""
     request = context.get("request")
     membership = membership_for(request.user, project.team) if request is not None else None

@@ -3,8 +3,6 @@ user's decision: run gates and uploaded versions) and the notifications bell."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import template
 from django.http import HttpRequest
 
@@ -15,7 +13,7 @@ from teams.selectors.teams import request_memberships
 register = template.Library()
 
 
-def nav_counts(request: HttpRequest) -> dict[str, Any]:
+def nav_counts(request: HttpRequest) -> dict[str, object]:
     user = request.user
     if not user.is_authenticated:
         return {"authenticated": False}
@@ -26,6 +24,6 @@ def nav_counts(request: HttpRequest) -> dict[str, Any]:
 
 
 @register.inclusion_tag("projects/partials/nav.html", takes_context=True)
-def portal_nav(context: template.Context) -> dict[str, Any]:
+def portal_nav(context: template.Context) -> dict[str, object]:
     request = context.get("request")
     return nav_counts(request) if request is not None else {"authenticated": False}

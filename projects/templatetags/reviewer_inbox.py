@@ -3,8 +3,6 @@ gates and uploaded plugin versions), each linking to where it is decided."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import template
 
 from projects.selectors.inbox import inbox_page
@@ -16,7 +14,7 @@ SHOWN = 5
 
 
 @register.inclusion_tag("projects/partials/waiting_for_you.html", takes_context=True)
-def waiting_for_you(context: template.Context) -> dict[str, Any]:
+def waiting_for_you(context: template.Context) -> dict[str, object]:
     request = context.get("request")
     if request is None or not request.user.is_authenticated:
         return {"items": [], "total": 0, "decides": False}

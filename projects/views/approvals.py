@@ -94,7 +94,7 @@ def _render(request: AuthenticatedHttpRequest, approval: ApprovalRequest, member
 
 
 def _context(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membership: Membership,
-             form: ApprovalDecisionForm) -> dict[str, Any]:
+             form: ApprovalDecisionForm) -> dict[str, object]:
     material = review_material(approval, against=request.GET.get("against"))
     team = approval.project.team
     tally = rules.approval_tally(approval, team=team)
@@ -120,7 +120,7 @@ def _context(request: AuthenticatedHttpRequest, approval: ApprovalRequest, membe
     }
 
 
-def _what_it_decides(approval: ApprovalRequest, iteration: Any) -> dict[str, Any]:
+def _what_it_decides(approval: ApprovalRequest, iteration: Any) -> dict[str, object]:
     """What the request is checked against: what was asked, what a change run changes (with
     its cases readable), and the replies of the attempt the model's length limit cut short."""
     change = change_facts(approval, approval.run, iteration)

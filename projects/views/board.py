@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, QueryDict
@@ -61,7 +59,7 @@ def queue_move(request: AuthenticatedHttpRequest, slug: str, pk: int) -> HttpRes
 
 
 def _context(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
-             filters: BoardFilters) -> dict[str, Any]:
+             filters: BoardFilters) -> dict[str, object]:
     limit = None if filters.status else COLUMN_LIMIT
     board = board_for(team=team, membership=membership, filters=filters, limit=limit)
     cards = CardContext(csrf_token=get_token(request),

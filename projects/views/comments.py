@@ -4,8 +4,6 @@ the thread is swapped in place."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -127,6 +125,6 @@ def comment_delete(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
 
 def _form_page(request: AuthenticatedHttpRequest, thread: Thread, form: CommentForm, *,
                heading: str, action: str, status: int = 200) -> HttpResponse:
-    context: dict[str, Any] = {"thread": thread, "form": form, "heading": heading,
+    context: dict[str, object] = {"thread": thread, "form": form, "heading": heading,
                                "action": action}
     return render(request, "projects/comment_form_page.html", context, status=status)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import date
-from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
@@ -49,7 +48,7 @@ def _period(form: InsightsPeriodForm) -> Period:
     return Period.last_weeks(data.get("weeks") or 12)
 
 
-def _charts(insights: Insights) -> dict[str, Any]:
+def _charts(insights: Insights) -> dict[str, object]:
     if insights.empty:
         return {}
     labels = [week.strftime("%-d %b") for week, _ in insights.weeks]

@@ -235,7 +235,7 @@ def _questions_response(request: AuthenticatedHttpRequest, interview: Interview,
 
 
 def _services_form(interview: Interview, errors: dict[str, list[str]],
-                   focus: str = "") -> dict[str, Any]:
+                   focus: str = "") -> dict[str, object]:
     """The services section, with the box for the services' API documentation, and the
     question of how often it runs; `focus`: the field a row's button leaves the focus on."""
     commands = [(str(c.get("key", "")), str(c.get("name", "")))
@@ -321,8 +321,8 @@ def interview_analyst(request: AuthenticatedHttpRequest, pk: int) -> JsonRespons
 
 def _analyst_round_in_background(pk: int, progress: services.AnalystProgress) -> None:
     heard = _Heard(also=progress.listen)
-    result: dict[str, Any] = {"url": reverse("interview_questions", args=[pk]),
-                              "questions": [], "message": ""}
+    result: services.RoundResult = {"url": reverse("interview_questions", args=[pk]),
+                                    "questions": [], "message": ""}
     wait = services.analyst_wait_s(Interview.objects.filter(pk=pk).first())
     # At the wait the page goes on; the round does not: its questions are added as they come.
     timer = threading.Timer(wait, _went_on, args=(pk, progress, heard, wait))

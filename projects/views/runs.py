@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse, QueryDict
@@ -56,7 +54,7 @@ def run_detail(request: AuthenticatedHttpRequest, pk: int) -> HttpResponse:
     return render(request, "projects/run_detail.html", context)
 
 
-def _live_context(run: Run, membership: Membership) -> dict[str, Any]:
+def _live_context(run: Run, membership: Membership) -> dict[str, object]:
     overview = run_overview(run)
     return {"run": run, "project": run.project, "team": run.project.team, "overview": overview,
             "may_control": services.may_control(membership=membership, run=run),
@@ -69,7 +67,7 @@ def _live_context(run: Run, membership: Membership) -> dict[str, Any]:
 
 
 def _publishing(run: Run, membership: Membership,
-                pending: ApprovalRequest | None) -> dict[str, Any]:
+                pending: ApprovalRequest | None) -> dict[str, object]:
     """After success, where publishing stands and who acts next: while a publish request waits,
     its deciders decide it on its page and anyone else reads who does (not a form that would
     change the request they wait on); with none waiting, publishing asks for one."""
@@ -92,14 +90,14 @@ def _held_headline(run: Run) -> str:
     return InstallationFault(run.held_by, "", "").headline
 
 
-def _iteration_context(run: Run, params: QueryDict) -> dict[str, Any]:
+def _iteration_context(run: Run, params: QueryDict) -> dict[str, object]:
     iteration = run_iteration(run, _int(params, "iteration"))
     if iteration is None:
         return {"iteration": None}
     against = baseline_for(run, params.get("against"), current=iteration.number)
     old_files = against.files if against is not None else {}
     view = params.get("view") if params.get("view") in ("split", "unified", "code") else "unified"
-    context: dict[str, Any] = {
+    context: dict[str, object] = {
         "iteration": iteration, "against": against, "view": view,
         "against_key": against.key if against is not None else "0",
         "compare_choices": baseline_choices(run, iteration.number, _numbers(run)),
@@ -122,7 +120,7 @@ def _numbers(run: Run) -> list[int]:
     return list(run.iterations.order_by("number").values_list("number", flat=True))
 
 
-def _code_context(iteration: Iteration, path: str) -> dict[str, Any]:
+def _code_context(iteration: Iteration, path: str) -> dict[str, object]:
     paths = sorted(iteration.files)
     flagged = {f.get("file") for f in visible_findings(iteration.safety_report or {})}
     if path not in iteration.files:

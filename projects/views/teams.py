@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
@@ -123,7 +121,7 @@ def team_settings(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
         **generation_switch_context(team)})
 
 
-def generation_switch_context(team: Team | None) -> dict[str, Any]:
+def generation_switch_context(team: Team | None) -> dict[str, object]:
     """What the Generation section shows (templates/projects/partials/generation_switch.html)."""
     state = generation_state(team=team)
     return {"state": state, "switch_team": team,

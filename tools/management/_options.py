@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.core.management.base import CommandError
 
 from tools.json_input import JsonInputError, json_input_parse
 
 
-def json_object_option(text: str, *, option: str, nothing: str) -> dict[str, Any]:
+def json_object_option(text: str, *, option: str, nothing: str) -> dict[str, object]:
     """A JSON object given on the command line, read as the API reads a body; a CommandError
     saying so, and that `nothing` happened ("Nothing was run."), when it cannot be used."""
     try:

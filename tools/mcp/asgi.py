@@ -75,7 +75,7 @@ def _base(scope: Scope, headers: dict[str, str]) -> str:
     return f"{scheme}://{headers.get('host', '')}"
 
 
-async def _answer(send: Send, status: int, body: dict[str, Any],
+async def _answer(send: Send, status: int, body: dict[str, object],
                   extra: list[tuple[bytes, bytes]] = ()) -> None:  # type: ignore[assignment]
     data = json.dumps(body).encode()
     await send({"type": "http.response.start", "status": status,
@@ -144,7 +144,7 @@ class McpGateway:
             return
         await self._mcp(scope, receive, send, headers, base, slug)
 
-    def metadata(self, base: str, slug: str) -> dict[str, Any]:
+    def metadata(self, base: str, slug: str) -> dict[str, object]:
         """RFC 9728 protected-resource metadata of the team's MCP address."""
         return {"resource": base + team_mcp_path(slug), "bearer_methods_supported": ["header"],
                 "scopes_supported": [SCOPE], "resource_name": f"Autocoder tools of {slug}"}

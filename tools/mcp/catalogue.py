@@ -11,19 +11,21 @@ the example had a whole number, so clients that check the answer against it do n
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from genson import SchemaBuilder
 
 from autocoder.plugins import InputField
+from marketplace.types import StoredCommand
 from teams.models import Team
 from tools.declared import command_info, command_names, declared_inputs, manifest_of
 from tools.models import Activation, VersionBlock
 
 SEPARATOR = "__"
 # A file input, as the form and the API take it.
-FILE_SCHEMA: dict[str, Any] = {
+FILE_SCHEMA: dict[str, object] = {
     "type": "object", "required": ["name", "content_base64"], "additionalProperties": False,
     "properties": {"name": {"type": "string", "description": "The file's name"},
                    "content_base64": {"type": "string",
@@ -46,8 +48,8 @@ class ToolEntry:
     name: str
     title: str
     description: str
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None
+    input_schema: dict[str, object]  # JSON Schema, as MCP sends it
+    output_schema: dict[str, object] | None
     sends: bool  # may send data to another system (declared hosts or address settings)
     activation_id: int
     command: str
@@ -113,10 +115,10 @@ def _entries(activation: Activation) -> list[ToolEntry]:
 
 
 def _examples(activation: Activation, command: str,
-              info: dict[str, Any]) -> list[dict[str, Any]]:
+              info: StoredCommand) -> list[Mapping[str, object]]:
     """The command's examples ({input, output}), from plugin.toml when the stored summary
     has none."""
-    examples = info.get("examples") or []
+    examples: Sequence[Mapping[str, object]] = info.get("examples") or []
     if not examples:
         manifest = manifest_of(activation.version)
         declared = manifest.command(command) if manifest is not None else None
@@ -124,13 +126,14 @@ def _examples(activation: Activation, command: str,
     return [e for e in examples if isinstance(e, dict) and isinstance(e.get("input"), dict)]
 
 
-def _description(activation: Activation, info: dict[str, Any]) -> str:
+def _description(activation: Activation, info: StoredCommand) -> str:
     said = str(info.get("description") or "").strip() or "No description given."
     return (f"{said} (Tool {activation.plugin.name}, version {activation.version.version}, of "
             f"the team {activation.team.name}.)")
 
 
-def input_schema(fields: list[InputField], example_inputs: list[dict[str, Any]]) -> dict[str, Any]:
+def input_schema(fields: list[InputField],
+                 example_inputs: list[object]) -> dict[str, object]:
     """JSON Schema of a command's input: the declared fields, else the examples' shape."""
     if fields:
         return {"type": "object", "additionalProperties": False,
@@ -146,7 +149,7 @@ def input_schema(fields: list[InputField], example_inputs: list[dict[str, Any]])
     return {"type": "object"}
 
 
-def _field_schema(field: InputField) -> dict[str, Any]:
+def _field_schema(field: InputField) -> dict[str, object]:
     described = {"description": field.description} if field.description else {}
     if field.type == "file":
         return {**FILE_SCHEMA, **described}
@@ -159,7 +162,7 @@ def _field_schema(field: InputField) -> dict[str, Any]:
     return {"type": kind, **described}
 
 
-def output_schema(example_outputs: list[Any]) -> dict[str, Any] | None:
+def output_schema(example_outputs: list[object]) -> dict[str, object] | None:
     """The shape of the examples' outputs when each is a JSON object, else None."""
     if not example_outputs or not all(isinstance(o, dict) for o in example_outputs):
         return None
@@ -177,14 +180,15 @@ def _lenient(schema: Any) -> Any:
         return [_lenient(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    lenient: dict[str, Any] = {}
+    lenient: dict[str, object] = {}
     for key, value in schema.items():
         if key == "properties" and isinstance(value, dict):  # field names, not keywords
             lenient[key] = {name: _lenient(sub) for name, sub in value.items()}
         elif key != "required":
             lenient[key] = _lenient(value)
-    if lenient.get("type") == "integer":
+    kind = lenient.get("type")
+    if kind == "integer":
         lenient["type"] = "number"
-    elif isinstance(lenient.get("type"), list):
-        lenient["type"] = sorted({"number" if t == "integer" else t for t in lenient["type"]})
+    elif isinstance(kind, list):
+        lenient["type"] = sorted({"number" if t == "integer" else t for t in kind})
     return lenient

@@ -160,7 +160,7 @@ class ToolServer:
                 await anyio.sleep(1)
 
 
-def _call(grant: Grant, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+def _call(grant: Grant, name: str, arguments: dict[str, object]) -> types.CallToolResult:
     """One call through the road every call takes (tools/services/invocations.py)."""
     found = tool_find(grant, name)
     if found is None:

@@ -133,7 +133,7 @@ def _plugin_lines(version: PluginVersion) -> list[str]:
     return lines
 
 
-def _case_lines(cases: list[dict[str, Any]]) -> list[str]:
+def _case_lines(cases: list[dict[str, object]]) -> list[str]:
     lines = []
     for number, case in enumerate(cases[:MAX_EXAMPLES], start=1):
         line = (f"Example {number}: {case.get('command') or 'a call'} with "
@@ -189,7 +189,7 @@ class FollowUpReply:
     keep: str
 
 
-def _json_object(text: str) -> dict[str, Any] | None:
+def _json_object(text: str) -> dict[str, object] | None:
     found = analyst.json_reply(text, dict)
     return dict(found) if found is not None else None
 

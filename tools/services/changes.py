@@ -62,7 +62,7 @@ def expected_parse(text: str, *, field: str = "expected") -> tuple[bool, Any]:
     return True, words
 
 
-def input_parse(text: str, *, field: str = "input") -> dict[str, Any]:
+def input_parse(text: str, *, field: str = "input") -> dict[str, object]:
     """A case's input: a JSON object ({} when empty)."""
     if not text.strip():
         return {}
@@ -85,10 +85,10 @@ def _reviewers(team: Team, except_id: int | None) -> list[User]:
             if m.can_review and m.user_id != except_id]
 
 
-def _clean_cases(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _clean_cases(cases: list[dict[str, object]]) -> list[dict[str, object]]:
     if len(cases) > MAX_CASES:
         raise ChangeRequestError(f"At most {MAX_CASES} examples in one request.")
-    found: list[dict[str, Any]] = []
+    found: list[dict[str, object]] = []
     for case in cases:
         problem = json_input_problem(case)
         if problem is not None:
@@ -100,7 +100,7 @@ def _clean_cases(cases: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def change_request_create(*, user: AbstractBaseUser, plugin: Plugin, from_team: Team,
                           version: PluginVersion, description: str, keep: str = "",
-                          cases: list[dict[str, Any]] | None = None,
+                          cases: list[dict[str, object]] | None = None,
                           invocation: Invocation | None = None) -> ChangeRequest:
     """Ask the team that owns `plugin` for a change (the caller checked that the user sees the
     plugin and may ask from `from_team`: selectors `asking_teams`)."""
@@ -186,10 +186,10 @@ def change_request_start(*, request: ChangeRequest, user: User,
     return request
 
 
-def _run_case(case: dict[str, Any]) -> dict[str, Any]:
+def _run_case(case: dict[str, object]) -> dict[str, object]:
     """A case as the change run takes it: the ones with an expected answer become its tests;
     what the version answered (or the error's words) tells the model what is wrong."""
-    found: dict[str, Any] = {"command": case.get("command", ""), "input": case.get("input", {})}
+    found: dict[str, object] = {"command": case.get("command", ""), "input": case.get("input", {})}
     if "expected" in case:
         found["expected"] = case["expected"]
     if case.get("expected_words"):

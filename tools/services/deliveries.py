@@ -56,7 +56,7 @@ class Answer:
     """What the sender is answered: the HTTP status, the JSON body, and Retry-After."""
 
     status: int
-    body: dict[str, Any] = field(default_factory=dict)
+    body: dict[str, object] = field(default_factory=dict)
     retry_after: int = 0
 
 
@@ -123,7 +123,7 @@ def _start(trigger: Trigger, event: Any, body: bytes, delivery_id: str) -> Answe
     except IntegrityError:  # the same delivery, sent twice at once: the other one started
         return _record(trigger, Delivery.Outcome.REFUSED, 409, REPLAYED, body, delivery_id)
     said = f"Started {trigger.command} of {trigger.plugin.name} (delivery {delivery.pk})."
-    answer: dict[str, Any] = {"ok": True, "delivery": delivery.pk, "delivery_id": delivery_id,
+    answer: dict[str, object] = {"ok": True, "delivery": delivery.pk, "delivery_id": delivery_id,
                               "invocation": invocation.pk, "status": "queued", "said": said}
     if trigger.scheme == SLACK:  # a slash command shows "text" to whoever typed it
         answer.update(response_type="ephemeral", text=said)

@@ -24,7 +24,7 @@ def json_size(value: Any) -> int:
 
 
 def tool_event_queue(*, team_id: int, version: PluginVersion, event: str,
-                     data: dict[str, Any]) -> Invocation:
+                     data: dict[str, object]) -> Invocation:
     """Deliver `event` to the version's on_event on a worker once the caller's transaction
     commits (through the outbox: a Redis outage delays it, loses nothing)."""
     with transaction.atomic():

@@ -130,14 +130,14 @@ def settings_missing_refusal(activation: Activation,
 
 
 def invocation_request(*, activation: Activation, user_id: int, command: str,
-                       payload: dict[str, Any]) -> Invocation:
+                       payload: dict[str, object]) -> Invocation:
     """Queue a call from the form (InvocationRefused at once); a worker runs it."""
     invocation_check(activation=activation, command=command, payload=payload)
     return invocation_queue(activation=activation, command=command, payload=payload,
                             caller=Caller(Invocation.Caller.USER, user_id=user_id))
 
 
-def invocation_queue(*, activation: Activation, command: str, payload: dict[str, Any],
+def invocation_queue(*, activation: Activation, command: str, payload: dict[str, object],
                      caller: Caller) -> Invocation:
     """Store the call and send it to a worker once the transaction commits (the outbox: a
     Redis outage delays it, loses nothing)."""
@@ -215,7 +215,7 @@ def invocation_call(*, activation: Activation, token: ToolToken | None, command:
     return _execute(invocation, payload, activation)
 
 
-def _execute(invocation: Invocation, payload: dict[str, Any],
+def _execute(invocation: Invocation, payload: dict[str, object],
              activation: Activation | None = None) -> Invocation:
     refusal = _refusal_at_call_time(invocation)
     if refusal:
@@ -275,7 +275,7 @@ def _refusal_at_call_time(invocation: Invocation) -> tuple[str, str] | None:
     return None if invocation.caller == Invocation.Caller.EVENT else ("not_in_use", NOT_IN_USE)
 
 
-def _storage_save(invocation: Invocation, data: dict[str, Any]) -> None:
+def _storage_save(invocation: Invocation, data: dict[str, object]) -> None:
     # Two calls of the same tool at once: the one that finishes last wins (documented).
     ToolStorage.objects.update_or_create(
         team_id=invocation.team_id, plugin_id=invocation.plugin_id,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -95,7 +94,7 @@ def _may_schedule(team: Team, user: User) -> None:
         raise ScheduleError(f"Only reviewers and admins of {team.name} set up schedules.")
 
 
-def _input_check(activation: Activation, command: str, payload: dict[str, Any]) -> None:
+def _input_check(activation: Activation, command: str, payload: dict[str, object]) -> None:
     """The input as a call would check it, filled in for the first run (settings aside)."""
     version = activation.version
     names = command_names(version)
@@ -114,7 +113,7 @@ def _input_check(activation: Activation, command: str, payload: dict[str, Any]) 
 
 
 def schedule_create(*, activation: Activation, user: User, name: str, command: str,
-                    payload: dict[str, Any], when: str = "", cron: str = "",
+                    payload: dict[str, object], when: str = "", cron: str = "",
                     time_zone: str = "", now: datetime | None = None) -> Schedule:
     """A new schedule of the tool in use. Its rhythm, time zone and placeholders are checked,
     and its input as its first run would send it."""

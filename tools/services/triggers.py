@@ -69,7 +69,7 @@ def _secret_read(scheme: str, typed: str) -> tuple[str, str]:
 
 
 def _input_read(activation: Activation, command: str, event_field: str,
-                fixed: Any) -> dict[str, Any]:
+                fixed: Any) -> dict[str, object]:
     names = command_names(activation.version)
     if command not in names:
         raise TriggerError(f"Unknown command {command!r}: this plugin has "

@@ -3,8 +3,6 @@ outcome is marked."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import template
 
 from teams.models import Team
@@ -15,7 +13,7 @@ register = template.Library()
 
 
 @register.inclusion_tag("tools/_triggers.html")
-def trigger_section(team: Team, activation: Activation, may_decide: bool) -> dict[str, Any]:
+def trigger_section(team: Team, activation: Activation, may_decide: bool) -> dict[str, object]:
     """Each trigger with its latest five deliveries; the way to set one up for admins."""
     return {"team": team, "plugin": activation.plugin, "may_decide": may_decide,
             "rows": trigger_rows(team, activation.plugin, per_trigger=5)}

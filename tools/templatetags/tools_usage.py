@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from django import template
 from django.conf import settings
 
@@ -14,7 +12,7 @@ register = template.Library()
 
 
 @register.inclusion_tag("tools/_usage_card.html", takes_context=True)
-def tool_usage(context: dict[str, Any], plugin: Plugin) -> dict[str, Any]:
+def tool_usage(context: dict[str, object], plugin: Plugin) -> dict[str, object]:
     """Counts for the plugin's own team only (nothing for anyone else)."""
     request = context.get("request")
     user = getattr(request, "user", None)

@@ -6,8 +6,6 @@ tools/services/changes.py."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -79,12 +77,12 @@ def change_ask(request: AuthenticatedHttpRequest, name: str) -> HttpResponse:
 
 
 def _asked_cases(values: dict[str, str], call: selectors.CallCase | None
-                 ) -> list[dict[str, Any]]:
+                 ) -> list[dict[str, object]]:
     """The example of the form as a case (none when nothing of it was filled in)."""
     given, expected = changes.expected_parse(values["expected"])
     case_input = changes.input_parse(values["input"])
     if call is not None:
-        case: dict[str, Any] = {"command": call.invocation.command, "input": case_input,
+        case: dict[str, object] = {"command": call.invocation.command, "input": case_input,
                                 "got": call.got, "failed": call.failed}
     elif values["input"].strip() or given:
         if not values["command"]:

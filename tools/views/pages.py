@@ -62,7 +62,7 @@ def tool_list(request: AuthenticatedHttpRequest, slug: str) -> HttpResponse:
 
 
 def _review_context(team: Team, version: PluginVersion, previous: Activation | None,
-                    addresses: list[AddressPermission]) -> dict[str, Any]:
+                    addresses: list[AddressPermission]) -> dict[str, object]:
     """What a decider sees: permissions, reports, settings, limits, and what changes."""
     before = previous.version if previous is not None else None
     hosts = declared_hosts(version)
@@ -201,7 +201,7 @@ def tool_deactivate(request: AuthenticatedHttpRequest, slug: str, name: str) -> 
 
 
 def _forms(activation: Activation, bound: tuple[str, CommandForm] | None = None,
-           again: Invocation | None = None) -> list[dict[str, Any]]:
+           again: Invocation | None = None) -> list[dict[str, object]]:
     """Each command's form; `again`: an earlier call of the user's, whose input its command's
     form starts from ("Run it again")."""
     found = []
@@ -218,7 +218,7 @@ def _forms(activation: Activation, bound: tuple[str, CommandForm] | None = None,
 
 
 def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: Membership,
-                    activation: Activation, schedule_form: Any = None) -> dict[str, Any]:
+                    activation: Activation, schedule_form: Any = None) -> dict[str, object]:
     command, sample = api_example(activation.version)
     return {
         "team": team, "activation": activation, "plugin": activation.plugin,
@@ -240,7 +240,8 @@ def _detail_context(request: AuthenticatedHttpRequest, team: Team, membership: M
     }
 
 
-def _mcp_context(request: AuthenticatedHttpRequest, team: Team, token: str = "") -> dict[str, Any]:
+def _mcp_context(request: AuthenticatedHttpRequest, team: Team,
+                 token: str = "") -> dict[str, object]:
     """The team's MCP address and a desktop assistant's configuration (with `token`, a new
     token of all the team's tools, shown once)."""
     url = client_config.mcp_url(request.build_absolute_uri("/"), team.slug)
@@ -249,7 +250,7 @@ def _mcp_context(request: AuthenticatedHttpRequest, team: Team, token: str = "")
     return {"mcp_url": url, "mcp_config": config, "mcp_token_shown": bool(token)}
 
 
-def _missing_context(team: Team, activation: Activation) -> dict[str, Any]:
+def _missing_context(team: Team, activation: Activation) -> dict[str, object]:
     """The settings still missing (calls are refused until they are entered), where an admin
     enters them, and who may (for a member who cannot)."""
     missing = selectors.missing_settings(activation)
@@ -353,7 +354,7 @@ def tool_log(request: AuthenticatedHttpRequest, slug: str, name: str) -> HttpRes
 
 
 def _curl(request: AuthenticatedHttpRequest, activation: Activation, command: str,
-          payload: dict[str, Any], token: str = TOKEN_PLACEHOLDER) -> str:
+          payload: dict[str, object], token: str = TOKEN_PLACEHOLDER) -> str:
     """The API example, at the address this page was asked for."""
     url = request.build_absolute_uri(reverse("tools:api", args=[
         activation.team.slug, activation.plugin.normalized_name, command]))

@@ -23,7 +23,7 @@ from tools.services.periods import PICKER
 
 
 def schedule_section(team: Team, membership: Membership, activation: Activation,
-                     form: ScheduleForm | None = None) -> dict[str, Any]:
+                     form: ScheduleForm | None = None) -> dict[str, object]:
     """The template's context for the schedules part."""
     offer = schedule_offer(activation.version)
     rows = _rows(team, activation)
@@ -37,7 +37,7 @@ def schedule_section(team: Team, membership: Membership, activation: Activation,
 
 def _blank_form(team: Team, activation: Activation, offer: Any) -> ScheduleForm:
     command, sample = api_example(activation.version)
-    initial: dict[str, Any] = {"command": command, "payload": json.dumps(sample),
+    initial: dict[str, object] = {"command": command, "payload": json.dumps(sample),
                                "time_zone": schedules.team_time_zone(team)}
     if offer is not None:
         initial.update(initial_for(offer.rule), name=offer.words[:80])

@@ -4,8 +4,6 @@ page, where a team admin sets them up (docs/tools.md, "Triggers"). Thin: the ser
 
 from __future__ import annotations
 
-from typing import Any
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -78,7 +76,7 @@ def tool_triggers(request: AuthenticatedHttpRequest, slug: str, name: str) -> Ht
     team, _, activation = _admin_tool(request, slug, name)
     commands = command_names(activation.version)
     form = TriggerForm(commands=commands)
-    made: dict[str, Any] = {}
+    made: dict[str, object] = {}
     status = 200
     if request.method == "POST":
         try:
@@ -103,7 +101,7 @@ def tool_triggers(request: AuthenticatedHttpRequest, slug: str, name: str) -> Ht
 
 
 def _act(request: AuthenticatedHttpRequest, team: Team,
-         activation: Activation) -> HttpResponse | dict[str, Any] | None:
+         activation: Activation) -> HttpResponse | dict[str, object] | None:
     """Pause, resume, delete (a redirect), a new secret made here (what to show once), or
     None: the post sets a trigger up."""
     post, plugin, user = request.POST, activation.plugin, request.user
@@ -134,7 +132,7 @@ def _act(request: AuthenticatedHttpRequest, team: Team,
 
 
 def _create(request: AuthenticatedHttpRequest, activation: Activation,
-            commands: list[str]) -> tuple[TriggerForm, dict[str, Any], int]:
+            commands: list[str]) -> tuple[TriggerForm, dict[str, object], int]:
     """The form to show next, what was made (to show once) and the page's status."""
     form = TriggerForm(request.POST, commands=commands)
     if not form.is_valid():

@@ -52,7 +52,7 @@ class Command(BaseCommand):
         if failed:
             raise CommandError(f"{len(failed)} of {len(found)} runs did not succeed.")
 
-    def _words(self, now: datetime, found: list[dict[str, Any]]) -> None:
+    def _words(self, now: datetime, found: list[dict[str, object]]) -> None:
         if not found:
             self.stdout.write(f"Nothing is due at {now.isoformat()}.")
         for run in found:
@@ -76,7 +76,7 @@ def _moment(text: str) -> datetime:
     return moment
 
 
-def _result(run: ScheduleRun, invocation: Invocation | None) -> dict[str, Any]:
+def _result(run: ScheduleRun, invocation: Invocation | None) -> dict[str, object]:
     schedule = run.schedule
     row = run_rows(schedule, [invocation])[0] if invocation is not None else None
     return {"schedule": schedule.pk, "name": schedule.name, "plugin": schedule.plugin.name,

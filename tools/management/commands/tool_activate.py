@@ -138,11 +138,11 @@ class Command(BaseCommand):
             self.stdout.write("  settings: nothing changed.")
 
 
-def _activate(team: Team, version: PluginVersion, user: Any, comment: str) -> dict[str, Any]:
+def _activate(team: Team, version: PluginVersion, user: Any, comment: str) -> dict[str, object]:
     """The review page's "Approve and activate": the request (nobody to notify, its admin
     decides at once) and the decision; nothing when the version is in use already."""
     current = selectors.active_activation(team, version.plugin)
-    result: dict[str, Any] = {"team": team.name, "plugin": version.plugin.name,
+    result: dict[str, object] = {"team": team.name, "plugin": version.plugin.name,
                               "version": version.version, "by": user.get_username(),
                               "activated": False, "previous_version": None, "activation": None}
     if current is not None and current.version_id == version.pk:
@@ -155,7 +155,7 @@ def _activate(team: Team, version: PluginVersion, user: Any, comment: str) -> di
     return result
 
 
-def _addresses(team: Team, version: PluginVersion) -> list[dict[str, Any]]:
+def _addresses(team: Team, version: PluginVersion) -> list[dict[str, object]]:
     """Each address setting's host and who approved it for the activation in force."""
     activation = selectors.active_activation(team, version.plugin)
     values = {name: row.value for name, row in selectors.setting_rows(team, version.plugin).items()

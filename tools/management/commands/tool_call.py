@@ -112,12 +112,12 @@ def _caller(team: Team, activation: Activation, username: str) -> Any:
     return user
 
 
-def _payload(text: str) -> dict[str, Any]:
+def _payload(text: str) -> dict[str, object]:
     """The payload as the API reads its body; a CommandError (nothing run) when unusable."""
     return json_object_option(text, option="--payload", nothing="Nothing was run.")
 
 
-def _result(invocation: Invocation) -> dict[str, Any]:
+def _result(invocation: Invocation) -> dict[str, object]:
     ok = invocation.status == Invocation.Status.OK
     # Host-mediated HTTP (`api.http`) records its requests on the log entry; none before then.
     requests = getattr(invocation, "http_requests", None)

@@ -93,5 +93,5 @@ class Command(BaseCommand):
                                                                  ensure_ascii=False))
 
 
-def _input(text: str) -> dict[str, Any]:
+def _input(text: str) -> dict[str, object]:
     return json_object_option(text, option="--input", nothing="Nothing was saved.")
