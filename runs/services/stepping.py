@@ -72,7 +72,7 @@ def _spec_of(run: Run) -> Spec:
     """The run's spec, checked once per run and worker, not at every step: its project's spec
     does not change while it runs, and a Spec is frozen, so the steps share it (keyed by its
     text, so a changed spec would be checked again)."""
-    return _spec_parsed(run.id, json.dumps(run.project.spec, sort_keys=True))
+    return _spec_parsed(run.id, json.dumps(run.project.spec))  # its keys in their order
 
 
 @functools.lru_cache(maxsize=32)
