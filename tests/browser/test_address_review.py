@@ -61,7 +61,7 @@ def test_the_address_is_one_line_of_the_review_and_saving_it_says_it_approves_it
                                      " ada.")
     accessible_and_fits(admin, "the settings page with an address", 390)
     admin.get_by_label("booking_address").fill("https://other.example.org")
-    admin.get_by_role("button", name="Save").click()
+    admin.get_by_role("button", name="Save", exact=True).click()
     expect(admin.get_by_text("Saved (booking_address); approved: sends data to"
                              " other.example.org.")).to_be_visible()
     accessible_and_fits(admin, "the settings page after saving an address", 390)

@@ -70,7 +70,7 @@ def test_the_missing_setting_is_listed_filled_in_and_gone_at_both_widths(
     expect(admin.get_by_text("One needed setting has no value yet")).to_be_visible()
     accessible_and_fits(admin, "the settings page", 390)
     admin.get_by_label("api_key").fill("sk-browser-test")
-    admin.get_by_role("button", name="Save").click()
+    admin.get_by_role("button", name="Save", exact=True).click()
     expect(admin.get_by_text("Every needed setting has a value")).to_be_visible()
     admin.get_by_role("link", name="Back to the tool").click()
     expect(admin.get_by_role("heading", name="month-totals")).to_be_visible()
