@@ -121,7 +121,8 @@ def load_problems(*, limit: int | None = None, task_ids: list[str] | None = None
 # -- the spec ------------------------------------------------------------------------------------
 
 
-def problem_spec(problem: Problem, *, max_iterations: int) -> dict[str, Any]:
+def problem_spec(problem: Problem, *, max_iterations: int) -> dict[str, object]:
+    """The spec of a run that solves `problem` (a JSON object `project_create` checks)."""
     entry, package = problem.entry_point, problem.package
     examples = docstring_examples(problem)
     commands = [{

@@ -138,7 +138,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"{path}: {message}")
             raise SystemExit(2) from None
 
-    def _script(self, path: str) -> dict[str, Any]:
+    def _script(self, path: str) -> dict[str, list[str]]:
         path = path or settings.LLM_SCRIPT
         if not path:
             raise CommandError("the scripted provider needs --script FILE.json (or LLM_SCRIPT); "
