@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Collection
-from typing import Any
+from collections.abc import Collection, Mapping
+from typing import Any, NotRequired, TypedDict
 
 import redis
 from asgiref.sync import async_to_sync
@@ -44,7 +44,15 @@ def run_group(run_id: int) -> str:
     return f"run.{run_id}"
 
 
-def publish(group: str, payload: dict[str, Any], *,
+class EventMessage(TypedDict):
+    """The channel-layer message of an event (`roles`: AUDIENCE_KEY)."""
+
+    type: str
+    payload: Mapping[str, object]
+    roles: NotRequired[list[str]]
+
+
+def publish(group: str, payload: Mapping[str, object], *,
             roles: Collection[str] | None = None) -> None:
     """Send `payload` to every websocket in `group` (synchronous callers: services, actors);
     with `roles`, only to the sockets of members holding one of those team roles."""
@@ -55,13 +63,13 @@ def publish(group: str, payload: dict[str, Any], *,
     async_to_sync(layer.group_send)(group, event_message(payload, roles=roles))
 
 
-def event_message(payload: dict[str, Any], *,
-                  roles: Collection[str] | None = None) -> dict[str, Any]:
+def event_message(payload: Mapping[str, object], *,
+                  roles: Collection[str] | None = None) -> EventMessage:
     """The channel-layer message of an event; `roles` (absent: everyone in the group) is read
     by the consumer and never sent to the browser."""
-    message: dict[str, Any] = {"type": EVENT_TYPE, "payload": payload}
+    message: EventMessage = {"type": EVENT_TYPE, "payload": payload}
     if roles is not None:
-        message[AUDIENCE_KEY] = sorted(roles)
+        message["roles"] = sorted(roles)  # AUDIENCE_KEY
     return message
 
 

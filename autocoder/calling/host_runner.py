@@ -32,9 +32,23 @@ import time
 TYPE_CHECKING = False  # typing costs milliseconds to import; mypy reads this as usual
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from typing import Any
+    from typing import Any, TypedDict
 
     from autocoder.calling.plugin_http import Http, SecretRef
+
+    class Answer(TypedDict, total=False):
+        """What this file writes to RESULT (invoke.py's `_checked` reads it, trusting none
+        of it); `output` and `storage` are spliced in as text."""
+
+        ok: bool
+        output: object
+        error_kind: str
+        error: str
+        detail: str
+        plugin_ms: float
+        size: int
+        storage_changed: bool
+        log: list[str]
 
 CALL = ".autocoder/call.json"
 RESULT = ".autocoder/result.json"
@@ -238,7 +252,7 @@ class Api:
         return SecretRef(name)
 
 
-def _failure(kind: str, error: str, exc: BaseException | None = None) -> dict[str, Any]:
+def _failure(kind: str, error: str, exc: BaseException | None = None) -> Answer:
     detail = ""
     if exc is not None:
         import traceback
@@ -256,7 +270,7 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
-def _invoke(call: dict[str, Any], api: Api) -> dict[str, Any]:
+def _invoke(call: dict[str, Any], api: Api) -> Answer:
     module_name, _, class_name = call["entry"].partition(":")
     try:
         module = __import__(module_name, fromlist=[class_name])
@@ -264,7 +278,7 @@ def _invoke(call: dict[str, Any], api: Api) -> dict[str, Any]:
     except BaseException as exc:  # noqa: BLE001 (the plugin's own failure, reported)
         return _failure("plugin_error", f"The plugin could not be loaded: {_describe(exc)}", exc)
     started = time.perf_counter()
-    answer: dict[str, Any] = {}
+    answer: Answer = {}
     try:
         initialize = getattr(plugin, "on_initialize", None)
         if initialize is not None:

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from autocoder import sandbox
 from autocoder.calling.http_records import HttpRecord
@@ -143,7 +143,7 @@ class CallOutcome:
     output: Any  # on_command's JSON answer (None for events and failures)
     error: str  # plain words for a person ("" when ok)
     error_kind: str  # "" or one of ERROR_KINDS
-    storage: dict[str, Any] | None  # the store to save; None: keep the old one
+    storage: dict[str, object] | None  # the store to save; None: keep the old one
     log_lines: list[str]  # api.log(...) lines, capped
     duration_ms: int  # wall time of the whole call
     plugin_ms: int  # inside on_initialize + on_command/on_event
@@ -376,14 +376,21 @@ def _read_result(call: PluginCall, limits: InvokeLimits, result: sandbox.RunResu
                         error="The plugin's answer could not be read.")
 
 
-def _checked(call: PluginCall, limits: InvokeLimits, answer: dict[str, Any], started: float,
+class _Common(TypedDict):
+    """What every outcome of a call that ran carries: its log lines and its time."""
+
+    log_lines: list[str]
+    plugin_ms: int
+
+
+def _checked(call: PluginCall, limits: InvokeLimits, answer: dict[str, object], started: float,
              stderr: str) -> CallOutcome:
     """The runner's answer, trusting none of it (the plugin ran in the same process)."""
     logs = answer.get("log")
     lines = [str(line)[:limits.log_line_chars + 3] for line in logs[:limits.log_lines + 1]] \
         if isinstance(logs, list) else []
     plugin_ms = answer.get("plugin_ms")
-    common: dict[str, Any] = {
+    common: _Common = {
         "log_lines": lines,
         "plugin_ms": int(plugin_ms) if isinstance(plugin_ms, int | float) and plugin_ms >= 0
         else 0}
@@ -401,7 +408,7 @@ def _checked(call: PluginCall, limits: InvokeLimits, answer: dict[str, Any], sta
         return _outcome(call, started, ok=False, error_kind=kind, error=error, detail=detail,
                         **common)
     storage = answer.get("storage")
-    saved: dict[str, Any] | None = None
+    saved: dict[str, object] | None = None
     if answer.get("storage_changed") is True and storage is not None:
         if not isinstance(storage, dict):
             return _outcome(call, started, ok=False, error_kind="bad_output",
@@ -449,7 +456,7 @@ def _kb(size: object) -> str:
 
 
 def _outcome(call: PluginCall, started: float, *, ok: bool, error_kind: str = "",
-             error: str = "", output: Any = None, storage: dict[str, Any] | None = None,
+             error: str = "", output: Any = None, storage: dict[str, object] | None = None,
              log_lines: list[str] | None = None, plugin_ms: int = 0,
              detail: str = "") -> CallOutcome:
     secrets = _secret_values(call)

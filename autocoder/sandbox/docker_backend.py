@@ -21,6 +21,7 @@ from typing import Any
 from autocoder import metrics
 from autocoder.sandbox import docker_standby
 from autocoder.sandbox.channel import DOCKER_DIR, Channel
+from autocoder.sandbox.docker_standby import DockerState, Frame
 from autocoder.sandbox.docker_standby import split_frame as _split_frame
 from autocoder.sandbox.image import SANDBOX_PATH
 from autocoder.sandbox.output import CappedStream
@@ -277,8 +278,8 @@ def _wait(container: Any, deadline: float, cancel_check: Callable[[], bool] | No
         time.sleep(POLL_S)
 
 
-def _result(limits: Limits, state: dict[str, Any], stop: str | None,
-            frame: dict[str, Any] | None, stdout_raw: bytes, stderr_raw: bytes,
+def _result(limits: Limits, state: DockerState, stop: str | None,
+            frame: Frame | None, stdout_raw: bytes, stderr_raw: bytes,
             duration_ms: int) -> RunResult:
     cap = limits.output_kb * 1024
     out, err = CappedStream(cap), CappedStream(cap)

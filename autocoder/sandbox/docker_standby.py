@@ -35,8 +35,9 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypedDict
 
 import dramatiq
 from dramatiq.middleware import Middleware
@@ -56,21 +57,30 @@ MB = 1024 * 1024
 _local = threading.local()
 _every: weakref.WeakSet[Prepared] = weakref.WeakSet()
 _client_lock = threading.Lock()
-_process: dict[str, Any] = {}
-Create = Callable[[str], dict[str, Any]]
+Create = Callable[[str], dict[str, Any]]  # the keyword arguments of docker's containers.create
+
+
+@dataclass
+class _ProcessState:
+    pid: int
+    clients: dict[str | None, Any] = field(default_factory=dict)
+    reaper: queue.Queue[_Parts] | None = None
+    swept: set[str | None] = field(default_factory=set)
+
+
+_process: list[_ProcessState] = []  # this process's, once asked for
 
 
 class ContainerGone(SandboxError):
     """The container ended before it took its job: the job never ran."""
 
 
-def _state() -> dict[str, Any]:
+def _state() -> _ProcessState:
     """This process's client, removal queue and sweep flag (a forked child starts afresh)."""
     with _client_lock:
-        if _process.get("pid") != os.getpid():
-            _process.clear()
-            _process.update(pid=os.getpid(), clients={}, reaper=None, swept=set())
-        return _process
+        if not _process or _process[0].pid != os.getpid():
+            _process[:] = [_ProcessState(pid=os.getpid())]
+        return _process[0]
 
 
 def client() -> Any:
@@ -85,7 +95,7 @@ def client_for(engine: str | None) -> Any:
 
     state = _state()
     with _client_lock:
-        clients: dict[str | None, Any] = state["clients"]
+        clients = state.clients
         if engine not in clients:
             environment = {name: value for name, value in os.environ.items()
                            if name != "DOCKER_HOST"}
@@ -191,7 +201,7 @@ class Prepared:
         if stream.stop is not None:
             self._kill()
         frame_code = None if stream.frame is None else stream.frame.get("exit_code")
-        state: dict[str, Any] = {}
+        state: DockerState = {}
         if stream.stop is not None or stream.frame is None or frame_code == 137:
             state = self._final_state()  # killed: by us, the memory cgroup or another cause
         out, frame = split_frame(bytes(stream.demux.out), marker)
@@ -207,7 +217,7 @@ class Prepared:
         except DockerException:
             pass  # it ended by itself meanwhile
 
-    def _final_state(self) -> dict[str, Any]:
+    def _final_state(self) -> DockerState:
         from docker.errors import DockerException
         from requests.exceptions import RequestException
 
@@ -223,16 +233,30 @@ class Prepared:
         self._release()
 
 
-class Outcome(NamedTuple):
-    state: dict[str, Any]  # the engine's State when the job was killed, else empty
+class Frame(TypedDict, total=False):
+    """The last line `docker_entry` writes: how the job ended, its output's sizes, its files."""
+
+    exit_code: int
     stop: str | None
-    frame: dict[str, Any] | None
+    stdout_total: int
+    stderr_total: int
+    files: str  # a base64 tar
+    omitted: list[str]
+
+
+DockerState = dict[str, object]  # the engine's own container State, as it reports it
+
+
+class Outcome(NamedTuple):
+    state: DockerState  # the engine's State when the job was killed, else empty
+    stop: str | None
+    frame: Frame | None
     stdout: bytes
     stderr: bytes
     duration_ms: int
 
 
-def split_frame(stdout: bytes, marker: str) -> tuple[bytes, dict[str, Any] | None]:
+def split_frame(stdout: bytes, marker: str) -> tuple[bytes, Frame | None]:
     """The job's stdout and the entry's frame (the last marked line), if there is one."""
     at = stdout.rfind(b"\n" + marker.encode())
     if at < 0:
@@ -299,7 +323,7 @@ class _Stream:
     def __init__(self) -> None:
         self.demux = Demux()
         self.stop: str | None = None
-        self.frame: dict[str, Any] | None = None
+        self.frame: Frame | None = None
 
 
 def _follow(sock: socket.socket, limits: Limits, marker: str,
@@ -376,7 +400,7 @@ def _remove(parts: _Parts) -> None:
 def _removals() -> queue.Queue[_Parts]:
     state = _state()
     with _client_lock:
-        if state["reaper"] is None:
+        if state.reaper is None:
             work: queue.Queue[_Parts] = queue.Queue()
 
             def reap() -> None:
@@ -388,9 +412,8 @@ def _removals() -> queue.Queue[_Parts]:
                         work.task_done()
 
             threading.Thread(target=reap, name="sandbox-remove", daemon=True).start()
-            state["reaper"] = work
-        reaper: queue.Queue[_Parts] = state["reaper"]
-        return reaper
+            state.reaper = work
+        return state.reaper
 
 
 def settle() -> None:
@@ -400,7 +423,7 @@ def settle() -> None:
         thread = each.parts.thread
         if thread is not None and thread is not threading.current_thread():
             thread.join(READY_TIMEOUT_S)
-    reaper = _state()["reaper"]
+    reaper = _state().reaper
     if reaper is not None:
         reaper.join()
 
@@ -409,9 +432,9 @@ def _sweep_once(engine: str | None) -> None:
     """Remove the prepared containers of processes of this host that died (once a process
     and engine)."""
     state = _state()
-    if engine in state["swept"]:
+    if engine in state.swept:
         return
-    state["swept"].add(engine)
+    state.swept.add(engine)
     here = socket.gethostname()
     for container in client_for(engine).containers.list(all=True,
                                                         filters={"label": OWNER_LABEL}):

@@ -27,7 +27,7 @@ MAX_MESSAGE = 2000
 MAX_COMMANDS = 500
 _outcomes: dict[str, dict[str, str]] = {}  # nodeid -> outcome record
 _called: set[str] = set()
-_recording: dict[str, Any] = {"recorded": False, "why": "not asked"}
+_recording: dict[str, bool | str] = {"recorded": False, "why": "not asked"}
 
 
 def _message(report: Any) -> str:

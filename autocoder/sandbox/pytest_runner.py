@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from autocoder.runtime.storable import storable_loads
 from autocoder.sandbox.runner import run
-from autocoder.sandbox.types import DEFAULT_LIMITS, Limits, RunResult
+from autocoder.sandbox.types import DEFAULT_LIMITS, Limits, RunResult, RunResultDict
 from autocoder.sandbox.workdir import RESERVED_DIR, safe_relpath
 
 PLUGIN_MODULE = "_autocoder_pytest_report"
@@ -43,6 +43,41 @@ class TestOutcome:
     message: str
 
 
+class OutcomeDict(TypedDict):
+    nodeid: str
+    outcome: str
+    message: str
+
+
+class TestReportDict(TypedDict):
+    """`TestReport.as_dict()`."""
+
+    outcomes: list[OutcomeDict]
+    passed: int
+    failed: int
+    errors: int
+    skipped: int
+    pass_rate: float
+    run: RunResultDict
+
+
+class StoredTestReport(TypedDict):
+    """`TestReport.stored()`: what checkpoints and plugin versions keep."""
+
+    outcomes: list[OutcomeDict]
+    passed: int
+    failed: int
+    errors: int
+    pass_rate: float
+    exit_code: int | None
+    timed_out: bool
+    oom: bool
+    killed_reason: str | None
+    duration_ms: int
+    backend: str
+    output_tail: str
+
+
 @dataclass
 class TestReport:
     __test__ = False
@@ -54,19 +89,18 @@ class TestReport:
     pass_rate: float
     run: RunResult
 
-    def as_dict(self) -> dict[str, Any]:
-        return {"outcomes": [asdict(outcome) for outcome in self.outcomes],
+    def as_dict(self) -> TestReportDict:
+        return {"outcomes": [_outcome(o, o.message) for o in self.outcomes],
                 "passed": self.passed, "failed": self.failed, "errors": self.errors,
                 "skipped": sum(1 for o in self.outcomes if o.outcome == "skipped"),
                 "pass_rate": self.pass_rate, "run": self.run.as_dict()}
 
-    def stored(self) -> dict[str, Any]:
+    def stored(self) -> StoredTestReport:
         """The compact shape kept on checkpoints and plugin versions (pages show both alike):
         messages and output trimmed, the run's outcome flattened."""
         result = self.run
         return {
-            "outcomes": [{"nodeid": o.nodeid, "outcome": o.outcome, "message": o.message[:4000]}
-                         for o in self.outcomes],
+            "outcomes": [_outcome(o, o.message[:4000]) for o in self.outcomes],
             "passed": self.passed, "failed": self.failed, "errors": self.errors,
             "pass_rate": self.pass_rate,
             "exit_code": result.exit_code, "timed_out": result.timed_out, "oom": result.oom,
@@ -74,6 +108,10 @@ class TestReport:
             "backend": result.backend,
             "output_tail": (result.stdout or "")[-3000:] + (result.stderr or "")[-1000:],
         }
+
+
+def _outcome(outcome: TestOutcome, message: str) -> OutcomeDict:
+    return {"nodeid": outcome.nodeid, "outcome": outcome.outcome, "message": message}
 
 
 def pytest_command(test_paths: list[str]) -> list[str]:

@@ -114,7 +114,7 @@ def _entry_text(name: str, entry: Mapping[str, Any], missing: list[str]) -> str:
     return f'"{name}": {json.dumps(fixed)}'
 
 
-def daemon_json_read(path: Path = DAEMON_JSON) -> dict[str, Any] | None:
+def daemon_json_read(path: Path = DAEMON_JSON) -> dict[str, object] | None:
     """The engine's configuration file, or None when it is absent or unreadable here (the
     portal may run on another machine or in a container)."""
     try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 
 class SandboxError(Exception):
@@ -51,6 +51,21 @@ RESULT_KEYS = ("exit_code", "timed_out", "oom", "killed_reason", "stdout", "stde
                "stdout_truncated", "stderr_truncated", "duration_ms", "backend")
 
 
+class RunResultDict(TypedDict):
+    """`RunResult.as_dict()`: RESULT_KEYS, the produced files left out."""
+
+    exit_code: int | None
+    timed_out: bool
+    oom: bool
+    killed_reason: str | None
+    stdout: str
+    stderr: str
+    stdout_truncated: bool
+    stderr_truncated: bool
+    duration_ms: int
+    backend: str
+
+
 @dataclass
 class RunResult:
     exit_code: int | None
@@ -68,5 +83,9 @@ class RunResult:
     # over the collect_kb budget); reported so that a missing file is never a silent surprise.
     files_omitted: list[str] = field(default_factory=list)
 
-    def as_dict(self) -> dict[str, Any]:
-        return {key: getattr(self, key) for key in RESULT_KEYS}
+    def as_dict(self) -> RunResultDict:
+        return {"exit_code": self.exit_code, "timed_out": self.timed_out, "oom": self.oom,
+                "killed_reason": self.killed_reason, "stdout": self.stdout,
+                "stderr": self.stderr, "stdout_truncated": self.stdout_truncated,
+                "stderr_truncated": self.stderr_truncated, "duration_ms": self.duration_ms,
+                "backend": self.backend}

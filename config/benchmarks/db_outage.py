@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import httpx
 
@@ -176,6 +176,53 @@ class UpStack:
 # -- asking the portal ---------------------------------------------------------------------------
 
 
+class AnswerFigures(TypedDict):
+    status: int
+    seconds: float
+
+
+class FirstPage(AnswerFigures):
+    says: str
+
+
+class FirstHealthz(AnswerFigures):
+    database: str
+
+
+class Summary(TypedDict):
+    asked: int
+    statuses: list[int]
+    slowest_s: float
+
+
+class RunOutcome(TypedDict):
+    run_id: int
+    status: str
+    error: str
+    iterations: list[int]
+    pass_rate: float | None
+    llm_calls: dict[str, int]
+    loop_events: int
+    seconds: float | None
+
+
+class OutageFigures(TypedDict, total=False):
+    """What `bench` prints (docs/operating.md, "When the database is down")."""
+
+    outage_s: float
+    first_page: FirstPage
+    first_healthz: FirstHealthz
+    pages_during: Summary
+    healthz_during: Summary
+    page_200_after_restart_s: float | None
+    healthz_200_after_restart_s: float | None
+    run_step_committed_after_restart_s: float | None
+    run: RunOutcome
+    run_without_outage: RunOutcome
+    run_timeline: list[str]
+    stack_log: list[str]
+
+
 @dataclass(frozen=True)
 class Answer:
     status: int  # 0: no answer (refused, reset, timed out)
@@ -183,7 +230,7 @@ class Answer:
     text: str = ""
     json: dict[str, Any] | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> AnswerFigures:
         return {"status": self.status, "seconds": round(self.seconds, 2)}
 
 
@@ -264,7 +311,7 @@ def run_state(run_id: int) -> State | None:
         return None
 
 
-def run_outcome(run_id: int) -> dict[str, Any]:
+def run_outcome(run_id: int) -> RunOutcome:
     """What the run did: its end, its iterations (each once, numbered 1..n), its model calls."""
     from django.db.models import Count
 
@@ -342,7 +389,7 @@ class Watch:
 
 
 def bench(*, stack: UpStack, outage_s: float = 60.0, sleep_s: int = 20,
-          progress: Progress = print) -> dict[str, Any]:
+          progress: Progress = print) -> OutageFigures:
     """The figures of docs/operating.md, "When the database is down"."""
     spec, plain = demo_spec_and_script()
     progress("a run without an outage, to compare with...")
@@ -379,7 +426,7 @@ def bench(*, stack: UpStack, outage_s: float = 60.0, sleep_s: int = 20,
 
 
 def _outage(stack: UpStack, client: httpx.Client, postgres: EmbeddedPostgres,
-            outage_s: float) -> tuple[dict[str, Any], float]:
+            outage_s: float) -> tuple[OutageFigures, float]:
     """Stop PostgreSQL for `outage_s`, asking pages and /healthz all along, then start it and
     time the way back. Returns the figures and when the server was accepting connections."""
     watch = Watch()
@@ -424,7 +471,7 @@ def _back(client: httpx.Client, health: httpx.Client, started: float,
     return back
 
 
-def _summary(answers: list[Answer]) -> dict[str, Any]:
+def _summary(answers: list[Answer]) -> Summary:
     statuses = sorted({answer.status for answer in answers})
     slowest = max((answer.seconds for answer in answers), default=0.0)
     return {"asked": len(answers), "statuses": statuses, "slowest_s": round(slowest, 2)}

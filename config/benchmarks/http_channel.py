@@ -30,7 +30,10 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from autocoder.calling.invoke import HttpHandler
 
 GOAL_P50_MS = 5.0
 ROUNDS = 3
@@ -98,7 +101,7 @@ def _urllib_forward(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _handler(url: str, count: int, urllib_only: bool
-             ) -> tuple[Callable[[], Callable[..., dict[str, Any]]], str]:
+             ) -> tuple[Callable[[], HttpHandler], str]:
     """A maker of one call's handler, and what it is in words."""
     if urllib_only:
         return (lambda: _urllib_forward), "a minimal direct urllib request (--urllib)"
@@ -116,8 +119,7 @@ def _handler(url: str, count: int, urllib_only: bool
                                                 " internal_hosts={'127.0.0.1'})")
 
 
-def _timed(perform: Callable[..., dict[str, Any]], handled: list[float]
-           ) -> Callable[[dict[str, Any]], dict[str, Any]]:
+def _timed(perform: HttpHandler, handled: list[float]) -> HttpHandler:
     def timed(request: dict[str, Any]) -> dict[str, Any]:
         started = time.perf_counter()
         try:
@@ -133,7 +135,21 @@ def _percentile(samples: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
 
 
-def measure(count: int = 100, *, urllib_only: bool = False) -> dict[str, Any]:
+class ChannelFigures(TypedDict):
+    """What `measure` prints: milliseconds per request, direct and through the channel."""
+
+    requests: int
+    handled_by: str
+    direct_p50_ms: float
+    direct_p95_ms: float
+    channel_p50_ms: float
+    channel_p95_ms: float
+    goal_p50_ms: float
+    overhead_p50_ms: float
+    overhead_p95_ms: float
+
+
+def measure(count: int = 100, *, urllib_only: bool = False) -> ChannelFigures:
     from autocoder.calling.invoke import InvokeLimits, PluginCall, call_plugin
 
     logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
@@ -168,14 +184,13 @@ def measure(count: int = 100, *, urllib_only: bool = False) -> dict[str, Any]:
             # the first request pays for the client's imports and connection: left out
             channel.extend(outcome.output[1:])
             overhead.extend(c - h for c, h in zip(outcome.output[1:], handled[1:], strict=True))
-    figures: dict[str, Any] = {
+    return {
         "requests": count * ROUNDS, "handled_by": handled_by,
         "direct_p50_ms": round(statistics.median(direct), 3),
         "direct_p95_ms": round(_percentile(direct, 0.95), 3),
         "channel_p50_ms": round(statistics.median(channel), 3),
         "channel_p95_ms": round(_percentile(channel, 0.95), 3),
         "goal_p50_ms": GOAL_P50_MS,
+        "overhead_p50_ms": round(statistics.median(overhead), 3),
+        "overhead_p95_ms": round(_percentile(overhead, 0.95), 3),
     }
-    figures["overhead_p50_ms"] = round(statistics.median(overhead), 3)
-    figures["overhead_p95_ms"] = round(_percentile(overhead, 0.95), 3)
-    return figures

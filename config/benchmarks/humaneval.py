@@ -14,7 +14,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from django.contrib.auth.models import User
 
@@ -63,6 +63,24 @@ class ProblemResult:
     detail: str = ""
 
 
+class TokenFigures(TypedDict):
+    prompt: int
+    completion: int
+
+
+class ModeFigures(TypedDict):
+    """What `bench_humaneval` prints of one mode."""
+
+    mode: str
+    problems: int
+    passed: int
+    pass_at_1: float
+    iterations: int
+    iterations_mean: float
+    tokens: TokenFigures
+    results: list[dict[str, object]]  # ProblemResult's fields
+
+
 @dataclass
 class ModeResult:
     mode: str
@@ -77,7 +95,7 @@ class ModeResult:
     def pass_at_1(self) -> float:
         return round(self.passed / self.problems, 4) if self.problems else 0.0
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ModeFigures:
         return {"mode": self.mode, "problems": self.problems, "passed": self.passed,
                 "pass_at_1": self.pass_at_1, "iterations": self.iterations,
                 "iterations_mean": round(self.iterations / self.problems, 2)
@@ -103,7 +121,8 @@ def load_problems(*, limit: int | None = None, task_ids: list[str] | None = None
 # -- the spec ------------------------------------------------------------------------------------
 
 
-def problem_spec(problem: Problem, *, max_iterations: int) -> dict[str, Any]:
+def problem_spec(problem: Problem, *, max_iterations: int) -> dict[str, object]:
+    """The spec of a run that solves `problem` (a JSON object `project_create` checks)."""
     entry, package = problem.entry_point, problem.package
     examples = docstring_examples(problem)
     commands = [{

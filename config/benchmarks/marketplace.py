@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -194,31 +194,63 @@ def _percentile(samples: list[float], q: float) -> float:
     return ordered[index]
 
 
-def _summary(samples: list[float]) -> dict[str, float]:
+class Timing(TypedDict):
+    p50_ms: float
+    p95_ms: float
+    max_ms: float
+
+
+class SearchFigures(TypedDict):
+    new_queries: Timing
+    repeated_queries: Timing
+    browse: Timing
+    count: int
+
+
+class IndexFigures(Timing):
+    count: int
+    statuses: list[int]
+    viewer: str
+
+
+class MarketplaceFigures(TypedDict):
+    """What `marketplace_bench` prints."""
+
+    plugins: int
+    catalogue_total: int
+    seed_s: float
+    search: SearchFigures
+    index: IndexFigures
+    search_p95_ms: float
+    simple_project_p95_ms: float
+
+
+def _summary(samples: list[float]) -> Timing:
     return {"p50_ms": round(statistics.median(samples), 2),
             "p95_ms": round(_percentile(samples, 0.95), 2),
             "max_ms": round(max(samples), 2)}
 
 
 class _Rollback(Exception):
-    pass
+    def __init__(self, figures: MarketplaceFigures) -> None:
+        super().__init__("rolled back")
+        self.figures = figures
 
 
 def bench_run(*, plugins: int, searches: int = 300, index_requests: int = 300,
-              seed: int = 7, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+              seed: int = 7, progress: Callable[[str], None] | None = None
+              ) -> MarketplaceFigures:
     """Seed `plugins` plugins, time catalogue searches and /simple/<name>/, roll back."""
-    result: dict[str, Any] = {}
     try:
         with transaction.atomic():
-            result = _bench_in_transaction(plugins, searches, index_requests, seed, progress)
-            raise _Rollback
-    except _Rollback:
-        pass
-    return result
+            raise _Rollback(_bench_in_transaction(plugins, searches, index_requests, seed,
+                                                  progress))
+    except _Rollback as rolled:
+        return rolled.figures
 
 
 def _bench_in_transaction(plugins: int, searches: int, index_requests: int, seed: int,
-                          progress: Callable[[str], None] | None) -> dict[str, Any]:
+                          progress: Callable[[str], None] | None) -> MarketplaceFigures:
     from django.contrib.auth import get_user_model
 
     team = Team.objects.create(name="Bench", slug=f"bench-{time.time_ns()}")
@@ -239,7 +271,7 @@ def _bench_in_transaction(plugins: int, searches: int, index_requests: int, seed
 
 
 def _time_searches(user: Any, count: int, rng: random.Random,
-                   progress: Callable[[str], None] | None) -> dict[str, Any]:
+                   progress: Callable[[str], None] | None) -> SearchFigures:
     from marketplace.selectors.catalogue import _cached_embedding
 
     viewer = viewer_for(user)
@@ -271,7 +303,7 @@ def _timed_search(viewer: Any, params: Any) -> float:
     return (time.perf_counter() - started) * 1000
 
 
-def _time_index(seeded: list[Plugin], count: int, rng: random.Random) -> dict[str, Any]:
+def _time_index(seeded: list[Plugin], count: int, rng: random.Random) -> IndexFigures:
     host = next((h for h in settings.ALLOWED_HOSTS if h and "*" not in h and not h.startswith(".")),
                 "localhost")
     client = Client(HTTP_HOST=host)

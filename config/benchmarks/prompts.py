@@ -15,7 +15,7 @@ import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 CHARS_PER_TOKEN = 4
 # The user message's sections, by the start of their heading (autocoder/engine/prompting.py).
@@ -111,6 +111,28 @@ def _system_parts(content: str) -> list[tuple[str, str]]:
     return named
 
 
+class CallFigures(TypedDict):
+    role: str
+    attempt: int
+    purpose: str
+    prompt_tokens: int
+    sections: dict[str, int]
+
+
+class BenchFigures(TypedDict):
+    """What `prompt_bench` prints (`reference` and `run_id`: the command adds them)."""
+
+    spec: str
+    status: str
+    attempts: int
+    prompt_tokens: int
+    by_role: dict[str, dict[str, int]]
+    section_shares: dict[str, float]
+    calls: list[CallFigures]
+    reference: NotRequired[str]
+    run_id: NotRequired[int]
+
+
 @dataclass
 class Bench:
     """The prompts of one run, and what they add up to."""
@@ -141,7 +163,7 @@ class Bench:
         return {name: round(count / total, 3)
                 for name, count in sorted(sums.items(), key=lambda kv: -kv[1])}
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> BenchFigures:
         return {
             "spec": self.spec, "status": self.status, "attempts": self.attempts,
             "prompt_tokens": self.total,

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from autocoder.engine.prompting import PromptContext, build_messages
 from autocoder.engine.replies import apply_edits
@@ -49,6 +49,37 @@ from autocoder.llm.types import (
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples"
 DEMO_SPEC = EXAMPLES / "weekly-scheduler.spec.json"
 DEMO_SCRIPT = EXAMPLES / "weekly-scheduler.script.json"
+
+
+class TallySummary(TypedDict):
+    form: str
+    calls: int
+    failed_calls: int
+    parse_share: float
+    code_share: float
+    capped_share: float
+    tokens_p50: float | None
+    seconds_p50: float | None
+    errors: list[str]
+    refused_forms: list[str]
+
+
+class SecondIteration(TypedDict):
+    whole_files: TallySummary
+    edits: TallySummary
+
+
+class RepliesFigures(TypedDict, total=False):
+    """What `bench_replies` prints (second_iteration: with --edits only)."""
+
+    model: str
+    calls: int
+    max_tokens: int | None
+    prompt_chars: int
+    system_messages: str
+    constrained: TallySummary
+    unconstrained: TallySummary
+    second_iteration: SecondIteration
 
 
 @dataclass
@@ -75,7 +106,7 @@ class Tally:
         self.seconds.append(round(seconds, 2))
         return "code" if code else "parses" if found else ""
 
-    def summary(self) -> dict[str, Any]:
+    def summary(self) -> TallySummary:
         calls = len(self.tokens)
         return {
             "form": self.form, "calls": calls, "failed_calls": len(self.errors),
@@ -128,7 +159,7 @@ def second_iteration(spec: Spec) -> tuple[dict[str, str], str]:
 
 
 def run(config: ProviderConfig, *, calls: int, prompt_chars: int, edits: bool = False,
-        progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+        progress: Callable[[str], None] | None = None) -> RepliesFigures:
     provider = OpenAICompatibleProvider(config)
     spec = spec_from_json(DEMO_SPEC.read_text())
     say = progress or (lambda line: print(line, file=sys.stderr))
@@ -144,9 +175,10 @@ def run(config: ProviderConfig, *, calls: int, prompt_chars: int, edits: bool = 
                  lambda: held.call(first, implementer, constrained), {})
         _measure(say, number, "unconstrained", unconstrained,
                  lambda: provider.complete(first, role="implementer"), {})
-    result = {"model": config.model, "calls": calls, "max_tokens": config.max_tokens,
-              "prompt_chars": sum(len(m.content) for m in first), "system_messages": system,
-              "constrained": constrained.summary(), "unconstrained": unconstrained.summary()}
+    result: RepliesFigures = {
+        "model": config.model, "calls": calls, "max_tokens": config.max_tokens,
+        "prompt_chars": sum(len(m.content) for m in first), "system_messages": system,
+        "constrained": constrained.summary(), "unconstrained": unconstrained.summary()}
     if edits:
         result["second_iteration"] = _second_iteration(
             provider, held, spec, calls=calls, prompt_chars=prompt_chars, say=say,
@@ -156,7 +188,7 @@ def run(config: ProviderConfig, *, calls: int, prompt_chars: int, edits: bool = 
 
 def _second_iteration(provider: OpenAICompatibleProvider, held: _Held, spec: Spec, *,
                       calls: int, prompt_chars: int,
-                      say: Callable[[str], None], fold: bool) -> dict[str, Any]:
+                      say: Callable[[str], None], fold: bool) -> SecondIteration:
     """Tokens per reply for the second iteration: whole files, and edits offered (each held
     to its schema where the server allows)."""
     files, failures = second_iteration(spec)

@@ -15,7 +15,7 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import httpx
 
@@ -84,15 +84,29 @@ def api_seed(*, team_slug: str, admin_username: str) -> tuple[str, str]:
     return version.plugin.name, raw
 
 
+class LoadFigures(TypedDict):
+    """What a load of the tools' API (or MCP) prints: calls, their rate and latencies."""
+
+    mode: str
+    clients: int
+    seconds: float
+    requests: int
+    throughput_rps: float
+    p50_ms: float | None
+    p95_ms: float | None
+    errors: int
+    error_samples: list[str]
+
+
 def api_load(*, url: str, token: str, team_slug: str, plugin: str, clients: int = 20,
-             seconds: float = 30.0) -> dict[str, Any]:
+             seconds: float = 30.0) -> LoadFigures:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request
     return asyncio.run(_load(url, token, f"/api/tools/{team_slug}/{plugin}/echo", clients,
                              seconds))
 
 
 async def _load(url: str, token: str, path: str, clients: int,
-                seconds: float) -> dict[str, Any]:
+                seconds: float) -> LoadFigures:
     latencies: list[float] = []
     failures: list[str] = []
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)

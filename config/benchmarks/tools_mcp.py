@@ -12,11 +12,10 @@ from __future__ import annotations
 import logging
 import statistics
 import time
-from typing import Any
 
 import anyio
 
-from config.benchmarks.tools_api import API_PLUGIN_NAME, api_seed
+from config.benchmarks.tools_api import API_PLUGIN_NAME, LoadFigures, api_seed
 
 ECHO_TOOL = f"{API_PLUGIN_NAME}__echo"
 PROTOCOLS = ("legacy", "2026-07-28")  # the initialize handshake, or the per-request one
@@ -37,17 +36,21 @@ def mcp_seed(*, team_slug: str, admin_username: str) -> str:
     return raw
 
 
+class McpLoadFigures(LoadFigures):
+    protocol: str
+
+
 def mcp_load(*, url: str, token: str, team_slug: str, clients: int = 20,
-             seconds: float = 30.0, protocol: str = "legacy") -> dict[str, Any]:
+             seconds: float = 30.0, protocol: str = "legacy") -> McpLoadFigures:
     for noisy in ("httpx", "httpx2", "mcp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)  # not a line per request
     address = f"{url.rstrip('/')}/mcp/{team_slug}/"
-    figures: dict[str, Any] = anyio.run(_load, address, token, clients, seconds, protocol)
+    figures: McpLoadFigures = anyio.run(_load, address, token, clients, seconds, protocol)
     return figures
 
 
 async def _load(address: str, token: str, clients: int, seconds: float,
-                protocol: str) -> dict[str, Any]:
+                protocol: str) -> McpLoadFigures:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from runs.models import ApprovalRequest, Iteration, LLMCall, Run
 
@@ -39,7 +39,45 @@ def run_candidate(run: Run) -> Iteration | None:
     return usable.order_by("-number").first()
 
 
-def run_summary(run: Run, *, plugin_dir: str | None = None) -> dict[str, Any]:
+class LoopEventSummary(TypedDict):
+    type: str
+    signature: str
+    confidence: float
+    action: str
+    iteration: int
+
+
+class TokenCounts(TypedDict):
+    prompt: int
+    completion: int
+
+
+class ReferenceLoad(TypedDict):
+    """How the reference docs' load ended (`generate` adds it)."""
+
+    state: str
+    entries: int
+    detail: str
+
+
+class RunSummary(TypedDict):
+    """The `generate --json` object (docs/engine.md, "manage.py generate")."""
+
+    run_id: int
+    status: str
+    iterations: int
+    pass_rate: float
+    loop_events: list[LoopEventSummary]
+    safety_blocks: int
+    tokens: TokenCounts
+    lessons_written: int
+    plugin_dir: str | None
+    error: str
+    pending_approval: str | None
+    reference: NotRequired[ReferenceLoad]
+
+
+def run_summary(run: Run, *, plugin_dir: str | None = None) -> RunSummary:
     """The `generate --json` object (docs/engine.md, "manage.py generate")."""
     run.refresh_from_db()
     candidate = run_candidate(run)

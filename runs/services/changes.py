@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
 
 from django.contrib.auth.models import User
 from django.db import transaction
@@ -25,10 +25,31 @@ NO_EXPECTED_ANSWER = ("Say what the answer should have been for at least one of 
 NO_MANIFEST = "The version to change has no readable plugin.toml, so it cannot be changed here."
 MAX_CASE_CHARS = 600
 
+# A case as `change_project_create` takes it (a JSON object; its keys in the docstring there).
+Case = Mapping[str, object]
+
+
+class _Command(TypedDict):
+    name: str
+    description: str
+    examples: list[dict[str, object]]
+
+
+class _SettingNote(TypedDict, total=False):
+    name: str
+    description: str
+    secret: bool
+    kind: str
+
+
+class _Services(TypedDict):
+    hosts: list[str]
+    settings: list[_SettingNote]
+
 
 def change_project_create(*, team: Team, requester: User, base_name: str, base_version: str,
                           base_files: dict[str, str], change: str, keep: str = "",
-                          cases: list[dict[str, Any]], autonomy: str = "semi",
+                          cases: Sequence[Case], autonomy: str = "semi",
                           behaviour_changes: bool = False, asked: str = "",
                           **run_options: Any) -> Project:
     """A project whose run changes version `base_version` of the plugin `base_name` (its
@@ -62,10 +83,10 @@ def change_project_create(*, team: Team, requester: User, base_name: str, base_v
 
 
 def change_spec(manifest: PluginManifest, *, change: str, keep: str,
-                cases: list[dict[str, Any]], autonomy: str, version: str = "",
+                cases: Sequence[Case], autonomy: str, version: str = "",
                 behaviour_changes: bool = False, asked: str = "") -> dict[str, Any]:
     """The spec of a change run (a checked dict; ValueError with plain words otherwise)."""
-    commands: list[dict[str, Any]] = [
+    commands: list[_Command] = [
         {"name": c.name, "description": c.description, "examples": []}
         for c in manifest.commands]
     by_name = {command["name"]: command for command in commands}
@@ -85,7 +106,7 @@ def change_spec(manifest: PluginManifest, *, change: str, keep: str,
         answered += 1
     if not answered:
         raise ValueError(NO_EXPECTED_ANSWER)
-    spec: dict[str, Any] = {
+    spec: dict[str, object] = {
         "name": manifest.name,
         "summary": _summary(change, keep, asked),
         "commands": commands,
@@ -101,11 +122,11 @@ def change_spec(manifest: PluginManifest, *, change: str, keep: str,
         raise ValueError("The change cannot be started: " + "; ".join(error.errors)) from None
 
 
-def _example(case: Mapping[str, Any]) -> dict[str, Any] | None:
+def _example(case: Case) -> dict[str, object] | None:
     key = "expected" if "expected" in case else "output" if "output" in case else ""
     if not key or case.get(key) in (None, "") or not isinstance(case.get("input"), dict):
         return None
-    example: dict[str, Any] = {"input": case["input"], "output": case[key]}
+    example: dict[str, object] = {"input": case["input"], "output": case[key]}
     for extra in ("settings", "http"):
         if case.get(extra):
             example[extra] = case[extra]
@@ -121,7 +142,7 @@ def _summary(change: str, keep: str, asked: str = "") -> str:
     return text[:MAX_SUMMARY_CHARS]
 
 
-def _constraints(manifest: PluginManifest, version: str, cases: list[dict[str, Any]],
+def _constraints(manifest: PluginManifest, version: str, cases: Sequence[Case],
                  behaviour_changes: bool = False) -> list[str]:
     if behaviour_changes:
         words = [f"This changes version {version or manifest.version} of the plugin, and the "
@@ -148,19 +169,25 @@ def _constraints(manifest: PluginManifest, version: str, cases: list[dict[str, A
     return words
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     text = json.dumps(value, ensure_ascii=False, sort_keys=True)
     return text if len(text) <= MAX_CASE_CHARS else text[:MAX_CASE_CHARS] + "..."
 
 
-def _services(manifest: PluginManifest) -> dict[str, Any]:
+def _services(manifest: PluginManifest) -> _Services | None:
     """The version's hosts and settings, so the model and the tests know them."""
     if not manifest.hosts and not manifest.settings:
-        return {}
+        return None
     return {"hosts": [rule.text() for rule in manifest.hosts],
-            "settings": [{"name": s.name, "description": s.description or s.name,
-                          "secret": s.secret, **({"kind": s.kind} if s.kind else {})}
+            "settings": [_setting_note(s.name, s.description or s.name, s.secret, s.kind)
                          for s in manifest.settings]}
+
+
+def _setting_note(name: str, description: str, secret: bool, kind: str) -> _SettingNote:
+    note: _SettingNote = {"name": name, "description": description, "secret": secret}
+    if kind:
+        note["kind"] = kind
+    return note
 
 
 CHANGE_NAME_CHARS = 60

@@ -27,7 +27,7 @@ MAX_LINES = 600
 # types; never raise it (a type alias that hides one counts as one where it is defined, and is
 # no way down). The goal is at most 250 (issue 46); main had 606 when it started.
 DICT_ANY = "dict[str, Any]"
-DICT_ANY_CEILING = 328
+DICT_ANY_CEILING = 250
 DICT_ANY_GOAL = 250
 
 Graph = dict[str, set[str]]

@@ -92,8 +92,9 @@ class Command(BaseCommand):
     def _form(self, approval: ApprovalRequest, options: dict[str, Any]) -> ApprovalDecisionForm:
         """The review page's form, filled as the command was told; a choice left out keeps
         what the page proposes."""
-        data: dict[str, Any] = {"decision": options["decision"], "comment": options["comment"],
-                                "candidate": approval_candidate(approval)}
+        data: dict[str, object] = {"decision": options["decision"],
+                                   "comment": options["comment"],
+                                   "candidate": approval_candidate(approval)}
         form = decision_form(approval, data)
         for name in form.choice_names:
             field = form.fields[name]

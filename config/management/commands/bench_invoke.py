@@ -6,7 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 
 from config.benchmarks import invoke as bench
-from config.benchmarks.tools_api import api_load, api_seed
+from config.benchmarks.invoke import OverheadFigures
+from config.benchmarks.tools_api import LoadFigures, api_load, api_seed
 from config.benchmarks.tools_mcp import PROTOCOLS, mcp_load, mcp_seed
 
 
@@ -36,16 +37,18 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         if options["mode"] in ("api", "mcp"):
             figures = self._api(options)
-        else:
-            figures = bench.MODES[options["mode"]](max(5, options["runs"]))
+            if options["json"]:
+                self.stdout.write(json.dumps(figures))
+            else:
+                self._api_words(figures)
+            return
+        overhead = bench.MODES[options["mode"]](max(5, options["runs"]))
         if options["json"]:
-            self.stdout.write(json.dumps(figures))
-        elif options["mode"] in ("api", "mcp"):
-            self._api_words(figures)
+            self.stdout.write(json.dumps(overhead))
         else:
-            self._overhead(figures)
+            self._overhead(overhead)
 
-    def _api(self, options: dict[str, Any]) -> dict[str, Any]:
+    def _api(self, options: dict[str, Any]) -> LoadFigures:
         if options["clients"] < 1 or options["seconds"] <= 0:
             raise CommandError("--clients must be at least 1 and --seconds above 0.")
         try:
@@ -64,8 +67,9 @@ class Command(BaseCommand):
         return api_load(url=options["url"], token=token, team_slug=options["team"],
                         plugin=plugin, clients=options["clients"], seconds=options["seconds"])
 
-    def _api_words(self, figures: dict[str, Any]) -> None:
-        over = (f"MCP ({figures['protocol']})" if figures["mode"] == "mcp" else "API")
+    def _api_words(self, figures: LoadFigures) -> None:
+        protocol = figures.get("protocol")  # an McpLoadFigures's
+        over = f"MCP ({protocol})" if figures["mode"] == "mcp" else "API"
         self.stdout.write(
             f"tools {over}, {figures['clients']} clients for {figures['seconds']} s: "
             f"{figures['requests']} calls, {figures['throughput_rps']} calls/s, "
@@ -74,7 +78,7 @@ class Command(BaseCommand):
         for sample in figures["error_samples"]:
             self.stdout.write(f"  error: {sample}")
 
-    def _overhead(self, figures: dict[str, Any]) -> None:
+    def _overhead(self, figures: OverheadFigures) -> None:
         self.stdout.write(
             f"invocation overhead over the plugin's own work, next sandbox prepared: "
             f"p50 {figures['overhead_p50_ms']} ms, p95 {figures['overhead_p95_ms']} ms, "

@@ -53,9 +53,12 @@ class Command(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(result))
             return
-        parts = [(mode, result[mode]) for mode in ("constrained", "unconstrained")]
-        parts += [(f"second iteration, {mode.replace('_', ' ')}", tally) for mode, tally
-                  in result.get("second_iteration", {}).items()]
+        parts = [("constrained", result["constrained"]),
+                 ("unconstrained", result["unconstrained"])]
+        second = result.get("second_iteration")
+        if second is not None:
+            parts += [("second iteration, whole files", second["whole_files"]),
+                      ("second iteration, edits", second["edits"])]
         for mode, tally in parts:
             self.stdout.write(
                 f"{mode} ({tally['form'] or 'refused'}): {tally['parse_share']:.0%} of "

@@ -22,6 +22,7 @@ from autocoder.llm.types import LLMConfigError
 from autocoder.reference import background as reference
 from runs.models import Run
 from runs.selectors import results as selectors
+from runs.selectors.results import ReferenceLoad, RunSummary
 from runs.services import driving
 from teams.models import Team
 from teams.services import demo_data_ensure
@@ -113,7 +114,7 @@ class Command(BaseCommand):
         if summary["status"] in FAILED:
             raise SystemExit(1)
 
-    def _reference(self, wait_s: float | None) -> dict[str, Any]:
+    def _reference(self, wait_s: float | None) -> ReferenceLoad:
         """The reference docs' load, settled before the process exits: a load still running
         in its thread at exit aborted the process (exit code 134) after a run that succeeded
         (autocoder/reference/background.py)."""
@@ -137,7 +138,7 @@ class Command(BaseCommand):
                 self.stderr.write(f"{path}: {message}")
             raise SystemExit(2) from None
 
-    def _script(self, path: str) -> dict[str, Any]:
+    def _script(self, path: str) -> dict[str, list[str]]:
         path = path or settings.LLM_SCRIPT
         if not path:
             raise CommandError("the scripted provider needs --script FILE.json (or LLM_SCRIPT); "
@@ -159,7 +160,7 @@ class Command(BaseCommand):
         if run.status == Run.Status.RUNNING:
             self.stdout.write(step_line(run))
 
-    def _report(self, summary: dict[str, Any]) -> None:
+    def _report(self, summary: RunSummary) -> None:
         self.stdout.write(f"status      {summary['status']}")
         self.stdout.write(f"attempts    {summary['iterations']}")
         self.stdout.write(f"pass rate   {summary['pass_rate']:.0%}")

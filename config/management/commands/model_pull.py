@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,11 +62,11 @@ class Command(BaseCommand):
         target = _target(name, entry, options["sha256"])
         on_progress = None if options["json"] else _ProgressBar(sys.stderr)
         if source is not None:
-            return model_import(source=source, file_name=target["file_name"] or source.name,
-                                sha256=target["sha256"], size=target["size"],
+            return model_import(source=source, file_name=target.file_name or source.name,
+                                sha256=target.sha256, size=target.size,
                                 on_progress=on_progress)
-        return model_download(url=target["url"], file_name=target["file_name"],
-                              sha256=target["sha256"], size=target["size"],
+        return model_download(url=target.url, file_name=target.file_name,
+                              sha256=target.sha256, size=target.size,
                               on_progress=on_progress)
 
     def _list(self, *, as_json: bool) -> None:
@@ -88,12 +89,20 @@ class Command(BaseCommand):
                           f"and LLM_MODEL={result.path}")
 
 
-def _target(name: str, entry: CatalogueModel | None, sha256: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Target:
+    url: str
+    file_name: str
+    sha256: str
+    size: int | None
+
+
+def _target(name: str, entry: CatalogueModel | None, sha256: str) -> _Target:
     if entry is not None:
-        return {"url": entry.url, "file_name": entry.file_name,
-                "sha256": sha256 or entry.sha256, "size": entry.size_bytes}
-    return {"url": name, "file_name": file_name_from_url(name) if name else "",
-            "sha256": sha256, "size": None}
+        return _Target(url=entry.url, file_name=entry.file_name,
+                       sha256=sha256 or entry.sha256, size=entry.size_bytes)
+    return _Target(url=name, file_name=file_name_from_url(name) if name else "",
+                   sha256=sha256, size=None)
 
 
 class _ProgressBar:

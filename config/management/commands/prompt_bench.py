@@ -19,7 +19,7 @@ from django.test import override_settings
 from autocoder.engine.spec import SpecError, spec_from_json
 from autocoder.llm import ScriptedProvider
 from autocoder.llm.types import LLMConfigError
-from config.benchmarks.prompts import bench_of
+from config.benchmarks.prompts import BenchFigures, bench_of
 
 
 class Command(BaseCommand):
@@ -52,13 +52,14 @@ class Command(BaseCommand):
         calls = run.llm_calls.filter(error="").order_by("id").values(
             "role", "iteration", "purpose", "messages")
         bench = bench_of(spec["name"], run.status, run.iteration, [dict(c) for c in calls])
-        data = {**bench.as_dict(), "reference": reference, "run_id": run.id}
+        data = bench.as_dict()
+        data["reference"], data["run_id"] = reference, run.id
         if options["json"]:
             self.stdout.write(json.dumps(data))
             return
         self._report(data)
 
-    def _report(self, data: dict[str, Any]) -> None:
+    def _report(self, data: BenchFigures) -> None:
         self.stdout.write(f"{data['spec']}: {data['status']} in {data['attempts']} attempt(s), "
                           f"{data['prompt_tokens']} prompt tokens (characters / 4); "
                           f"reference docs: {data['reference']}")

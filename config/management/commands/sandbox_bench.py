@@ -7,6 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from autocoder.sandbox.types import SandboxError
 from config.benchmarks import sandbox as bench
+from config.benchmarks.sandbox import StartupFigures
 
 
 class Command(BaseCommand):
@@ -43,7 +44,7 @@ class Command(BaseCommand):
                           f"{figures['scan_ms']} ms median wall ({figures['scan_cpu_ms']} ms CPU), "
                           f"verdict {figures['scan_verdict']}")
 
-    def _startup(self, name: str, figures: dict[str, Any]) -> None:
+    def _startup(self, name: str, figures: StartupFigures) -> None:
         self.stdout.write(
             f"{name}: python -S -I -c pass: outside {figures['outside_ms']} ms, "
             f"inside (next sandbox prepared) {figures['inside_ms']} ms "
