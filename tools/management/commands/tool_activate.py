@@ -22,7 +22,6 @@ import json
 import os
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from django.http import Http404
@@ -34,6 +33,7 @@ from runs.approval_rules import ApprovalRefused
 from teams.models import Team
 from tools import selectors
 from tools.declared import declared_settings
+from tools.management._options import team_option, user_option
 from tools.services.activations import (
     ActivationError,
     activation_decide,
@@ -64,12 +64,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        team = Team.objects.filter(slug=options["team"]).first()
-        if team is None:
-            raise CommandError(f"no team with slug {options['team']!r}")
-        user = get_user_model().objects.filter(username=options["username"]).first()
-        if user is None:
-            raise CommandError(f"no user named {options['username']!r}")
+        team = team_option(options["team"])
+        user = user_option(options["username"])
         try:  # the page's rule, and its words, before anything is asked for
             check_may_decide(team=team, user=user)
         except ApprovalRefused as exc:

@@ -19,12 +19,9 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.http import Http404
 
-from autocoder.plugins.names import normalize_name
 from teams.models import Membership, Team
-from tools import selectors
-from tools.management._options import json_object_option
+from tools.management._options import json_object_option, team_option, tool_option
 from tools.models import Activation, Invocation
 from tools.services.invocations import InvocationRefused, invocation_call
 
@@ -44,14 +41,8 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        team = Team.objects.filter(slug=options["team"]).first()
-        if team is None:
-            raise CommandError(f"no team with slug {options['team']!r}")
-        try:
-            activation = selectors.tool_for_member(team, normalize_name(options["plugin"]))
-        except Http404:
-            raise CommandError(f"{team.name} does not use a plugin named "
-                               f"{options['plugin']!r} (none of its versions is active)") from None
+        team = team_option(options["team"])
+        activation = tool_option(team, options["plugin"])
         user = _caller(team, activation, options["username"])
         payload = _payload(options["payload"])
         try:

@@ -17,14 +17,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.http import Http404
 
-from autocoder.plugins.names import normalize_name
-from teams.models import Team
-from tools import selectors
-from tools.management._options import json_object_option
+from tools.management._options import json_object_option, team_option, tool_option, user_option
 from tools.schedule_selectors import schedule_preview
 from tools.services.schedules import ScheduleError, describe, schedule_create
 
@@ -51,17 +46,9 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        team = Team.objects.filter(slug=options["team"]).first()
-        if team is None:
-            raise CommandError(f"no team with slug {options['team']!r}")
-        user = get_user_model().objects.filter(username=options["username"]).first()
-        if user is None:
-            raise CommandError(f"no user named {options['username']!r}")
-        try:
-            activation = selectors.tool_for_member(team, normalize_name(options["plugin"]))
-        except Http404:
-            raise CommandError(f"{team.name} does not use a plugin named "
-                               f"{options['plugin']!r} (none of its versions is active)") from None
+        team = team_option(options["team"])
+        user = user_option(options["username"])
+        activation = tool_option(team, options["plugin"])
         if not options["when"].strip() and not options["cron"].strip():
             raise CommandError('say when it runs: --when "weekly mon 08:00" (or --cron '
                                '"0 8 * * 1"). Nothing was saved.')

@@ -12,11 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from runs.approval_rules import MayNotDecide
-from teams.models import Team
+from tools.management._options import team_option, user_option
 from tools.services.activations import ActivationError
 from tools.services.tokens import tool_token_create
 
@@ -36,14 +35,10 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        team = Team.objects.filter(slug=options["team"]).first()
-        if team is None:
-            raise CommandError(f"no team with slug {options['team']!r}")
-        user = get_user_model().objects.filter(username=options["username"]).first()
-        if user is None:
-            raise CommandError(f"no user named {options['username']!r}")
+        team = team_option(options["team"])
+        user = user_option(options["username"])
         try:
-            _, raw = tool_token_create(team=team, plugin=None, user=user,  # type: ignore[arg-type]
+            _, raw = tool_token_create(team=team, plugin=None, user=user,
                                        name=options["name"])
         except (MayNotDecide, ActivationError) as exc:
             raise CommandError(f"no token made: {exc}") from None

@@ -20,15 +20,10 @@ import os
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
-from django.http import Http404
 from django.urls import reverse
 
-from autocoder.plugins.names import normalize_name
-from teams.models import Team
-from tools import selectors
-from tools.management._options import json_object_option
+from tools.management._options import json_object_option, team_option, tool_option, user_option
 from tools.services.triggers import TriggerError, trigger_create
 from tools.triggers_signing import SCHEMES
 
@@ -56,17 +51,9 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true", help="print one JSON object")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        team = Team.objects.filter(slug=options["team"]).first()
-        if team is None:
-            raise CommandError(f"no team with slug {options['team']!r}")
-        user = get_user_model().objects.filter(username=options["username"]).first()
-        if user is None:
-            raise CommandError(f"no user named {options['username']!r}")
-        try:
-            activation = selectors.tool_for_member(team, normalize_name(options["plugin"]))
-        except Http404:
-            raise CommandError(f"{team.name} does not use a plugin named "
-                               f"{options['plugin']!r} (none of its versions is active)") from None
+        team = team_option(options["team"])
+        user = user_option(options["username"])
+        activation = tool_option(team, options["plugin"])
         fixed = json_object_option(options["input"], option="--input",
                                    nothing="Nothing was saved.")
         try:
