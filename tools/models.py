@@ -14,6 +14,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 from autocoder.sealing import sealed_column_register
 
@@ -249,7 +250,9 @@ class Invocation(models.Model):
     # The plugin's api.http requests, as the host made them (autocoder/calling/http_gate.py):
     # method, host, path (query names only), status, bytes, ms, why refused; never a secret.
     http_requests = models.JSONField(default=list, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    # When the call was asked for: a call answered in the request is written when it ends
+    # (tools/services/invocations.py, `invocation_call`), dated when it began.
+    created_at = models.DateTimeField(default=timezone.now, editable=False)
     finished_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

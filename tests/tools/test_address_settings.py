@@ -141,14 +141,14 @@ def test_the_admin_approves_the_address_and_only_that_host_is_reached(
     # kept as the URL the plugin builds its requests from
     assert ToolSetting.objects.get(name="booking_address").value == bookings.url
 
-    called = invocation_call(activation=activation, token=None, command="hours",
+    called = invocation_call(activation=activation, token_id=None, command="hours",
                              payload={"week": "12"}, user_id=world["admin"].pk)
     assert called.status == "ok", called.error
     assert called.output == {"status": 200, "hours": 12}
     assert bookings.paths == ["/hours?week=12"]
 
     # Another host, loopback too and allowed by TOOLS_INTERNAL_HOSTS: never approved.
-    other = invocation_call(activation=activation, token=None, command="elsewhere",
+    other = invocation_call(activation=activation, token_id=None, command="elsewhere",
                             payload={"url": elsewhere.url + "/"}, user_id=world["admin"].pk)
     assert other.status == "failed"
     assert "is neither one of the hosts this plugin declared" in other.error
@@ -158,7 +158,7 @@ def test_the_admin_approves_the_address_and_only_that_host_is_reached(
 
     # The setting changed behind the admin's back: the new host is not approved.
     ToolSetting.objects.filter(name="booking_address").update(value=elsewhere.url)
-    moved = invocation_call(activation=activation, token=None, command="hours", payload={},
+    moved = invocation_call(activation=activation, token_id=None, command="hours", payload={},
                             user_id=world["admin"].pk)
     assert moved.status == "failed" and elsewhere.paths == []
     assert (f"the address entered for booking_address (http://127.0.0.1:{elsewhere.port}) "
@@ -167,7 +167,7 @@ def test_the_admin_approves_the_address_and_only_that_host_is_reached(
     # An admin who saves it on the settings page approves it.
     tool_settings_save(team=world["acme"], plugin=activation.plugin, version=version,
                        user=world["admin"], values={"booking_address": elsewhere.url})
-    again = invocation_call(activation=activation, token=None, command="hours", payload={},
+    again = invocation_call(activation=activation, token_id=None, command="hours", payload={},
                             user_id=world["admin"].pk)
     assert again.status == "ok", again.error
     assert elsewhere.paths == ["/hours?week="]
@@ -178,7 +178,7 @@ def test_the_admin_approves_the_address_and_only_that_host_is_reached(
 def test_no_address_yet_is_said_in_words(world: dict[str, Any], version: Any) -> None:
     asked = activation_request(team=world["acme"], version=version, user=world["admin"])
     activation = activation_approve(activation=asked, user=world["admin"])
-    called = invocation_call(activation=activation, token=None, command="elsewhere",
+    called = invocation_call(activation=activation, token_id=None, command="elsewhere",
                              payload={"url": "http://127.0.0.1:9/"}, user_id=world["admin"].pk)
     assert called.status == "failed"
     assert "booking_address has no address yet: a team admin enters it" in called.error
@@ -326,6 +326,6 @@ def test_an_upgrade_and_a_roll_back_approve_the_address_already_entered(
     back = activation_rollback(team=world["acme"], plugin=version.plugin, user=world["admin"])
     assert back.version == version
     assert ApprovedAddress.objects.filter(activation=back).count() == 1
-    called = invocation_call(activation=back, token=None, command="hours", payload={},
+    called = invocation_call(activation=back, token_id=None, command="hours", payload={},
                              user_id=world["admin"].pk)
     assert called.status == "ok", called.error

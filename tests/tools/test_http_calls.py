@@ -120,7 +120,7 @@ def hook(world: dict[str, Any], chat: ChatService, settings: Any) -> Activation:
 
 def call(activation: Activation, command: str, payload: dict[str, Any] | None = None,
          ) -> Invocation:
-    return invocation_call(activation=activation, token=None, command=command,
+    return invocation_call(activation=activation, token_id=None, command=command,
                            payload=payload or {}, user_id=activation.decided_by_id)
 
 

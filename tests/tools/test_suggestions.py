@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 
 def call(activation: Activation, rows: list[dict[str, Any]]) -> Invocation:
-    return invocation_call(activation=activation, token=None, command="totals",
+    return invocation_call(activation=activation, token_id=None, command="totals",
                            payload={"rows": rows}, user_id=activation.decided_by_id)
 
 

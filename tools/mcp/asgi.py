@@ -43,6 +43,8 @@ MCP_PATH = re.compile(r"^/mcp/(?P<team>[-a-zA-Z0-9_]+)/?$")
 METADATA_PATH = re.compile(
     r"^/\.well-known/oauth-protected-resource/mcp/(?P<team>[-a-zA-Z0-9_]+)/?$")
 SCOPE = "tools"
+LISTEN = "subscriptions/listen"  # the 2026-era stream of list_changed
+READ_AHEAD_BYTES = 64 * 1024  # of a request without a session, to see its method
 MAX_SESSIONS_NOTED = 20_000  # twice the SDK's limit of open sessions per process
 NEEDS_BEARER = ("A tool token is needed: Authorization: Bearer <token>. A team admin makes one "
                 "on a tool's tokens page.")
@@ -113,7 +115,13 @@ class McpGateway:
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
         self.tools = ToolServer()
-        self.manager = StreamableHTTPSessionManager(app=self.tools.server, json_response=False)
+        # A request is answered with one JSON body (the SDK's json_response): a tools/call
+        # needs no stream of its own, and an SSE answer per call cost about a third of an MCP
+        # call's time (docs/tools.md, "Throughput"). `list_changed` reaches a handshake-era
+        # session on its GET stream; a 2026-era `subscriptions/listen` is a stream, and goes
+        # to `self.streams`.
+        self.manager = StreamableHTTPSessionManager(app=self.tools.server, json_response=True)
+        self.streams = StreamableHTTPSessionManager(app=self.tools.server)
         # A handshake-era session lives in the web process that opened it; a request of it that
         # reaches another process is answered there without the session (see _route).
         self.stateless = StreamableHTTPSessionManager(app=self.tools.server, stateless=True)
@@ -178,7 +186,11 @@ class McpGateway:
         without a session: a tools/list or tools/call needs nothing a session keeps. (A GET
         stream there is answered 404, and the SDK's client tries again on a new connection.)"""
         session = headers.get("mcp-session-id")
-        if session is None:
+        if session is None and scope.get("method") == "POST":
+            body, receive = await _read_ahead(receive)
+            manager = self.streams if _method_of(body) == LISTEN else self.manager
+            await manager.handle_request(scope, receive, self._noting(send))
+        elif session is None:
             await self.manager.handle_request(scope, receive, self._noting(send))
         elif session in self._sessions or scope.get("method") != "POST":
             if scope.get("method") == "DELETE":
@@ -207,12 +219,42 @@ class McpGateway:
         await self._ready.wait()
 
     async def _run(self) -> None:
-        async with self.manager.run(), self.stateless.run(), \
+        async with self.manager.run(), self.streams.run(), self.stateless.run(), \
                 anyio.create_task_group() as group:
             group.start_soon(self.tools.changes_follow)
             assert self._ready is not None
             self._ready.set()
             await anyio.sleep_forever()
+
+
+async def _read_ahead(receive: Receive) -> tuple[bytes, Receive]:
+    """The request's body (up to READ_AHEAD_BYTES: a larger one is the SDK's to refuse) and a
+    `receive` that gives the whole request again."""
+    messages: list[Message] = []
+    size = 0
+    while size <= READ_AHEAD_BYTES:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    body = b"".join(m.get("body", b"") for m in messages if m["type"] == "http.request")
+
+    async def replay() -> Message:
+        return messages.pop(0) if messages else await receive()
+    return body, replay
+
+
+def _method_of(body: bytes) -> str:
+    """The JSON-RPC method of a request's body ("" for anything else)."""
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return ""
+    method = message.get("method") if isinstance(message, dict) else None
+    return method if isinstance(method, str) else ""
 
 
 def mcp_or(app: ASGIApp) -> ASGIApp:

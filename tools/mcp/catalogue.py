@@ -22,6 +22,7 @@ from marketplace.types import StoredCommand
 from teams.models import Team
 from tools.declared import command_info, command_names, declared_inputs, manifest_of
 from tools.models import Activation, VersionBlock
+from tools.selectors import tool_for_call
 
 SEPARATOR = "__"
 # A file input, as the form and the API take it.
@@ -83,9 +84,7 @@ def tool_find(grant: Grant, name: str) -> tuple[Activation, str] | None:
     plugin_name, _, command = name.partition(SEPARATOR)
     if not command:
         return None
-    found = (Activation.objects.select_related("plugin", "version", "team")
-             .filter(team_id=grant.team_id, status=Activation.Status.ACTIVE,
-                     plugin__normalized_name=plugin_name).first())
+    found = tool_for_call(grant.team_id, plugin_name=plugin_name)
     if found is None or (grant.plugin_id is not None and found.plugin_id != grant.plugin_id):
         return None
     return found, command

@@ -29,7 +29,7 @@ from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, Too
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from tools.mcp.catalogue import Grant, ToolEntry, tool_find, tools_for
-from tools.models import Invocation, ToolToken
+from tools.models import Invocation
 from tools.services.invocations import InvocationRefused, invocation_call
 from tools.services.tool_changes import CHANNEL
 
@@ -167,9 +167,9 @@ def _call(grant: Grant, name: str, arguments: dict[str, object]) -> types.CallTo
         return _error(f"There is no tool {name!r} for this token: list the tools again, it may "
                       "have been switched off.")
     activation, command = found
-    token = ToolToken.objects.filter(pk=grant.token_id).first()
     try:
-        invocation = invocation_call(activation=activation, token=token, command=command,
+        invocation = invocation_call(activation=activation, token_id=grant.token_id,
+                                     command=command,
                                      payload=arguments, via=Invocation.Caller.MCP)
     except InvocationRefused as exc:
         return _error(exc.said_at(grant.base_url) if exc.url else str(exc))

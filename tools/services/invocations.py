@@ -94,7 +94,7 @@ def invocation_check(*, activation: Activation, command: str, payload: Any,
     `settings_needed=False` checks only the command and its input: for a schedule saved
     before an admin has entered the settings (it is refused when it comes due instead)."""
     version = activation.version
-    if VersionBlock.objects.filter(version_id=version.pk).exists():
+    if _blocked(activation):
         raise InvocationRefused(DISABLED, status=403)
     names = command_names(version)
     if command not in names:
@@ -117,6 +117,15 @@ def invocation_check(*, activation: Activation, command: str, payload: Any,
     if problems:
         raise InvocationRefused("The input does not fit: " + "; ".join(problems) + ".",
                                 status=400)
+
+
+def _blocked(activation: Activation) -> bool:
+    """Whether a site administrator disabled the activation's version: as read with it
+    (`tools.selectors.tool_for_call`), or asked now."""
+    read = getattr(activation, "blocked", None)
+    if read is not None:
+        return bool(read)
+    return VersionBlock.objects.filter(version_id=activation.version_id).exists()
 
 
 def settings_missing_refusal(activation: Activation,
@@ -197,40 +206,49 @@ def _schedule_still_owned(schedule: Schedule) -> bool:
     return schedule_still_owned(schedule)
 
 
-def invocation_call(*, activation: Activation, token: ToolToken | None, command: str,
+def invocation_call(*, activation: Activation, token_id: int | None, command: str,
                     payload: Any, user_id: int | None = None,
                     via: str | None = None) -> Invocation:
-    """Call now, for the HTTP API with its `token`, or for `manage.py tool_call` as the member
-    `user_id` (token None: logged as that person's call); `via` names another caller kind
-    with a token (Invocation.Caller.MCP: an assistant). InvocationRefused before anything
-    runs. The payload is not stored: the log keeps its size."""
+    """Call now, for the HTTP API with its token (`token_id`), or for `manage.py tool_call`
+    as the member `user_id` (token None: logged as that person's call); `via` names another
+    caller kind with a token (Invocation.Caller.MCP: an assistant). InvocationRefused before
+    anything runs. The payload is not stored: the log keeps its size.
+
+    Its caller waits for the answer, so the log's row is written once, when the call ends
+    (dated when it began): an `activation` read with `tools.selectors.tool_for_call` and that
+    one write are all the call asks of the database (docs/tools.md, "Throughput")."""
     invocation_check(activation=activation, command=command, payload=payload)
-    caller = via or (Invocation.Caller.TOKEN if token is not None else Invocation.Caller.USER)
-    invocation = Invocation.objects.create(
+    by_token = token_id is not None
+    caller = via or (Invocation.Caller.TOKEN if by_token else Invocation.Caller.USER)
+    invocation = Invocation(
         team_id=activation.team_id, plugin_id=activation.plugin_id,
-        version_id=activation.version_id, command=command, caller=caller, token=token,
-        user_id=None if token is not None else user_id, status=Invocation.Status.RUNNING,
-        input_bytes=json_size(payload))
+        version_id=activation.version_id, command=command, caller=caller, token_id=token_id,
+        user_id=None if by_token else user_id, status=Invocation.Status.RUNNING,
+        input_bytes=json_size(payload), created_at=timezone.now())
     invocation.version = activation.version
+    invocation.team, invocation.plugin = activation.team, activation.plugin
     return _execute(invocation, payload, activation)
 
 
 def _execute(invocation: Invocation, payload: dict[str, object],
              activation: Activation | None = None) -> Invocation:
-    refusal = _refusal_at_call_time(invocation)
+    """Run the call. `activation`: the one in force, read by the caller a moment ago; read
+    with `tools.selectors.tool_for_call`, it also says whether the version is disabled and
+    what the tool stores, and nothing more is asked of the database before the call."""
+    fresh = activation is not None and hasattr(activation, "blocked")
+    refusal = None if fresh else _refusal_at_call_time(invocation)
     if refusal:
         return _finish(invocation, status=Invocation.Status.REFUSED, error=refusal[1],
                        error_kind=refusal[0])
     version = invocation.version
-    stored = ToolStorage.objects.filter(team_id=invocation.team_id,
-                                        plugin_id=invocation.plugin_id).first()
+    stored = _stored(invocation, activation if fresh else None)
     event = invocation.caller == Invocation.Caller.EVENT
     try:
         outcome = call_as_team(
             files=version.files, manifest=manifest_of(version),
             command=None if event else invocation.command,
             event=invocation.command if event else None, payload=payload,
-            team=_team_settings(invocation), storage=stored.data if stored else {},
+            team=_team_settings(invocation), storage=stored,
             internal_hosts=settings.TOOLS_INTERNAL_HOSTS, warm=warm_key(invocation, activation))
     except ValueError as exc:  # a malformed call (a bad entry): nothing of the plugin ran
         logger.exception("invocation %s could not be made", invocation.pk)
@@ -239,6 +257,16 @@ def _execute(invocation: Invocation, payload: dict[str, object],
     if outcome.storage is not None:
         _storage_save(invocation, outcome.storage)
     return _finish_outcome(invocation, outcome)
+
+
+def _stored(invocation: Invocation, activation: Activation | None) -> dict[str, object]:
+    """What the tool keeps between calls (api.storage), as read with `activation`, or now."""
+    if activation is not None:
+        read = getattr(activation, "stored", None)
+        return read if isinstance(read, dict) else {}
+    row = ToolStorage.objects.filter(team_id=invocation.team_id,
+                                     plugin_id=invocation.plugin_id).first()
+    return row.data if row is not None else {}
 
 
 def _team_settings(invocation: Invocation) -> TeamSettings:
@@ -309,18 +337,18 @@ def _finish(invocation: Invocation, *, status: str, **fields: Any) -> Invocation
     fields.setdefault("output_text", "")
     written = {"status": status, "finished_at": timezone.now(), **fields}
     try:
-        with transaction.atomic():  # a savepoint: a refused write leaves the rest usable
-            Invocation.objects.filter(pk=invocation.pk).update(**written)
+        _write_alone(invocation, written)
     except (DataError, ValueError):
         # Something PostgreSQL refuses got past the runtime's cleaning (storable.py): the
         # call still ends, as a failure that says so, rather than "running" for ever.
-        logger.exception("invocation %s: its outcome could not be saved", invocation.pk)
+        logger.exception("invocation %s (%s): its outcome could not be saved",
+                         invocation.pk or "not written yet", invocation.command)
         status = Invocation.Status.FAILED
         written = {"status": status, "finished_at": written["finished_at"], "output": None,
                    "output_text": "", "log_lines": [], "error_kind": "bad_output",
                    "error": "The plugin's answer could not be saved (it holds text the"
                             " database cannot keep)."}
-        Invocation.objects.filter(pk=invocation.pk).update(**written)
+        _write_alone(invocation, written)
     for name, value in written.items():  # as saved: one query less than reading it back
         setattr(invocation, name, value)
     if status == Invocation.Status.OK:
@@ -328,6 +356,24 @@ def _finish(invocation: Invocation, *, status: str, **fields: Any) -> Invocation
     if invocation.schedule_id is not None:
         _schedule_outcome(invocation)
     return invocation
+
+
+def _write_alone(invocation: Invocation, written: dict[str, Any]) -> None:
+    """The outcome in one statement (the row's INSERT for a call not yet written, else an
+    UPDATE), which, refused, leaves the connection usable: in autocommit the statement is its
+    own transaction; inside a transaction, a savepoint keeps the rest."""
+    def write() -> None:
+        if invocation.pk is None:
+            for name, value in written.items():
+                setattr(invocation, name, value)
+            invocation.save(force_insert=True)
+        else:
+            Invocation.objects.filter(pk=invocation.pk).update(**written)
+    if transaction.get_connection().in_atomic_block:
+        with transaction.atomic():
+            write()
+    else:
+        write()
 
 
 def _schedule_event(invocation: Invocation) -> None:

@@ -51,7 +51,7 @@ def tool_api(request: HttpRequest, team_slug: str, plugin_name: str,
     if token.team.slug != team_slug or (token.plugin is not None
                                         and token.plugin.normalized_name != plugin_name):
         return _error(404, NOT_FOUND)
-    activation = selectors.team_tool_by_name(token.team_id, plugin_name)
+    activation = selectors.tool_for_call(token.team_id, plugin_name=plugin_name)
     if activation is None:
         return _error(404, NOT_FOUND)
     tool_token_used(token=token)
@@ -59,8 +59,8 @@ def tool_api(request: HttpRequest, team_slug: str, plugin_name: str,
     if problem is not None:
         return problem
     try:
-        invocation = invocation_call(activation=activation, token=token, command=command,
-                                     payload=payload)
+        invocation = invocation_call(activation=activation, token_id=token.pk,
+                                     command=command, payload=payload)
     except InvocationRefused as exc:
         if exc.missing:  # settings an admin must enter first: which, and the page's address
             return _error(exc.status, exc.said_at(request.build_absolute_uri("/")),

@@ -46,7 +46,7 @@ class Command(BaseCommand):
         user = _caller(team, activation, options["username"])
         payload = _payload(options["payload"])
         try:
-            invocation = invocation_call(activation=activation, token=None, user_id=user.pk,
+            invocation = invocation_call(activation=activation, token_id=None, user_id=user.pk,
                                          command=options["command"], payload=payload)
         except InvocationRefused as exc:
             self._refused(exc, options["json"])
