@@ -49,28 +49,29 @@ def active_activation(team: Team | int, plugin: Plugin | int) -> Activation | No
             .filter(team=team, plugin=plugin, status=Status.ACTIVE).first())
 
 
-# What a call reads of the activation, its version, plugin and team: a version row also holds
-# its readme, reports, spec and embedding, which a call never needs (and would parse each time).
-# tests/tools/test_call_queries.py counts a call's queries, so one reading more shows there.
-_FOR_CALLS = ("id", "team_id", "plugin_id", "version_id", "status", "warm_sandbox",
-              "version__id", "version__plugin_id", "version__version", "version__status",
-              "version__files", "version__commands",
-              "plugin__id", "plugin__name", "plugin__normalized_name", "plugin__team_id",
-              "team__id", "team__slug", "team__name")
+# What a call (and the MCP tool list) reads of the activation, its version, plugin and team: a
+# version row also holds its readme, reports, spec and embedding, which a call never needs (and
+# would parse each time). tests/tools/test_call_queries.py counts a call's queries, so a field
+# read that this leaves out shows there as one query more.
+FOR_CALLS = ("id", "team_id", "plugin_id", "version_id", "status", "warm_sandbox",
+             "version__id", "version__plugin_id", "version__version", "version__status",
+             "version__files", "version__commands",
+             "plugin__id", "plugin__name", "plugin__normalized_name", "plugin__team_id",
+             "team__id", "team__slug", "team__name")
 
 
 def tool_for_call(team: Team | int, *, plugin_name: str | None = None,
                   plugin_id: int | None = None) -> Activation | None:
     """The activation in force of the team's plugin (by normalized name or id), with all a
     call reads of the database before it runs, in one query: its version, plugin and team
-    (the fields a call reads, `_FOR_CALLS`), `blocked` (a site administrator disabled the
+    (the fields a call reads, `FOR_CALLS`), `blocked` (a site administrator disabled the
     version) and `stored` (the tool's storage, None while it has none).
     tools/services/invocations.py, `invocation_call`."""
     block = VersionBlock.objects.filter(version_id=OuterRef("version_id"))
     storage = ToolStorage.objects.filter(team_id=OuterRef("team_id"),
                                          plugin_id=OuterRef("plugin_id")).values("data")[:1]
     found = (Activation.objects.select_related("version", "plugin", "team")
-             .only(*_FOR_CALLS)
+             .only(*FOR_CALLS)
              .filter(team=team, status=Status.ACTIVE)
              .annotate(blocked=Exists(block), stored=Subquery(storage)))
     if plugin_name is not None:

@@ -5,6 +5,12 @@ plugin published in a team (through the same checks as an upload), activated by 
 team's admins, and a fresh API token. `api_load` then has `clients` concurrent clients POST
 the echo command to `POST /api/tools/<team>/<plugin>/echo` for `seconds` seconds against a
 running portal (`make run`), each one request at a time, and reports throughput and latency.
+
+Two loads: saturated (each client sends its next call as soon as the last is answered: the
+most the portal answers, and a median that is then clients / throughput, Little's law), or
+paced with `rate` (the clients together start `rate` calls per second, each client at
+clients / rate intervals, a late one at once: the median at that rate, as a team's assistants
+and scripts call).
 """
 
 from __future__ import annotations
@@ -85,9 +91,11 @@ def api_seed(*, team_slug: str, admin_username: str) -> tuple[str, str]:
 
 
 class LoadFigures(TypedDict):
-    """What a load of the tools' API (or MCP) prints: calls, their rate and latencies."""
+    """What a load of the tools' API (or MCP) prints: calls, their rate and latencies.
+    `rate`: the calls per second asked for (None: saturated)."""
 
     mode: str
+    rate: float | None
     clients: int
     seconds: float
     requests: int
@@ -98,15 +106,34 @@ class LoadFigures(TypedDict):
     error_samples: list[str]
 
 
+class Pace:
+    """When each client starts its calls: at once (rate None), or every clients / rate
+    seconds from its own offset, so that the clients together start `rate` calls a second."""
+
+    def __init__(self, clients: int, rate: float | None, started: float) -> None:
+        self.interval = clients / rate if rate else 0.0
+        self.clients, self.started = clients, started
+
+    async def wait(self, client: int, sent: int) -> None:
+        """Until client `client`'s call number `sent` (from 1) is due."""
+        if not self.interval:
+            return
+        due = (self.started + self.interval * (sent - 1)
+               + self.interval * client / self.clients)
+        delay = due - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
 def api_load(*, url: str, token: str, team_slug: str, plugin: str, clients: int = 20,
-             seconds: float = 30.0) -> LoadFigures:
+             seconds: float = 30.0, rate: float | None = None) -> LoadFigures:
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request
     return asyncio.run(_load(url, token, f"/api/tools/{team_slug}/{plugin}/echo", clients,
-                             seconds))
+                             seconds, rate))
 
 
 async def _load(url: str, token: str, path: str, clients: int,
-                seconds: float) -> LoadFigures:
+                seconds: float, rate: float | None) -> LoadFigures:
     latencies: list[float] = []
     failures: list[str] = []
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
@@ -115,11 +142,15 @@ async def _load(url: str, token: str, path: str, clients: int,
                                  timeout=60.0) as client:
         started = time.monotonic()
         deadline = started + seconds
+        pace = Pace(clients, rate, started)
 
         async def one_client(number: int) -> None:
             sent = 0
             while time.monotonic() < deadline:
                 sent += 1
+                await pace.wait(number, sent)
+                if time.monotonic() >= deadline:
+                    break
                 began = time.monotonic()
                 try:
                     answer = await client.post(path, json={"client": number, "n": sent})
@@ -133,7 +164,7 @@ async def _load(url: str, token: str, path: str, clients: int,
 
         await asyncio.gather(*(one_client(n) for n in range(clients)))
         elapsed = time.monotonic() - started
-    return {"mode": "api", "clients": clients, "seconds": round(elapsed, 1),
+    return {"mode": "api", "rate": rate, "clients": clients, "seconds": round(elapsed, 1),
             "requests": len(latencies), "throughput_rps": round(len(latencies) / elapsed, 1),
             "p50_ms": round(statistics.median(latencies), 1) if latencies else None,
             "p95_ms": round(_p95(latencies), 1) if latencies else None,

@@ -15,7 +15,7 @@ import time
 
 import anyio
 
-from config.benchmarks.tools_api import API_PLUGIN_NAME, LoadFigures, api_seed
+from config.benchmarks.tools_api import API_PLUGIN_NAME, LoadFigures, Pace, api_seed
 
 ECHO_TOOL = f"{API_PLUGIN_NAME}__echo"
 PROTOCOLS = ("legacy", "2026-07-28")  # the initialize handshake, or the per-request one
@@ -41,16 +41,18 @@ class McpLoadFigures(LoadFigures):
 
 
 def mcp_load(*, url: str, token: str, team_slug: str, clients: int = 20,
-             seconds: float = 30.0, protocol: str = "legacy") -> McpLoadFigures:
+             seconds: float = 30.0, protocol: str = "legacy",
+             rate: float | None = None) -> McpLoadFigures:
     for noisy in ("httpx", "httpx2", "mcp"):
         logging.getLogger(noisy).setLevel(logging.WARNING)  # not a line per request
     address = f"{url.rstrip('/')}/mcp/{team_slug}/"
-    figures: McpLoadFigures = anyio.run(_load, address, token, clients, seconds, protocol)
+    figures: McpLoadFigures = anyio.run(_load, address, token, clients, seconds, protocol,
+                                        rate)
     return figures
 
 
 async def _load(address: str, token: str, clients: int, seconds: float,
-                protocol: str) -> McpLoadFigures:
+                protocol: str, rate: float | None) -> McpLoadFigures:
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -59,6 +61,7 @@ async def _load(address: str, token: str, clients: int, seconds: float,
     failures: list[str] = []
     started = time.monotonic()
     deadline = started + seconds
+    pace = Pace(clients, rate, started)
 
     async def one_client(number: int) -> None:
         http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
@@ -69,6 +72,9 @@ async def _load(address: str, token: str, clients: int, seconds: float,
                 sent = 0
                 while time.monotonic() < deadline:
                     sent += 1
+                    await pace.wait(number, sent)
+                    if time.monotonic() >= deadline:
+                        break
                     began = time.monotonic()
                     result = await assistant.call_tool(ECHO_TOOL, {"client": number, "n": sent})
                     if result.is_error:
@@ -82,7 +88,7 @@ async def _load(address: str, token: str, clients: int, seconds: float,
         for number in range(clients):
             group.start_soon(one_client, number)
     elapsed = time.monotonic() - started
-    return {"mode": "mcp", "protocol": protocol, "clients": clients,
+    return {"mode": "mcp", "rate": rate, "protocol": protocol, "clients": clients,
             "seconds": round(elapsed, 1), "requests": len(latencies),
             "throughput_rps": round(len(latencies) / elapsed, 1),
             "p50_ms": round(statistics.median(latencies), 1) if latencies else None,

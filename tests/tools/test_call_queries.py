@@ -1,7 +1,7 @@
 """What a call asks of the database: an API call or an assistant's MCP call reads its token and
 the tool in one query each (and the tool's settings, when it declares some) and writes the
 log's row once, when it ends (docs/tools.md,
-"Throughput"). A field read that the call's selector left out (`tools.selectors._FOR_CALLS`)
+"Throughput"). A field read that the call's selector left out (`tools.selectors.FOR_CALLS`)
 would show here as one query more."""
 
 from __future__ import annotations

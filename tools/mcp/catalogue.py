@@ -22,7 +22,7 @@ from marketplace.types import StoredCommand
 from teams.models import Team
 from tools.declared import command_info, command_names, declared_inputs, manifest_of
 from tools.models import Activation, VersionBlock
-from tools.selectors import tool_for_call
+from tools.selectors import FOR_CALLS, tool_for_call
 
 SEPARATOR = "__"
 # A file input, as the form and the API take it.
@@ -61,7 +61,7 @@ def tool_name(plugin_name: str, command: str) -> str:
 
 
 def _activations(grant: Grant) -> list[Activation]:
-    found = (Activation.objects.select_related("plugin", "version", "team")
+    found = (Activation.objects.select_related("plugin", "version", "team").only(*FOR_CALLS)
              .filter(team_id=grant.team_id, status=Activation.Status.ACTIVE)
              .order_by("plugin__normalized_name"))
     if grant.plugin_id is not None:

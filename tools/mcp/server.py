@@ -75,6 +75,14 @@ def _tool(entry: ToolEntry) -> types.Tool:
             open_world_hint=entry.sends))
 
 
+def _no_header_parameters(name: str) -> None:
+    """What the SDK checks a 2026-era call's `Mcp-Param-*` headers against: the parameters a
+    tool's input schema marks with `x-mcp-header`, and ours mark none (tools/mcp/catalogue.py),
+    so there is nothing to check. Without this the SDK ran the whole tools/list before each
+    call to find the schema."""
+    return None
+
+
 class ToolServer:
     """The handlers, and the connected sessions and listen streams of each team."""
 
@@ -82,7 +90,8 @@ class ToolServer:
         self.server: Server[Any] = Server(
             "autocoder-tools", version="1", title="Autocoder team tools",
             instructions=INSTRUCTIONS, on_list_tools=self.list_tools,
-            on_call_tool=self.call_tool, on_subscriptions_listen=self.listen)
+            on_call_tool=self.call_tool, on_subscriptions_listen=self.listen,
+            get_tool_input_schema=_no_header_parameters)
         self.options = self.server.create_initialization_options(
             NotificationOptions(tools_changed=True))
         # team id -> {session id: a session of the handshake era that listed its tools}

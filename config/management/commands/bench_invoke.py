@@ -26,6 +26,9 @@ class Command(BaseCommand):
                             help="api, mcp: the running portal")
         parser.add_argument("--clients", type=int, default=20, help="api, mcp: concurrent clients")
         parser.add_argument("--seconds", type=float, default=30.0, help="api, mcp: how long")
+        parser.add_argument("--rate", type=float, default=None,
+                            help="api, mcp: the calls per second the clients start together "
+                                 "(default: each client calls again as soon as it is answered)")
         parser.add_argument("--team", default="demo", help="api, mcp: the team that uses the tool")
         parser.add_argument("--admin", default="admin",
                             help="api, mcp: an admin of the team, who publishes and activates the "
@@ -51,6 +54,8 @@ class Command(BaseCommand):
     def _api(self, options: dict[str, Any]) -> LoadFigures:
         if options["clients"] < 1 or options["seconds"] <= 0:
             raise CommandError("--clients must be at least 1 and --seconds above 0.")
+        if options["rate"] is not None and options["rate"] <= 0:
+            raise CommandError("--rate must be above 0 calls per second.")
         try:
             if options["mode"] == "mcp":
                 token = mcp_seed(team_slug=options["team"], admin_username=options["admin"])
@@ -63,15 +68,17 @@ class Command(BaseCommand):
         if options["mode"] == "mcp":
             return mcp_load(url=options["url"], token=token, team_slug=options["team"],
                             clients=options["clients"], seconds=options["seconds"],
-                            protocol=options["protocol"])
+                            protocol=options["protocol"], rate=options["rate"])
         return api_load(url=options["url"], token=token, team_slug=options["team"],
-                        plugin=plugin, clients=options["clients"], seconds=options["seconds"])
+                        plugin=plugin, clients=options["clients"], seconds=options["seconds"],
+                        rate=options["rate"])
 
     def _api_words(self, figures: LoadFigures) -> None:
         protocol = figures.get("protocol")  # an McpLoadFigures's
         over = f"MCP ({protocol})" if figures["mode"] == "mcp" else "API"
+        paced = f" starting {figures['rate']:g} calls/s" if figures.get("rate") else ""
         self.stdout.write(
-            f"tools {over}, {figures['clients']} clients for {figures['seconds']} s: "
+            f"tools {over}, {figures['clients']} clients{paced} for {figures['seconds']} s: "
             f"{figures['requests']} calls, {figures['throughput_rps']} calls/s, "
             f"p50 {figures['p50_ms']} ms, p95 {figures['p95_ms']} ms, "
             f"errors {figures['errors']}")
