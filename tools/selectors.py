@@ -4,8 +4,10 @@ tokens, schedules, the invocation log, and usage figures for a plugin's publishe
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.postgres.expressions import ArraySubquery
 from django.db.models import (
     Aggregate,
     Count,
@@ -20,7 +22,7 @@ from django.db.models import (
     Value,
     Window,
 )
-from django.db.models.functions import Coalesce, RowNumber
+from django.db.models.functions import Coalesce, JSONObject, RowNumber
 from django.http import Http404
 from django.urls import reverse
 
@@ -49,6 +51,15 @@ def active_activation(team: Team | int, plugin: Plugin | int) -> Activation | No
             .filter(team=team, plugin=plugin, status=Status.ACTIVE).first())
 
 
+class EnteredSetting(TypedDict):
+    """One of the team's settings of a tool as `tool_for_call` reads it (a secret's value is
+    its sealed text)."""
+
+    name: str
+    value: str
+    secret: bool
+
+
 # What a call (and the MCP tool list) reads of the activation, its version, plugin and team: a
 # version row also holds its readme, reports, spec and embedding, which a call never needs (and
 # would parse each time). tests/tools/test_call_queries.py counts a call's queries, so a field
@@ -65,15 +76,20 @@ def tool_for_call(team: Team | int, *, plugin_name: str | None = None,
     """The activation in force of the team's plugin (by normalized name or id), with all a
     call reads of the database before it runs, in one query: its version, plugin and team
     (the fields a call reads, `FOR_CALLS`), `blocked` (a site administrator disabled the
-    version) and `stored` (the tool's storage, None while it has none).
+    version), `stored` (the tool's storage, None while it has none) and `entered_settings`
+    (the team's settings of the tool, `{name, value, secret}` each, a secret's value sealed).
     tools/services/invocations.py, `invocation_call`."""
     block = VersionBlock.objects.filter(version_id=OuterRef("version_id"))
     storage = ToolStorage.objects.filter(team_id=OuterRef("team_id"),
                                          plugin_id=OuterRef("plugin_id")).values("data")[:1]
+    entered = ToolSetting.objects.filter(
+        team_id=OuterRef("team_id"), plugin_id=OuterRef("plugin_id")).values(
+            row=JSONObject(name=F("name"), value=F("value"), secret=F("secret")))
     found = (Activation.objects.select_related("version", "plugin", "team")
              .only(*FOR_CALLS)
              .filter(team=team, status=Status.ACTIVE)
-             .annotate(blocked=Exists(block), stored=Subquery(storage)))
+             .annotate(blocked=Exists(block), stored=Subquery(storage),
+                       entered_settings=ArraySubquery(entered)))
     if plugin_name is not None:
         found = found.filter(plugin__normalized_name=plugin_name)
     if plugin_id is not None:
@@ -194,10 +210,14 @@ def missing_settings(activation: Activation) -> list[SettingDecl]:
     needed = [item for item in declared_settings(activation.version) if item.required]
     if not needed:
         return []
-    entered = set(ToolSetting.objects.filter(
-        team_id=activation.team_id, plugin_id=activation.plugin_id,
-        name__in=[item.name for item in needed]).exclude(value="").values_list("name",
-                                                                               flat=True))
+    read = getattr(activation, "entered_settings", None)  # read with it: tool_for_call
+    if read is not None:
+        entered = {row["name"] for row in read if row["value"]}
+    else:
+        entered = set(ToolSetting.objects.filter(
+            team_id=activation.team_id, plugin_id=activation.plugin_id,
+            name__in=[item.name for item in needed]).exclude(value="").values_list(
+                "name", flat=True))
     return [item for item in needed if item.name not in entered]
 
 

@@ -1,6 +1,6 @@
 """What a call asks of the database: an API call or an assistant's MCP call reads its token and
-the tool in one query each (and the tool's settings, when it declares some) and writes the
-log's row once, when it ends (docs/tools.md,
+the tool (with the team's settings of it) in one query each and writes the log's row once,
+when it ends (docs/tools.md,
 "Throughput"). A field read that the call's selector left out (`tools.selectors.FOR_CALLS`)
 would show here as one query more."""
 
@@ -52,8 +52,8 @@ def test_an_api_call_reads_its_token_and_tool_and_writes_its_log_row_once(raw: s
         response = _post(raw)
     assert response.status_code == 200, response.content
     assert response.json()["output"] == {"totals": [{"month": "Jan", "total": 5}]}
-    # the token, the tool, its settings (month-totals declares some), the log's row
-    assert _statements(captured) == ["SELECT", "SELECT", "SELECT", "INSERT"], _said(captured)
+    # the token, the tool with its settings (month-totals declares some), the log's row
+    assert _statements(captured) == ["SELECT", "SELECT", "INSERT"], _said(captured)
     logged = Invocation.objects.get(pk=response.json()["invocation"])
     assert logged.status == "ok" and logged.caller == "token"
     # dated when it was asked for, written when it ended
@@ -85,6 +85,6 @@ def test_an_mcp_call_reads_the_tool_once_and_writes_once(active: Activation,
         result = _call(grant, "month-totals__totals", ROWS)
     assert not result.is_error, result.content
     assert result.structured_content == {"totals": [{"month": "Jan", "total": 5}]}
-    # the tool, its settings, the log's row (the token was read with the HTTP request)
-    assert _statements(captured) == ["SELECT", "SELECT", "INSERT"], _said(captured)
+    # the tool with its settings, the log's row (the token was read with the HTTP request)
+    assert _statements(captured) == ["SELECT", "INSERT"], _said(captured)
     assert Invocation.objects.filter(caller="mcp", status="ok").count() == 1

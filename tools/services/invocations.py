@@ -248,7 +248,7 @@ def _execute(invocation: Invocation, payload: dict[str, object],
             files=version.files, manifest=manifest_of(version),
             command=None if event else invocation.command,
             event=invocation.command if event else None, payload=payload,
-            team=_team_settings(invocation), storage=stored,
+            team=_team_settings(invocation, activation if fresh else None), storage=stored,
             internal_hosts=settings.TOOLS_INTERNAL_HOSTS, warm=warm_key(invocation, activation))
     except ValueError as exc:  # a malformed call (a bad entry): nothing of the plugin ran
         logger.exception("invocation %s could not be made", invocation.pk)
@@ -269,14 +269,16 @@ def _stored(invocation: Invocation, activation: Activation | None) -> dict[str, 
     return row.data if row is not None else {}
 
 
-def _team_settings(invocation: Invocation) -> TeamSettings:
+def _team_settings(invocation: Invocation, activation: Activation | None) -> TeamSettings:
     """What the team gives this call: its settings (secrets unsealed: the host's api.http
     fills them in, only on requests to the hosts the reviewed plugin.toml declares and the
     addresses a team admin approved for the activation, tools/services/addresses.py) and the
-    Settings page a refusal names for a secret with no value yet."""
+    Settings page a refusal names for a secret with no value yet. `activation`: read with
+    tools.selectors.tool_for_call a moment ago, with the settings."""
     version = invocation.version
-    values, secret_names = settings_for_call(team=invocation.team_id,
-                                             plugin=invocation.plugin_id, version=version)
+    values, secret_names = settings_for_call(
+        team=invocation.team_id, plugin=invocation.plugin_id, version=version,
+        entered=getattr(activation, "entered_settings", None))
     approved, note = approved_hosts_for_call(team_id=invocation.team_id,
                                              plugin_id=invocation.plugin_id,
                                              version=version, values=values)

@@ -14,7 +14,7 @@ from teams.models import Membership, Team
 from teams.services.audit import audit_record
 from tools.declared import declared_settings
 from tools.models import Activation, ToolSetting, VersionBlock
-from tools.selectors import SettingView, setting_rows, settings_page
+from tools.selectors import EnteredSetting, SettingView, setting_rows, settings_page
 from tools.services.activations import check_may_decide
 from tools.services.addresses import (
     address_permissions,
@@ -105,14 +105,22 @@ def _addresses_approve(team: Team, plugin: Plugin, version: PluginVersion, user:
         addresses_approve_entered(activation=in_use, user=user)
 
 
-def settings_for_call(*, team: Team | int, plugin: Plugin | int,
-                      version: PluginVersion) -> tuple[dict[str, str], list[str]]:
+def settings_for_call(*, team: Team | int, plugin: Plugin | int, version: PluginVersion,
+                      entered: list[EnteredSetting] | None = None
+                      ) -> tuple[dict[str, str], list[str]]:
     """The values the plugin gets as `api.settings` (secrets unsealed, only declared names),
-    and the names of the secret ones, whose values the runtime blanks from the outcome."""
+    and the names of the secret ones, whose values the runtime blanks from the outcome.
+    `entered`: the team's rows as read with the tool (tools.selectors.tool_for_call), else
+    they are read now."""
     declared = {d.name: d for d in declared_settings(version)}
+    if entered is None:
+        entered = [{"name": row.name, "value": row.value, "secret": row.secret}
+                   for row in ToolSetting.objects.filter(team=team, plugin=plugin,
+                                                         name__in=list(declared))]
     values: dict[str, str] = {}
-    for row in ToolSetting.objects.filter(team=team, plugin=plugin, name__in=list(declared)):
-        values[row.name] = unseal(row.value) if row.secret else row.value
+    for row in entered:
+        if row["name"] in declared:
+            values[row["name"]] = unseal(row["value"]) if row["secret"] else row["value"]
     return values, [name for name, item in declared.items() if item.secret]
 
 
