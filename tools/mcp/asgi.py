@@ -116,8 +116,8 @@ class McpGateway:
         self.app = app
         self.tools = ToolServer()
         # A request is answered with one JSON body (the SDK's json_response): a tools/call
-        # needs no stream of its own, and an SSE answer per call cost about a third of an MCP
-        # call's time (docs/tools.md, "Throughput"). `list_changed` reaches a handshake-era
+        # needs no stream of its own, and an SSE answer per call cost the server a fifth of a
+        # call's CPU (docs/tools.md, "Throughput"). `list_changed` reaches a handshake-era
         # session on its GET stream; a 2026-era `subscriptions/listen` is a stream, and goes
         # to `self.streams`.
         self.manager = StreamableHTTPSessionManager(app=self.tools.server, json_response=True)
