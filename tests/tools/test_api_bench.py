@@ -36,3 +36,21 @@ def test_the_api_bench_sets_up_its_tool_once_and_measures_real_calls(
     assert Activation.objects.filter(team=team, status=Activation.Status.ACTIVE).count() == 1
     assert figures["errors"] == 0, figures["error_samples"]
     assert figures["requests"] >= 2 and figures["p95_ms"] >= figures["p50_ms"] > 0
+
+
+def test_a_paced_load_starts_the_calls_asked_for_and_no_more(server: LiveServer) -> None:
+    """`--rate`: 3 clients together starting 10 calls a second for 2 s start about 20 calls,
+    where the saturated load above starts as many as the portal answers."""
+    team = TeamFactory(slug="paced")
+    admin = UserFactory(username="paced-admin")
+    MembershipFactory(team=team, user=admin, role="admin")
+    plugin, token = api_seed(team_slug="paced", admin_username="paced-admin")
+
+    figures = api_load(url=server.url, token=token, team_slug="paced", plugin=plugin,
+                       clients=3, seconds=2.0, rate=10.0)
+
+    assert figures["errors"] == 0, figures["error_samples"]
+    assert figures["rate"] == 10.0
+    # due at 0, 0.1, ... 1.9 s: at most 20 start before the deadline; a slow call may delay
+    # a client's later ones, never add any
+    assert 10 <= figures["requests"] <= 20, figures

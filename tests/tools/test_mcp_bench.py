@@ -51,3 +51,11 @@ def test_the_mcp_bench_measures_real_calls_over_both_protocols(server: LiveServe
     assert said.stdout.startswith("tools MCP (2026-07-28), 3 clients for ")
     assert "calls/s, p50 " in said.stdout and said.stdout.rstrip().endswith("errors 0")
     assert ToolToken.objects.filter(team=team, plugin__isnull=True).count() == 2
+
+    paced = bench(server, "--rate", "5", "--json")
+    assert paced.returncode == 0, paced.stderr
+    figures = json.loads(paced.stdout)
+    assert figures["rate"] == 5.0 and figures["errors"] == 0, figures
+    assert 5 <= figures["requests"] <= 15, figures  # due every 0.6 s per client, for 3 s
+    refused = bench(server, "--rate", "0")
+    assert refused.returncode != 0 and "--rate must be above 0" in refused.stderr
