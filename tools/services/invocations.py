@@ -360,7 +360,7 @@ def _finish(invocation: Invocation, *, status: str, **fields: Any) -> Invocation
     return invocation
 
 
-def _write_alone(invocation: Invocation, written: dict[str, Any]) -> None:
+def _write_alone(invocation: Invocation, written: dict[str, object]) -> None:
     """The outcome in one statement (the row's INSERT for a call not yet written, else an
     UPDATE), which, refused, leaves the connection usable: in autocommit the statement is its
     own transaction; inside a transaction, a savepoint keeps the rest."""
