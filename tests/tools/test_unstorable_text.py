@@ -130,3 +130,18 @@ def test_an_outcome_the_database_refuses_still_ends_the_call(noisy: Activation,
                    error_kind="plugin_error", log_lines=["\x00"])
     assert done.status == "failed" and done.error_kind == "bad_output"
     assert "could not be saved" in done.error and done.finished_at is not None
+
+
+def test_a_call_answered_in_the_request_is_logged_even_when_its_outcome_is_refused(
+        noisy: Activation, world: dict[str, Any]) -> None:
+    # An API or MCP call's row is written once, as it ends (invocation_call): when that one
+    # INSERT is refused, the row is still written, as a failure that says so.
+    unsaved = Invocation(team=world["acme"], plugin=noisy.plugin, version=noisy.version,
+                         command="fail", caller="token", status="running")
+    done = _finish(unsaved, status=Invocation.Status.FAILED, error="raw \x00 byte",
+                   error_kind="plugin_error", log_lines=["\x00"],
+                   http_requests=[{"url": "http://x/\x00"}])
+    assert done.pk is not None
+    kept = Invocation.objects.get(pk=done.pk)
+    assert kept.status == "failed" and kept.error_kind == "bad_output"
+    assert "could not be saved" in kept.error and kept.http_requests == []

@@ -346,8 +346,11 @@ def _finish(invocation: Invocation, *, status: str, **fields: Any) -> Invocation
         logger.exception("invocation %s (%s): its outcome could not be saved",
                          invocation.pk or "not written yet", invocation.command)
         status = Invocation.Status.FAILED
+        # Everything the outcome brought is left out, since a row not written yet would
+        # carry it into its INSERT again.
         written = {"status": status, "finished_at": written["finished_at"], "output": None,
-                   "output_text": "", "log_lines": [], "error_kind": "bad_output",
+                   "output_text": "", "log_lines": [], "http_requests": [],
+                   "error_kind": "bad_output",
                    "error": "The plugin's answer could not be saved (it holds text the"
                             " database cannot keep)."}
         _write_alone(invocation, written)
