@@ -195,6 +195,48 @@ def fetch_instances(key: Hashable, build: Callable[[], QuerySet[Any]],
     return instances
 
 
+@dataclass(frozen=True)
+class Part:
+    """One model of a joined row that `fetch_parts` builds: the model, the fields (attnames)
+    the row holds of it and the relation that reaches it from the queried model ("" for the
+    model itself, "version__" for a related one). Fields left out are deferred, as `only()`
+    leaves them: reading one asks the database."""
+
+    model: type[Model]
+    fields: tuple[str, ...]
+    prefix: str = ""
+
+    def columns(self) -> list[str]:
+        """The part's `values_list()` names, in the order `fetch_parts` reads them."""
+        return [f"{self.prefix}{name}" for name in self.fields]
+
+
+def fetch_parts(key: Hashable, build: Callable[[], QuerySet[Any]], parts: tuple[Part, ...],
+                bound: tuple[Bound, ...] = ()
+                ) -> list[tuple[list[Model | None], tuple[Any, ...]]]:
+    """For each row of `build()`'s `values_list()` (each part's `columns()` in turn, then any
+    further columns, e.g. annotations): the parts' model instances, as `select_related()` and
+    `only()` would build them, and the further columns' values. A part whose primary key is
+    NULL (an outer join that found nothing) is None. Compiled only the first time `key` is
+    seen, with `bound` as in `fetch_rows_bound`: for the reads every API call makes."""
+    built_rows: list[tuple[list[Model | None], tuple[Any, ...]]] = []
+    for row in fetch_rows_bound(key, build, bound):
+        built: list[Model | None] = []
+        start = 0
+        for part in parts:
+            values = dict(zip(part.fields, row[start:start + len(part.fields)], strict=True))
+            start += len(part.fields)
+            if values.get(part.model._meta.pk.attname) is None:
+                built.append(None)
+                continue
+            # from_db reads a partial row in the order of the model's fields.
+            names = [f.attname for f in part.model._meta.concrete_fields if f.attname in values]
+            built.append(part.model.from_db(DEFAULT_DB_ALIAS, names,
+                                            [values[name] for name in names]))
+        built_rows.append((built, tuple(row[start:])))
+    return built_rows
+
+
 def model_columns(model: type[Model], prefix: str = "") -> list[str]:
     """The `values_list()` names of every concrete field of `model` (`prefix`: the relation
     that reaches it, e.g. "team__"), in the order `fetch_instances` reads them."""

@@ -26,6 +26,7 @@ from django.db.models.functions import Coalesce, JSONObject, RowNumber
 from django.http import Http404
 from django.urls import reverse
 
+from autocoder.compiled_queries import Bound, Part, fetch_parts
 from autocoder.plugins import SettingDecl
 from marketplace.models import Plugin, PluginVersion
 from marketplace.selectors.tokens import token_hash
@@ -64,11 +65,18 @@ class EnteredSetting(TypedDict):
 # version row also holds its readme, reports, spec and embedding, which a call never needs (and
 # would parse each time). tests/tools/test_call_queries.py counts a call's queries, so a field
 # read that this leaves out shows there as one query more.
-FOR_CALLS = ("id", "team_id", "plugin_id", "version_id", "status", "warm_sandbox",
-             "version__id", "version__plugin_id", "version__version", "version__status",
-             "version__files", "version__commands",
-             "plugin__id", "plugin__name", "plugin__normalized_name", "plugin__team_id",
-             "team__id", "team__slug", "team__name")
+_CALL_PARTS = (
+    Part(Activation, ("id", "team_id", "plugin_id", "version_id", "status", "warm_sandbox")),
+    Part(PluginVersion, ("id", "plugin_id", "version", "status", "files", "commands"),
+         "version__"),
+    Part(Plugin, ("id", "name", "normalized_name", "team_id"), "plugin__"),
+    Part(Team, ("id", "slug", "name"), "team__"),
+)
+FOR_CALLS = tuple(column for part in _CALL_PARTS for column in part.columns())
+# Compiled once per process with these in place of the call's own values (an id no row has, a
+# name no plugin can have): building and compiling the query cost the ORM more CPU than the
+# rest of a call's own work (docs/tools.md, "Throughput").
+_TEAM, _NAME, _PLUGIN = -1, " plugin name ", -2
 
 
 def tool_for_call(team: Team | int, *, plugin_name: str | None = None,
@@ -79,22 +87,38 @@ def tool_for_call(team: Team | int, *, plugin_name: str | None = None,
     version), `stored` (the tool's storage, None while it has none) and `entered_settings`
     (the team's settings of the tool, `{name, value, secret}` each, a secret's value sealed).
     tools/services/invocations.py, `invocation_call`."""
+    if (plugin_name is None) == (plugin_id is None):
+        raise TypeError("tool_for_call: give plugin_name or plugin_id")
+    by_name = plugin_name is not None
+    bound = (Bound(_TEAM, team if isinstance(team, int) else team.pk),
+             Bound(_NAME, plugin_name) if by_name else Bound(_PLUGIN, plugin_id))
+    rows = fetch_parts(("tools.tool_for_call", by_name), lambda: _tool_query(by_name),
+                       _CALL_PARTS, bound)
+    if not rows:
+        return None
+    (activation, version, plugin, team_row), (blocked, stored, entered) = rows[0]
+    # inner joins: every part is there
+    assert isinstance(activation, Activation) and isinstance(version, PluginVersion)  # noqa: S101
+    assert isinstance(plugin, Plugin) and isinstance(team_row, Team)  # noqa: S101
+    activation.version, activation.plugin, activation.team = version, plugin, team_row
+    # What the ORM's annotate() would set: the readers take them with getattr.
+    vars(activation).update(blocked=blocked, stored=stored, entered_settings=entered)
+    return activation
+
+
+def _tool_query(by_name: bool) -> QuerySet[Activation]:
     block = VersionBlock.objects.filter(version_id=OuterRef("version_id"))
     storage = ToolStorage.objects.filter(team_id=OuterRef("team_id"),
                                          plugin_id=OuterRef("plugin_id")).values("data")[:1]
     entered = ToolSetting.objects.filter(
         team_id=OuterRef("team_id"), plugin_id=OuterRef("plugin_id")).values(
             row=JSONObject(name=F("name"), value=F("value"), secret=F("secret")))
-    found = (Activation.objects.select_related("version", "plugin", "team")
-             .only(*FOR_CALLS)
-             .filter(team=team, status=Status.ACTIVE)
-             .annotate(blocked=Exists(block), stored=Subquery(storage),
-                       entered_settings=ArraySubquery(entered)))
-    if plugin_name is not None:
-        found = found.filter(plugin__normalized_name=plugin_name)
-    if plugin_id is not None:
-        found = found.filter(plugin_id=plugin_id)
-    return found.first()
+    found = Activation.objects.filter(team_id=_TEAM, status=Status.ACTIVE)
+    found = (found.filter(plugin__normalized_name=_NAME) if by_name
+             else found.filter(plugin_id=_PLUGIN))
+    return (found.annotate(blocked=Exists(block), stored=Subquery(storage),
+                           entered_settings=ArraySubquery(entered))
+            .order_by("pk").values_list(*FOR_CALLS, "blocked", "stored", "entered_settings")[:1])
 
 
 def team_tools(team: Team) -> QuerySet[Activation]:
@@ -237,14 +261,34 @@ def tokens_of(team: Team, plugin: Plugin) -> QuerySet[ToolToken]:
             .filter(Q(plugin=plugin) | Q(plugin__isnull=True), team=team))
 
 
+_TOKEN_PARTS = (
+    Part(ToolToken, ("id", "team_id", "plugin_id", "name", "last_used_at", "revoked_at")),
+    Part(Team, ("id", "slug"), "team__"),
+    Part(Plugin, ("id", "normalized_name"), "plugin__"),
+)
+_HASH = " token hash "
+
+
 def token_by_raw(raw: str) -> ToolToken | None:
-    """The active token `raw` (hashed as the marketplace's index tokens are), or None."""
+    """The active token `raw` (hashed as the marketplace's index tokens are), or None; read
+    with a query compiled once per process, as `tool_for_call` is."""
     if not raw:
         return None
-    return (ToolToken.objects.select_related("team", "plugin")
-            .only("id", "team_id", "plugin_id", "name", "last_used_at", "revoked_at",
-                  "team__id", "team__slug", "plugin__id", "plugin__normalized_name")
-            .filter(token_hash=token_hash(raw), revoked_at__isnull=True).first())
+    rows = fetch_parts(("tools.token_by_raw",), _token_query, _TOKEN_PARTS,
+                       (Bound(_HASH, token_hash(raw)),))
+    if not rows:
+        return None
+    token, team, plugin = rows[0][0]
+    assert isinstance(token, ToolToken) and isinstance(team, Team)  # noqa: S101
+    assert plugin is None or isinstance(plugin, Plugin)  # noqa: S101  (a team-wide token)
+    token.team, token.plugin = team, plugin
+    return token
+
+
+def _token_query() -> QuerySet[ToolToken]:
+    columns = [column for part in _TOKEN_PARTS for column in part.columns()]
+    return (ToolToken.objects.filter(token_hash=_HASH, revoked_at__isnull=True)
+            .order_by("pk").values_list(*columns)[:1])
 
 
 def schedules_of(team: Team, plugin: Plugin) -> QuerySet[Schedule]:

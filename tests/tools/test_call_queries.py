@@ -88,3 +88,57 @@ def test_an_mcp_call_reads_the_tool_once_and_writes_once(active: Activation,
     # the tool with its settings, the log's row (the token was read with the HTTP request)
     assert _statements(captured) == ["SELECT", "INSERT"], _said(captured)
     assert Invocation.objects.filter(caller="mcp", status="ok").count() == 1
+
+
+def test_the_compiled_reads_bring_what_the_orm_would(raw: str, active: Activation,
+                                                     world: dict[str, Any]) -> None:
+    """tool_for_call and token_by_raw run SQL compiled once per process (prepared on pooled
+    connections): each call's own values take the compile's placeholders, so a second team,
+    plugin or token gets its own row, and one that matches nothing gets None."""
+    from tools.selectors import token_by_raw, tool_for_call
+
+    by_name = tool_for_call(world["acme"], plugin_name="month-totals")
+    by_id = tool_for_call(world["acme"].pk, plugin_id=active.plugin_id)
+    for found in (by_name, by_id):
+        assert found is not None and found.pk == active.pk
+        assert (found.version.version, found.plugin.normalized_name, found.team.slug) == (
+            active.version.version, "month-totals", "acme")
+        assert found.version.commands == active.version.commands  # JSON, decoded
+        assert found.blocked is False and found.stored is None
+        assert found.entered_settings == []
+    # the other team has not activated it; a plugin it does not have; a name nobody uses
+    assert tool_for_call(world["other"], plugin_name="month-totals") is None
+    assert tool_for_call(world["acme"], plugin_id=active.plugin_id + 1000) is None
+    assert tool_for_call(world["acme"], plugin_name=" plugin name ") is None
+
+    token = token_by_raw(raw)
+    assert token is not None and token.team.slug == "acme"
+    assert token.plugin is not None and token.plugin.normalized_name == "month-totals"
+    team_wide, team_raw = tool_token_create(team=world["acme"], plugin=None,  # type: ignore[arg-type]
+                                            user=world["admin"], name="all tools")
+    found_wide = token_by_raw(team_raw)
+    assert found_wide is not None and found_wide.pk == team_wide.pk
+    assert found_wide.plugin is None  # the outer join found no plugin: None, not an empty one
+    assert token_by_raw(raw + "x") is None and token_by_raw("") is None
+    token.revoked_at = token.last_used_at or active.created_at
+    token.save(update_fields=["revoked_at"])
+    assert token_by_raw(raw) is None
+
+
+def test_a_token_and_a_tool_of_another_team_are_read_as_theirs(world: dict[str, Any]) -> None:
+    """The second team's rows through the same compiled statements (not the first's)."""
+    from tests.tools.conftest import publish_version
+    from tools.selectors import token_by_raw, tool_for_call
+    from tools.services.activations import activation_decide, activation_request
+
+    version = publish_version(world["acme"], visibility="public")
+    for team, admin in ((world["acme"], world["admin"]), (world["other"], world["other_admin"])):
+        activation_decide(activation=activation_request(team=team, version=version, user=admin),
+                          user=admin, approve=True)
+    for team, admin in ((world["acme"], world["admin"]), (world["other"], world["other_admin"])):
+        _, team_raw = tool_token_create(team=team, plugin=None,  # type: ignore[arg-type]
+                                        user=admin, name="t")
+        token = token_by_raw(team_raw)
+        found = tool_for_call(team.pk, plugin_name="month-totals")
+        assert token is not None and token.team.slug == team.slug
+        assert found is not None and found.team.slug == team.slug and found.team_id == team.pk
