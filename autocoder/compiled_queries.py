@@ -7,6 +7,9 @@ PostgreSQL needs to answer them. The SQL is the
 same for every request of the same user with the same memberships, so it is compiled once per
 process for a key that names everything the queryset is built from, and only executed after.
 See docs/operating.md, "Processes and load".
+A tool call's reads of its token and tool (tools/selectors.py) are compiled the same way, once
+per process, with each call's own values bound in (`fetch_parts`, `Bound`); docs/tools.md,
+"Throughput".
 
 With the connection pool on (the default), the compiled SQL is also a prepared statement on
 each pooled connection, planned once with a generic plan: PostgreSQL otherwise plans the
