@@ -75,17 +75,24 @@ class ConnectionShares:
                            error)
             return None
 
-    def should_close(self, client: Client) -> bool:
+    def should_close(self, client: Client, *, kept_alive: bool = True) -> bool:
         """Count `client`'s connection as answered now; True when this process holds more than
-        an even share, so this connection is to be closed after its answer."""
+        an even share, so this connection is to be closed after its answer. A connection the
+        client closes after this answer (`kept_alive` False: "Connection: close", HTTP/1.0)
+        holds no share: counting it for the next seconds made a process that had answered
+        many such requests shed the kept-alive connections it really held, and every other
+        process keep them all (20 connections ended 18/1/1 after a burst of closing ones)."""
         now = time.monotonic()
-        self._clients[client] = now
+        if kept_alive:
+            self._clients[client] = now
+        else:
+            self._clients.pop(client, None)
         if now - self._pruned_at >= PRUNE_EVERY_S:
             self._prune(now)
         mine = len(self._clients)
         total = mine + self._others(now)
         even_share = -(-total // self.processes)
-        close = mine > even_share and now - self._shed_at >= SHED_EVERY_S
+        close = kept_alive and mine > even_share and now - self._shed_at >= SHED_EVERY_S
         if close:
             del self._clients[client]
             mine -= 1

@@ -62,7 +62,8 @@ class BufferedWsgiBridge:
         instance = _Request(self.wsgi_application)
         client = scope.get("client")
         if self.shares is not None and client:
-            instance.close_connection = self.shares.should_close((client[0], client[1]))
+            instance.close_connection = self.shares.should_close(
+                (client[0], client[1]), kept_alive=_keeps_alive(scope))
         await instance(scope, receive, send)
         if self.log_access and instance.answered is not None:
             status, size = instance.answered
@@ -71,6 +72,15 @@ class BufferedWsgiBridge:
             access_log.info('%s "%s %s%s" %s %s %.0fms', client, scope.get("method", ""),
                             scope.get("path", ""), f"?{query}" if query else "", status, size,
                             (time.perf_counter() - started) * 1000)
+
+
+def _keeps_alive(scope: Scope) -> bool:
+    """Whether the client keeps its connection after this answer (RFC 9112, section 9.3)."""
+    tokens = {token.strip().lower() for name, value in scope.get("headers", ())
+              if name.lower() == b"connection" for token in value.split(b",")}
+    if scope.get("http_version") == "1.0":
+        return b"keep-alive" in tokens
+    return b"close" not in tokens
 
 
 class _Request(WsgiToAsgiInstance):  # type: ignore[misc]

@@ -64,6 +64,25 @@ def test_a_process_with_more_than_its_share_lets_connections_go_down_to_it(
     assert answer(quiet, [*clients(40000, 8), *closed[:2]], clock, gap_s=0.01) == []
 
 
+def test_connections_the_clients_close_hold_no_share(
+        pair: tuple[ConnectionShares, ConnectionShares], clock: Callable[[float], None]) -> None:
+    busy, quiet = pair
+    # A burst of requests each on a connection of its own ("Connection: close"), as a script
+    # or a health check makes: the busy process answered forty, but holds none of them.
+    for client in clients(30000, 40):
+        clock(0.01)
+        assert busy.should_close(client, kept_alive=False) is False
+    for mine, theirs in zip(clients(50000, 5), clients(40000, 5), strict=True):
+        assert answer(busy, [mine], clock) == [] and answer(quiet, [theirs], clock) == []
+    # 5 and 5 kept alive: neither lets one go, and the quiet one sees the busy one's true 5.
+    assert answer(busy, clients(50000, 5), clock, gap_s=0.01) == []
+    assert answer(quiet, clients(40000, 6), clock) == []  # 6 of 11: within an even share
+    # A kept-alive client that says it closes after this answer stops counting at once:
+    # 6 against 4 is more than an even share, and the quiet process lets one go.
+    assert busy.should_close(("127.0.0.1", 50000), kept_alive=False) is False
+    assert answer(quiet, clients(40000, 1), clock) == clients(40000, 1)
+
+
 def test_at_most_one_connection_goes_per_interval(
         pair: tuple[ConnectionShares, ConnectionShares], clock: Callable[[float], None]) -> None:
     busy, _ = pair

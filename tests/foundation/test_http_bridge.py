@@ -202,3 +202,24 @@ def _rendezvous(paths: list[str]) -> list[str]:
 def test_tool_api_calls_run_several_at_once_in_one_process() -> None:
     # A tool's call mostly waits for its sandbox: three at once meet, where pages would queue
     assert _rendezvous(["/api/tools/acme/echo/echo"] * 3) == ["met"] * 3
+
+
+@pytest.mark.parametrize(("version", "connection", "kept_alive"), [
+    ("1.1", None, True), ("1.1", b"close", False), ("1.1", b"Upgrade, Close", False),
+    ("1.0", None, False), ("1.0", b"keep-alive", True)])
+def test_the_shares_are_told_whether_the_client_keeps_its_connection(
+        version: str, connection: bytes | None, kept_alive: bool) -> None:
+    # A connection the client closes after its answer holds no share of the web processes'
+    # kept-alive connections (autocoder/connection_shares.py).
+    told: list[bool] = []
+
+    class Shares:
+        def should_close(self, client: tuple[str, int], *, kept_alive: bool = True) -> bool:
+            told.append(kept_alive)
+            return False
+
+    scope = _scope("/", headers=[(b"connection", connection)] if connection else [])
+    scope["http_version"] = version
+    sent = _call(BufferedWsgiBridge(_echo, shares=Shares()), scope, [b""])  # type: ignore[arg-type]
+    assert told == [kept_alive]
+    assert (b"connection", b"close") not in sent[0]["headers"]

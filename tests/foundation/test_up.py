@@ -243,38 +243,55 @@ def _a_killed_web_process_is_replaced_while_the_others_answer(
 def _kept_alive_connections_are_shared_evenly(up: subprocess.Popen[str], base: str,
                                               port: int, clients: int = 20) -> None:
     """Twenty clients keeping their connections: the kernel splits them at random (12/8 was
-    usual), the web processes even them out (autocoder/connection_shares.py)."""
+    usual), the web processes even them out (autocoder/connection_shares.py). The clients ask
+    in rounds (5 s, then 2 s more each) until the connections they hold are even: on a busy
+    machine, fewer answers per second mean fewer chances to let one go, so evening out takes
+    longer (seen: not yet done after 5 s with the two cores given to four other processes)."""
     statuses: list[int] = []
-    asked, counted = threading.Barrier(clients + 1), threading.Event()
+    asked, counted = threading.Barrier(clients + 1), threading.Barrier(clients + 1)
+    finished = threading.Event()
+    started = time.monotonic()
 
     def client_asking() -> None:
-        with httpx.Client(timeout=10) as client:
-            until = time.monotonic() + 5
-            closed = True
-            # Until the time is up and the last answer kept the connection: an answer with
-            # "Connection: close" (a process evening out) leaves this client without one.
-            while time.monotonic() < until or closed:
-                answer = client.get(f"{base}login/")
-                statuses.append(answer.status_code)
-                closed = answer.headers.get("connection", "").lower() == "close"
-            asked.wait(timeout=30)
-            counted.wait(timeout=30)  # the connection stays open while it is counted
+        with httpx.Client(timeout=30) as client:
+            round_s = 5.0
+            while not finished.is_set():
+                until = time.monotonic() + round_s
+                closed = True
+                # Until the round is over and the last answer kept the connection: an answer
+                # with "Connection: close" (a process evening out) leaves this client without
+                # one.
+                while time.monotonic() < until or closed:
+                    answer = client.get(f"{base}login/")
+                    statuses.append(answer.status_code)
+                    closed = answer.headers.get("connection", "").lower() == "close"
+                asked.wait(timeout=60)
+                counted.wait(timeout=60)  # the connection stays open while it is counted
+                round_s = 2.0
 
     askers = [threading.Thread(target=client_asking) for _ in range(clients)]
     for asker in askers:
         asker.start()
-    asked.wait(timeout=30)
-    held = {pid: sum(1 for c in psutil.Process(pid).net_connections("tcp")
-                     if c.status == psutil.CONN_ESTABLISHED and c.laddr.port == port)
-            for pid in _web_pids(up)}
-    counted.set()
+    rounds = 0
+    while True:
+        asked.wait(timeout=60)
+        rounds += 1
+        held = {pid: sum(1 for c in psutil.Process(pid).net_connections("tcp")
+                         if c.status == psutil.CONN_ESTABLISHED and c.laddr.port == port)
+                for pid in _web_pids(up)}
+        even = max(held.values()) == -(-clients // len(held))  # 7, 7 and 6
+        if even or time.monotonic() - started > 90:
+            finished.set()
+        counted.wait(timeout=60)
+        if finished.is_set():
+            break
     for asker in askers:
         asker.join()
-    print(f"kept-alive connections per web process: {sorted(held.values())} "
-          f"after {len(statuses)} requests")
+    print(f"kept-alive connections per web process: {sorted(held.values())} after "
+          f"{len(statuses)} requests, {rounds} round(s), {time.monotonic() - started:.1f}s")
     assert set(statuses) == {200}
     assert sum(held.values()) == clients
-    assert max(held.values()) == -(-clients // len(held))  # 10 and 10
+    assert even, f"not evened out within 90 s: {sorted(held.values())}"
 
 
 def _redis_alive(var_dir: Path) -> bool:
