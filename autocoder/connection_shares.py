@@ -7,6 +7,10 @@ while the other idles (measured with bench_load: 12/8 was the usual split, and i
 busier process's). Each process counts the connections it answered lately and writes the count
 into a small file all of them share; a process holding more than an even share answers one of
 its connections with "Connection: close", and the client's next connection is handed out anew.
+A process counts in the even share only while it serves: its slot is empty (never written)
+until it is ready, and the supervisor empties it again when the process dies. Without that, a
+replacement still loading Django looked like a process with no connections, the others let
+theirs go towards it, and the connections waited in its socket's queue (20 ended 18/1/1).
 See docs/operating.md, "Processes and load".
 """
 
@@ -20,7 +24,8 @@ import time
 from pathlib import Path
 
 ENVIRONMENT = "AUTOCODER_WEB_SHARES"  # "<file>:<this process's index>:<processes>"
-# (written at, on the monotonic clock the processes share; connections)
+# (written at, on the monotonic clock the processes share; connections); written at 0: not
+# serving (starting, or gone)
 SLOT = struct.Struct("<dq")
 # A connection silent this long no longer counts; a slot not written for twice as long belongs
 # to a process that is gone or idle.
@@ -43,6 +48,17 @@ def shares_file_create(path: Path, processes: int) -> None:
 
 def environment_value(path: Path, index: int, processes: int) -> str:
     return f"{path}:{index}:{processes}"
+
+
+def slot_clear(path: Path, index: int) -> None:
+    """Process `index` no longer serves (the supervisor saw it exit): the others stop counting
+    it in the even share until its replacement is ready."""
+    try:
+        with path.open("r+b") as shared:
+            shared.seek(index * SLOT.size)
+            shared.write(bytes(SLOT.size))
+    except OSError as error:  # the file went with var/: nothing left to even out
+        logger.warning("could not clear web process %d's share in %s: %s", index, path, error)
 
 
 class ConnectionShares:
@@ -75,6 +91,10 @@ class ConnectionShares:
                            error)
             return None
 
+    def serving(self) -> None:
+        """This process is ready to answer: it counts in the even share from now on."""
+        SLOT.pack_into(self._shared, self.index * SLOT.size, time.monotonic(), 0)
+
     def should_close(self, client: Client, *, kept_alive: bool = True) -> bool:
         """Count `client`'s connection as answered now; True when this process holds more than
         an even share, so this connection is to be closed after its answer. A connection the
@@ -90,8 +110,8 @@ class ConnectionShares:
         if now - self._pruned_at >= PRUNE_EVERY_S:
             self._prune(now)
         mine = len(self._clients)
-        total = mine + self._others(now)
-        even_share = -(-total // self.processes)
+        others, serving = self._others(now)
+        even_share = -(-(mine + others) // serving)
         close = kept_alive and mine > even_share and now - self._shed_at >= SHED_EVERY_S
         if close:
             del self._clients[client]
@@ -106,11 +126,15 @@ class ConnectionShares:
             if now - seen > IDLE_S:
                 del self._clients[client]
 
-    def _others(self, now: float) -> int:
-        total = 0
+    def _others(self, now: float) -> tuple[int, int]:
+        """The other processes' recent connections, and how many processes serve (this one
+        included): a quiet one serves with none, a starting or dead one does not count."""
+        total, serving = 0, 1
         for index in range(self.processes):
             if index != self.index:
                 written_at, connections = SLOT.unpack_from(self._shared, index * SLOT.size)
-                if now - written_at <= 2 * IDLE_S:
-                    total += connections
-        return total
+                if written_at:
+                    serving += 1
+                    if now - written_at <= 2 * IDLE_S:
+                        total += connections
+        return total, serving

@@ -13,6 +13,7 @@ See docs/operating.md, "Processes and load".
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import signal
@@ -29,6 +30,7 @@ from autocoder import metrics
 from autocoder.connection_shares import ENVIRONMENT as SHARES_ENVIRONMENT
 from autocoder.connection_shares import environment_value as shares_environment
 from autocoder.connection_shares import shares_file_create
+from autocoder.connection_shares import slot_clear as shares_slot_clear
 
 # A child that lived shorter than this crashed at start-up: wait longer before each retry.
 QUICK_EXIT_S = 10.0
@@ -48,6 +50,7 @@ class Child:
     command: list[str]
     env: dict[str, str] | None = None
     pass_fds: tuple[int, ...] = ()
+    on_exit: Callable[[], None] | None = None  # told as soon as the process is seen gone
     process: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     quick_exits: int = 0
@@ -112,6 +115,8 @@ def restart_exited(children: list[Child], say: Callable[[str], None]) -> None:
             continue
         code = child.exited()
         if code is not None:
+            if child.on_exit is not None:
+                child.on_exit()
             if child.process is not None:
                 metrics.process_gone(settings.METRICS_DIR, child.process.pid)
             delay = child.schedule_restart()
@@ -203,5 +208,6 @@ def web_children(sockets: list[socket.socket]) -> list[Child]:
     return [Child(f"web server {n + 1}",
                   [sys.executable, "-m", "daphne", "-v", "0", "--fd", str(sock.fileno()),
                    "config.asgi:application"], pass_fds=(sock.fileno(),),
-                  env={SHARES_ENVIRONMENT: shares_environment(shares, n, len(sockets))})
+                  env={SHARES_ENVIRONMENT: shares_environment(shares, n, len(sockets))},
+                  on_exit=functools.partial(shares_slot_clear, shares, n))
             for n, sock in enumerate(sockets)]

@@ -24,10 +24,11 @@ from autocoder.start_gate import gate_wait  # noqa: E402
 from config.routing import websocket_urlpatterns  # noqa: E402
 from tools.mcp.asgi import mcp_or  # noqa: E402  (/mcp/<team>/: docs/tools.md)
 
+shares = ConnectionShares.from_environment()
 application = ProtocolTypeRouter(
     {
         "http": mcp_or(BufferedWsgiBridge(WSGIHandler(), log_access=settings.WEB_ACCESS_LOG,
-                                          shares=ConnectionShares.from_environment())),
+                                          shares=shares)),
         "websocket": AllowedHostsOriginValidator(
             AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
         ),
@@ -41,6 +42,8 @@ gc.freeze()
 
 # Started by `up` during its migrations: serve nothing before they are done (start_gate.py).
 gate_wait()
+if shares is not None:
+    shares.serving()  # the other web processes count this one from now on
 
 
 def _warm_search_model() -> None:

@@ -85,9 +85,10 @@ def test_connections_the_clients_close_hold_no_share(
 
 def test_at_most_one_connection_goes_per_interval(
         pair: tuple[ConnectionShares, ConnectionShares], clock: Callable[[float], None]) -> None:
-    busy, _ = pair
-    # Alone, twelve connections are too many for one of two processes, but within a tenth of
-    # a second only one is let go: the client's reconnection shows where it lands first.
+    busy, quiet = pair
+    quiet.serving()
+    # Twelve connections are too many for one of two processes, but within a tenth of a
+    # second only one is let go: the client's reconnection shows where it lands first.
     closed = answer(busy, clients(50000, 12), clock, gap_s=0.005)
     assert len(closed) == 1
 
@@ -135,3 +136,36 @@ def test_a_missing_or_garbled_file_serves_without_evening_out(
         monkeypatch.setenv(connection_shares.ENVIRONMENT, value)
         assert ConnectionShares.from_environment() is None
     assert caplog.text.count("connections are not evened out") == 2
+
+
+def test_a_process_not_yet_or_no_longer_serving_is_not_counted(
+        tmp_path: Path, clock: Callable[[float], None]) -> None:
+    path = tmp_path / "web-shares"
+    shares_file_create(path, 3)
+    first, second, third = (ConnectionShares(path, index, 3) for index in range(3))
+    for a, b in zip(clients(40000, 10), clients(50000, 10), strict=True):
+        assert answer(first, [a], clock, gap_s=0.01) == []
+        assert answer(second, [b], clock, gap_s=0.01) == []
+    # The third is still loading Django: 10 and 10 is even between the two that serve, and
+    # nobody sends connections towards a socket nobody answers yet.
+    assert answer(first, clients(40000, 10), clock, gap_s=0.2) == []
+    third.serving()  # ready: 10 of 20 is more than a third, one goes at a time
+    moved = []
+    for client in clients(40000, 10):
+        clock(0.2)
+        if first.should_close(client):  # it reconnects, and lands on the third
+            moved.append(client)
+            assert answer(third, [client], clock, gap_s=0.01) == []
+    assert len(moved) == 3  # 7, 10 and 3
+
+    # The supervisor saw the third die: its three are no longer counted, nor is it. Its
+    # clients come back to the first: 9 of 19 is within an even share of two (a third of 22,
+    # 8, had it still counted).
+    connection_shares.slot_clear(path, 2)
+    assert answer(first, clients(40100, 2), clock, gap_s=0.01) == []
+
+
+def test_clearing_a_share_whose_file_is_gone_is_logged_not_raised(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    connection_shares.slot_clear(tmp_path / "gone", 1)
+    assert "could not clear web process 1's share" in caplog.text
