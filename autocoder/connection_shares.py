@@ -99,9 +99,8 @@ class ConnectionShares:
         """Count `client`'s connection as answered now; True when this process holds more than
         an even share, so this connection is to be closed after its answer. A connection the
         client closes after this answer (`kept_alive` False: "Connection: close", HTTP/1.0)
-        holds no share: counting it for the next seconds made a process that had answered
-        many such requests shed the kept-alive connections it really held, and every other
-        process keep them all (20 connections ended 18/1/1 after a burst of closing ones)."""
+        holds no share: counted for the next seconds, a burst of such requests would make
+        the process that answered them shed the kept-alive connections it really holds."""
         now = time.monotonic()
         if kept_alive:
             self._clients[client] = now
